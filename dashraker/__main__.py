@@ -1,0 +1,5 @@
+import sys
+
+from dashraker.cli import main
+
+sys.exit(main())
