@@ -1,0 +1,306 @@
+"""TensorDash reference scheduler, cycle model and functional golden model (SPEC section 3).
+
+The scheduled operand of a tile pass is a set of streams ``[rows, steps, lanes]``;
+only which values are non-zero matters to the schedule. Each row has a staging
+window of steps ``t .. t+H`` and one scheduler. Every cycle each lane issues one
+value: its own slot ``(t, lane)`` when non-zero, otherwise the first non-zero of its
+interconnect candidates ``(t + ds, (lane + dl) mod N)``, visited in priority order;
+a promoted value moves (its old slot becomes zero), so nothing is issued twice or
+lost. Lanes are visited in groups whose candidate sets are disjoint (lanes of a
+group decide in parallel), group after group. After the cycle, the window skips
+the following steps that are now zero in every row, at most H of them: a cycle
+consumes 1 to H+1 steps. Steps past the end of a stream are zero.
+
+Priority: the own slot ``(0, 0)`` first, then the other offsets sorted by step
+offset, then by lane offset as written (signed) -- for T<2,5>:
+(1,-1), (1,0), (1,+1), (1,+3), (2,-2), (2,0), (2,+2).
+
+Groups (``lane_groups``): two lanes conflict when one slot is a candidate of both,
+i.e. ``l1 + d1 == l2 + d2 (mod N)`` for two offsets ``(s, d1)``, ``(s, d2)`` of the
+same step offset. Lanes are taken in increasing order and each joins the first
+group holding no lane it conflicts with, or opens a new group (greedy first fit);
+groups are visited in the order they were opened. For N=16 and T<2,5> this gives
+{0,5,10}, {1,6,11}, {2,7,12}, {3,8,13}, {4,9,14}, {15}.
+
+``schedule`` records the schedule with boolean lane arrays; ``cycles`` computes the
+same counts with the lanes packed into machine words, for the mapper's volumes.
+"""
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from dashraker.models.baseline import adder_tree
+from dashraker.models.numerics import fp32_add, fp32_mul, quantize
+
+__all__ = [
+    "DEFAULT_PATTERN",
+    "parse_pattern",
+    "pattern_lookahead",
+    "priority",
+    "lane_groups",
+    "Schedule",
+    "schedule",
+    "cycles",
+    "tile_outputs",
+]
+
+DEFAULT_PATTERN = ((0, 0), (1, 0), (2, 0), (1, -1), (1, 1), (1, 3), (2, -2), (2, 2))
+
+_NAMED = re.compile(r"T<(\d+),(\d+)>")
+_PAIR = re.compile(r"\(?\s*(-?\+?\d+)\s*,\s*([-+]?\d+)\s*\)?")
+
+
+def parse_pattern(pattern):
+    """The offsets ``((step_offset, lane_offset), ...)`` of an interconnect pattern.
+
+    Accepts ``"T<2,5>"`` (the default pattern), ``"T<h,0>"`` (lookahead only: own
+    lane at steps 0..h), a text list ``"(0,0),(1,0),(1,-1)"`` (or ``"0,0;1,0;1,-1"``)
+    or a sequence of pairs. The pattern must hold ``(0, 0)``, have no other offset
+    at step 0, no negative step and no repeated offset.
+    """
+    if isinstance(pattern, str):
+        text = pattern.strip()
+        named = _NAMED.fullmatch(text.replace(" ", ""))
+        if named:
+            depth, side = int(named[1]), int(named[2])
+            if (depth, side) == (2, 5):
+                return DEFAULT_PATTERN
+            if side == 0:
+                return tuple((step, 0) for step in range(depth + 1))
+            raise ValueError(f"unknown named pattern {pattern!r}; named ones are 'T<2,5>' and 'T<h,0>'")
+        pairs = [piece for piece in re.split(r"\)\s*,\s*\(|;", text) if piece.strip()]
+        offsets = []
+        for piece in pairs:
+            match = _PAIR.fullmatch(piece.strip())
+            if not match:
+                raise ValueError(f"pattern {pattern!r}: cannot read offset {piece.strip()!r}; "
+                                 "expected 'step,lane' pairs like '(0,0),(1,-1)'")
+            offsets.append((int(match[1]), int(match[2])))
+    else:
+        try:
+            offsets = [tuple(pair) for pair in pattern]
+        except TypeError:
+            raise ValueError(f"pattern must be a string or a sequence of (step, lane) pairs, not {pattern!r}") from None
+        for pair in offsets:
+            if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) for v in pair):
+                raise ValueError(f"pattern offset {pair!r} is not a (step_offset, lane_offset) pair of integers")
+        offsets = [(int(s), int(d)) for s, d in offsets]
+    if (0, 0) not in offsets:
+        raise ValueError(f"pattern {offsets!r} lacks the own slot (0, 0)")
+    if len(set(offsets)) != len(offsets):
+        raise ValueError(f"pattern {offsets!r} repeats an offset")
+    for step, lane in offsets:
+        if step < 0 or (step == 0 and lane != 0):
+            raise ValueError(f"pattern offset {(step, lane)!r}: step offsets must be >= 1 except the own slot (0, 0)")
+    return tuple(offsets)
+
+
+def pattern_lookahead(pattern):
+    """The largest step offset of a pattern: the smallest lookahead H that can host it."""
+    return max(step for step, _ in parse_pattern(pattern))
+
+
+def priority(pattern):
+    """Pattern indices in the order a lane tries them: (0, 0), then by (step offset, lane offset)."""
+    pattern = parse_pattern(pattern)
+    return sorted(range(len(pattern)), key=lambda k: (pattern[k] != (0, 0), pattern[k]))
+
+
+def _check(lanes, pattern, lookahead=None):
+    pattern = parse_pattern(pattern)
+    if not isinstance(lanes, (int, np.integer)) or lanes < 1:
+        raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+    slots = {(step, lane % lanes) for step, lane in pattern}
+    if len(slots) != len(pattern):
+        raise ValueError(f"pattern {pattern!r} names one slot twice with {lanes} lanes (offsets equal modulo N)")
+    if lookahead is not None:
+        if not isinstance(lookahead, (int, np.integer)) or lookahead < 0:
+            raise ValueError(f"lookahead must be a non-negative integer, not {lookahead!r}")
+        if pattern_lookahead(pattern) > lookahead:
+            raise ValueError(f"pattern {pattern!r} reaches step offset {pattern_lookahead(pattern)}, "
+                             f"beyond lookahead {lookahead}")
+    return pattern
+
+
+def lane_groups(lanes, pattern=DEFAULT_PATTERN):
+    """Lanes grouped so that no two lanes of a group share a candidate slot (greedy first fit, see module doc)."""
+    pattern = _check(lanes, pattern)
+    candidates = [{(step, (lane + offset) % lanes) for step, offset in pattern} for lane in range(lanes)]
+    groups = []
+    for lane in range(lanes):
+        for group in groups:
+            if all(candidates[lane].isdisjoint(candidates[other]) for other in group):
+                group.append(lane)
+                break
+        else:
+            groups.append([lane])
+    return groups
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The schedule of a batch of tile passes.
+
+    ``head[p, c]`` is the window's first step in cycle ``c`` of pass ``p`` and
+    ``select[p, c, r, i]`` the pattern index lane ``i`` of row ``r`` issues then (-1:
+    idle); both are -1 for cycles past ``cycles[p]``.
+    """
+
+    pattern: tuple
+    lookahead: int
+    groups: list
+    cycles: np.ndarray
+    head: np.ndarray
+    select: np.ndarray
+
+    @property
+    def lanes(self):
+        return self.select.shape[-1]
+
+    @property
+    def source(self):
+        """(step, lane) of the value each lane issues, int64 ``[passes, cycles, rows, lanes]``; -1 when idle."""
+        offsets = np.array(self.pattern, dtype=np.int64)
+        idle = self.select < 0
+        chosen = offsets[np.where(idle, 0, self.select)]
+        step = self.head[:, :, None, None] + chosen[..., 0]
+        lane = (np.arange(self.lanes) + chosen[..., 1]) % self.lanes
+        return np.where(idle, -1, step), np.where(idle, -1, lane)
+
+
+def _streams(nonzero):
+    nonzero = np.asarray(nonzero)
+    if nonzero.ndim != 4:
+        raise ValueError(f"nonzero must be a [passes, rows, steps, lanes] array, not shape {nonzero.shape}")
+    return nonzero.astype(bool)
+
+
+def _skip(occupied):
+    """Steps consumed this cycle: 1 + the leading run of steps 1..H empty in every row (occupied: [A, H])."""
+    return 1 + np.cumprod(~occupied, axis=1).sum(axis=1)
+
+
+def _run(window_state, pattern, lookahead, passes, steps, step_cycle):
+    """Shared cycle loop: gathers each active pass's window, lets ``step_cycle`` schedule it, advances."""
+    head = np.zeros(passes, dtype=np.int64)
+    count = np.zeros(passes, dtype=np.int64)
+    span = np.arange(lookahead + 1)
+    active = np.arange(passes) if steps else np.arange(0)
+    while active.size:
+        rows = head[active, None] + span
+        window = window_state[active[:, None], rows]
+        occupied = step_cycle(active, count[active], head[active], window)
+        window_state[active[:, None], rows] = window
+        head[active] += _skip(occupied)
+        count[active] += 1
+        active = active[head[active] < steps]
+    return count
+
+
+def schedule(nonzero, pattern=DEFAULT_PATTERN, lookahead=2):
+    """Schedule tile passes: ``nonzero`` bool ``[passes, rows, steps, lanes]`` -> ``Schedule``."""
+    nonzero = _streams(nonzero)
+    passes, rows, steps, lanes = nonzero.shape
+    pattern = _check(lanes, pattern, lookahead)
+    groups = lane_groups(lanes, pattern)
+    order = priority(pattern)
+    state = np.zeros((passes, steps + lookahead + 1, rows, lanes), dtype=bool)
+    state[:, :steps] = nonzero.transpose(0, 2, 1, 3)
+    select = np.full((passes, steps, rows, lanes), -1, dtype=np.int8)
+    head = np.full((passes, steps), -1, dtype=np.int64)
+
+    def step_cycle(active, cycle, first, window):
+        chosen = np.full(window.shape[:1] + window.shape[2:], -1, dtype=np.int8)
+        for group in groups:
+            group = np.array(group)
+            need = np.ones(window.shape[:1] + (rows, group.size), dtype=bool)
+            for k in order:
+                step, offset = pattern[k]
+                source = window[:, step]
+                take = need & source[..., (group + offset) % lanes]
+                source[..., (group + offset) % lanes] &= ~take
+                chosen[..., group] = np.where(take, k, chosen[..., group])
+                need &= ~take
+        select[active, cycle] = chosen
+        head[active, cycle] = first
+        return window[:, 1:].any(axis=(2, 3))
+
+    count = _run(state, pattern, lookahead, passes, steps, step_cycle)
+    width = int(count.max(initial=0))
+    return Schedule(pattern, lookahead, groups, count, head[:, :width], select[:, :width])
+
+
+def _rotate(words, offset, lanes):
+    """Bit i of the result is bit (i + offset) mod N of ``words`` (N-bit lane masks)."""
+    offset %= lanes
+    if offset == 0:
+        return words
+    mask = np.uint64((1 << lanes) - 1)
+    return ((words >> np.uint64(offset)) | (words << np.uint64(lanes - offset))) & mask
+
+
+def cycles(nonzero, pattern=DEFAULT_PATTERN, lookahead=2):
+    """Cycle count per pass (int64 ``[passes]``), as ``schedule(...).cycles``, with lanes packed in words."""
+    nonzero = _streams(nonzero)
+    passes, rows, steps, lanes = nonzero.shape
+    pattern = _check(lanes, pattern, lookahead)
+    if lanes > 64:
+        return schedule(nonzero, pattern, lookahead).cycles
+    groups = lane_groups(lanes, pattern)
+    order = [pattern[k] for k in priority(pattern)]
+    packed = np.packbits(nonzero, axis=-1, bitorder="little")
+    packed = np.pad(packed, [(0, 0)] * 3 + [(0, 8 - packed.shape[-1])]).view(np.uint64)[..., 0]
+    state = np.zeros((passes, steps + lookahead + 1, rows), dtype=np.uint64)
+    state[:, :steps] = packed.transpose(0, 2, 1)
+    masks = [np.uint64(sum(1 << lane for lane in group)) for group in groups]
+
+    def step_cycle(active, cycle, first, window):
+        for mask in masks:
+            need = np.broadcast_to(mask, window.shape[:1] + (rows,))
+            for step, offset in order:
+                take = need & _rotate(window[:, step], offset, lanes)
+                window[:, step] &= ~_rotate(take, -offset, lanes)
+                need = need & ~take
+        return (window[:, 1:] != 0).any(axis=2)
+
+    return _run(state, pattern, lookahead, passes, steps, step_cycle)
+
+
+def tile_outputs(sched, scheduled, partner, fmt="bf16"):
+    """PE outputs of tile passes run on a schedule, in the project's fp32 arithmetic.
+
+    ``scheduled`` ``[passes, rows, steps, lanes]`` and ``partner`` ``[passes, cols,
+    steps, lanes]`` are fp32 values (quantized to ``fmt`` first). Each cycle, lane i of
+    PE (r, c) multiplies the scheduled value it issues by the partner value at the
+    same original (step, lane); the N products (+0.0 for idle lanes) go through the
+    fp32 adder tree and the sum is added to the PE's accumulator (from +0.0).
+    Returns fp32 ``[passes, rows, cols]``.
+    """
+    a = quantize(torch.as_tensor(scheduled, dtype=torch.float32), fmt)
+    b = quantize(torch.as_tensor(partner, dtype=torch.float32), fmt)
+    passes, rows, steps, lanes = a.shape
+    if b.shape[0] != passes or b.shape[2:] != (steps, lanes):
+        raise ValueError(f"partner shape {tuple(b.shape)} does not match scheduled shape {tuple(a.shape)}")
+    if sched.select.shape[0] != passes or sched.select.shape[2:] != (rows, lanes):
+        raise ValueError(f"schedule for shape {sched.select.shape} does not match scheduled shape {tuple(a.shape)}")
+    step, lane = (torch.as_tensor(v) for v in sched.source)
+    # Padding step/lane index `steps`/0 holds +0.0 for idle lanes.
+    a = torch.nn.functional.pad(a, (0, 0, 0, 1))
+    b = torch.nn.functional.pad(b, (0, 0, 0, 1))
+    idle = step < 0
+    step = torch.where(idle, steps, step)
+    lane = torch.where(idle, 0, lane)
+    acc = torch.zeros(passes, rows, b.shape[1])
+    pass_index = torch.arange(passes)[:, None, None]
+    row_index = torch.arange(rows)[None, :, None]
+    for cycle in range(step.shape[1]):
+        s, i = step[:, cycle], lane[:, cycle]  # [passes, rows, lanes]
+        a_issued = a[pass_index, row_index, s, i]  # [passes, rows, lanes]
+        b_issued = b[pass_index[..., None], torch.arange(b.shape[1])[None, None, :, None], s[:, :, None], i[:, :, None]]
+        products = fp32_mul(a_issued[:, :, None], b_issued)  # [passes, rows, cols, lanes]
+        running = torch.as_tensor(cycle < sched.cycles)[:, None, None]
+        acc = torch.where(running, fp32_add(acc, adder_tree(products)), acc)
+    return acc

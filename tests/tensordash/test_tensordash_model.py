@@ -1,0 +1,177 @@
+"""Properties of the TensorDash reference scheduler and golden model (SPEC section 3)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashraker.models import tensordash as td
+
+PATTERNS = [
+    td.DEFAULT_PATTERN,
+    ((0, 0), (1, 0), (2, 0)),
+    ((0, 0), (1, 0), (1, -1), (1, 1)),
+    ((0, 0), (1, 0), (1, 2), (2, 0), (2, -3), (3, 0), (3, 1)),
+]
+
+
+def naive_schedule(nonzero, pattern, lookahead, groups):
+    """SPEC section 3 step by step, one value at a time: selects per cycle [cycles][rows][lanes]."""
+    rows, steps, lanes = nonzero.shape
+    remaining = {(r, s, i) for r, s, i in zip(*np.nonzero(nonzero))}
+    order = [(0, 0)] + sorted(o for o in pattern if o != (0, 0))
+    head, selects = 0, []
+    while head < steps:
+        cycle = [[-1] * lanes for _ in range(rows)]
+        for r in range(rows):
+            for lane in (lane for group in groups for lane in group):
+                for step, offset in order:
+                    slot = (r, head + step, (lane + offset) % lanes)
+                    if slot in remaining:
+                        remaining.remove(slot)
+                        cycle[r][lane] = pattern.index((step, offset))
+                        break
+        selects.append(cycle)
+        head += 1
+        for _ in range(lookahead):
+            if any(s == head for _, s, _ in remaining):
+                break
+            head += 1
+    assert not remaining
+    return selects
+
+
+@st.composite
+def streams(draw, max_lanes=12):
+    pattern = draw(st.sampled_from(PATTERNS))
+    lookahead = td.pattern_lookahead(pattern) + draw(st.integers(0, 1))
+    lanes = draw(st.integers(max(4, 1 + 2 * max(abs(d) for _, d in pattern)), max_lanes))
+    passes, rows, steps = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 12))
+    density = draw(st.floats(0, 1))
+    seed = draw(st.integers(0, 2**32 - 1))
+    nonzero = np.random.default_rng(seed).random((passes, rows, steps, lanes)) < density
+    return nonzero, pattern, lookahead
+
+
+def test_spec_groups_for_t25():
+    assert td.lane_groups(16, td.DEFAULT_PATTERN) == [
+        [0, 5, 10], [1, 6, 11], [2, 7, 12], [3, 8, 13], [4, 9, 14], [15]]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("lanes", [7, 8, 16, 32])
+def test_groups_partition_lanes_with_disjoint_candidates(pattern, lanes):
+    groups = td.lane_groups(lanes, pattern)
+    assert sorted(lane for group in groups for lane in group) == list(range(lanes))
+    for group in groups:
+        slots = [(s, (lane + d) % lanes) for lane in group for s, d in pattern]
+        assert len(slots) == len(set(slots))
+
+
+def test_priority_order_of_t25():
+    assert [td.DEFAULT_PATTERN[k] for k in td.priority(td.DEFAULT_PATTERN)] == [
+        (0, 0), (1, -1), (1, 0), (1, 1), (1, 3), (2, -2), (2, 0), (2, 2)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("T<2,5>", td.DEFAULT_PATTERN),
+    ("T<3,0>", ((0, 0), (1, 0), (2, 0), (3, 0))),
+    ("(0,0),(1,0),(1,-1)", ((0, 0), (1, 0), (1, -1))),
+    ("0,0; 1,+1", ((0, 0), (1, 1))),
+    ([[0, 0], [2, -2]], ((0, 0), (2, -2))),
+])
+def test_parse_pattern(text, expected):
+    assert td.parse_pattern(text) == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("T<2,4>", "unknown named pattern"),
+    ("(1,0),(2,0)", "lacks the own slot"),
+    ("(0,0),(1,x)", "cannot read offset"),
+    ("(0,0),(0,1)", "step offsets must be >= 1"),
+    ("(0,0),(1,1),(1,1)", "repeats an offset"),
+    (3, "sequence of"),
+    ([(0, 0, 1)], "pair of integers"),
+])
+def test_parse_pattern_errors(text, message):
+    with pytest.raises(ValueError, match=message):
+        td.parse_pattern(text)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="beyond lookahead 1"):
+        td.schedule(np.ones((1, 1, 4, 16), bool), td.DEFAULT_PATTERN, lookahead=1)
+    with pytest.raises(ValueError, match="slot twice with 2 lanes"):
+        td.lane_groups(2, ((0, 0), (1, -1), (1, 1)))
+    with pytest.raises(ValueError, match=r"\[passes, rows, steps, lanes\]"):
+        td.cycles(np.ones((4, 16), bool))
+
+
+@settings(max_examples=150, deadline=None)
+@given(streams())
+def test_schedule_matches_step_by_step_spec(case):
+    nonzero, pattern, lookahead = case
+    sched = td.schedule(nonzero, pattern, lookahead)
+    for p in range(nonzero.shape[0]):
+        expected = naive_schedule(nonzero[p], pattern, lookahead, sched.groups)
+        assert sched.cycles[p] == len(expected)
+        assert sched.select[p, :len(expected)].tolist() == expected
+        assert (sched.select[p, len(expected):] == -1).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(streams(max_lanes=40))
+def test_every_nonzero_issued_once_and_cycle_bounds(case):
+    nonzero, pattern, lookahead = case
+    passes, rows, steps, lanes = nonzero.shape
+    sched = td.schedule(nonzero, pattern, lookahead)
+    step, lane = sched.source
+    for p in range(passes):
+        for r in range(rows):
+            issued = [(s, i) for s, i in zip(step[p, :, r].ravel(), lane[p, :, r].ravel()) if s >= 0]
+            assert len(issued) == len(set(issued))
+            assert sorted(issued) == sorted(zip(*np.nonzero(nonzero[p, r])))
+    assert (sched.cycles <= steps).all()
+    assert (sched.cycles >= math.ceil(steps / (lookahead + 1))).all()
+    # A value is issued while its step is in the window.
+    heads = sched.head[:, :, None, None]
+    assert ((step < 0) | ((step >= heads) & (step <= heads + lookahead))).all()
+    np.testing.assert_array_equal(td.cycles(nonzero, pattern, lookahead), sched.cycles)
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams(), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_outputs_pair_each_value_with_its_own_partner(case, cols, seed):
+    # Small integers keep every sum exact, so any order must give the exact dot product.
+    nonzero, pattern, lookahead = case
+    passes, rows, steps, lanes = nonzero.shape
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randint(-8, 9, nonzero.shape, generator=gen).float() * torch.as_tensor(nonzero)
+    b = torch.randint(-8, 9, (passes, cols, steps, lanes), generator=gen).float()
+    sched = td.schedule(nonzero, pattern, lookahead)
+    got = td.tile_outputs(sched, a, b)
+    expected = torch.einsum("prsl,pcsl->prc", a.double(), b.double()).float()
+    assert torch.equal(got, expected)
+
+
+def test_tile_outputs_follow_the_tree_and_accumulator_order():
+    # 1 + 2**-24 rounding shows the order: the golden sums lanes by the tree, cycles in order.
+    lanes = 4
+    a = torch.tensor([[[[1.0, 2.0**-24, 2.0**-24, 0.0], [0.0, 0.0, 0.0, 2.0**-24]]]])
+    b = torch.ones(1, 1, 2, lanes)
+    nonzero = (a != 0).numpy()
+    sched = td.schedule(nonzero, ((0, 0), (1, 0)), 1)
+    # Cycle 0: lane 3 promotes (1, 3); tree ((1 + e) + (e + e)) = 1 + 2e (exact in fp32: 1 + 2**-23).
+    assert sched.cycles.tolist() == [1]
+    got = td.tile_outputs(sched, a, b, fmt="fp32")
+    assert got.item() == 1.0 + 2.0**-23
+
+
+def test_dense_and_empty_extremes():
+    dense = np.ones((2, 3, 10, 16), bool)
+    assert td.cycles(dense).tolist() == [10, 10]
+    assert td.cycles(~dense).tolist() == [4, 4]
+    assert td.cycles(np.zeros((3, 2, 0, 16), bool)).tolist() == [0, 0, 0]
