@@ -14,6 +14,7 @@ FOLDERS = {
 
 setup(
     package_dir=FOLDERS,
+    package_data={"dashraker.hw": ["*.vlt"]},
     packages=[
         name
         for package, folder in FOLDERS.items()

@@ -9,6 +9,7 @@ __all__ = ["main", "CliError"]
 # Subcommand name -> module providing ``register(subparsers)``. Modules keep their
 # top-level imports light so that ``dashraker --help`` stays fast.
 COMMANDS = {
+    "verilog": "dashraker.hw.cli",
 }
 
 

@@ -1,0 +1,5 @@
+"""Dense baseline design."""
+
+from dashraker.hw.baseline.tile import Tile
+
+__all__ = ["Tile"]

@@ -1,0 +1,107 @@
+"""A TensorDash PE: scheduled-operand and partner-operand muxes in front of the shared MAC datapath."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from dashraker.formats import float_format
+from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, MacUnit
+from dashraker.hw.tensordash.scheduler import check_parameters, select_layout
+from dashraker.models.tensordash import DEFAULT_PATTERN
+
+__all__ = ["PE", "window_layout"]
+
+
+def window_layout(lanes, lookahead, fmt):
+    """Operand values of the window's H+1 steps, one lane array per step."""
+    return data.ArrayLayout(data.ArrayLayout(FloatLayout(fmt), lanes), lookahead + 1)
+
+
+class PE(wiring.Component):
+    """N MAC lanes fed through the sparse interconnect.
+
+    Lane i multiplies the scheduled value at window slot ``(ds, (i + dl) mod N)`` of
+    pattern entry ``select[i].index`` by the partner value at the same slot (the
+    partner's own 8-input mux, driven by the same select). Idle lanes get +0 * +0, so
+    they add +0 to the tree. The muxed operands are registered, then the shared
+    ``MacUnit`` multiplies, sums and accumulates.
+
+    Parameters
+    ----------
+    lanes, lookahead, pattern
+        As ``Scheduler``.
+    fmt : "bf16" | "fp32"
+        Operand format.
+
+    Attributes
+    ----------
+    latency : int
+        Enabled cycles from a cycle's inputs to the result of a pass ended by it:
+        1 (operand registers) + ``MacUnit.latency``.
+
+    Ports
+    -----
+    en : In(1)
+        Pipeline enable: nothing advances while low.
+    valid : In(1)
+        A scheduled cycle is on the inputs.
+    last : In(1)
+        It ends the pass.
+    select : In(ArrayLayout(select_layout(pattern), lanes))
+        The row scheduler's selects.
+    a : In(window_layout(lanes, lookahead, fmt))
+        The scheduled operand's window (this PE's row).
+    b : In(window_layout(lanes, lookahead, fmt))
+        The partner operand's window (this PE's column).
+    result : Out(FP32_LAYOUT)
+        The accumulated sum of the last finished pass.
+    result_valid : Out(1)
+        ``result`` holds a new pass result (held while ``en`` is low).
+    """
+
+    def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
+        self.pattern = check_parameters(lanes, lookahead, pattern)
+        self.lanes, self.lookahead = lanes, lookahead
+        self.format = float_format(fmt)
+        self._mac = MacUnit(lanes, self.format)
+        self.latency = 1 + self._mac.latency
+        window = window_layout(lanes, lookahead, self.format)
+        super().__init__({
+            "en": In(1),
+            "valid": In(1),
+            "last": In(1),
+            "select": In(data.ArrayLayout(select_layout(self.pattern), lanes)),
+            "a": In(window),
+            "b": In(window),
+            "result": Out(FP32_LAYOUT),
+            "result_valid": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mac = mac = self._mac
+        operands = data.ArrayLayout(FloatLayout(self.format), self.lanes)
+        a, b = Signal(operands), Signal(operands)
+        valid, last = Signal(), Signal()
+        with m.If(self.en):
+            m.d.sync += [valid.eq(self.valid), last.eq(self.last)]
+            for lane in range(self.lanes):
+                select = self.select[lane]
+                with m.If(select.valid):
+                    with m.Switch(select.index):
+                        for k, (step, offset) in enumerate(self.pattern):
+                            source = (lane + offset) % self.lanes
+                            with m.Case(k):
+                                m.d.sync += [a[lane].eq(self.a[step][source]), b[lane].eq(self.b[step][source])]
+                with m.Else():
+                    m.d.sync += [a[lane].eq(0), b[lane].eq(0)]
+        m.d.comb += [
+            mac.en.eq(self.en),
+            mac.valid.eq(valid),
+            mac.last.eq(last),
+            mac.a.eq(a),
+            mac.b.eq(b),
+            self.result.eq(mac.result),
+            self.result_valid.eq(mac.result_valid),
+        ]
+        return m

@@ -1,0 +1,100 @@
+"""A small layer over ``cocotb_tools.runner``: build a component once per configuration, run a cocotb module.
+
+Typical use in a pytest test::
+
+    run_cocotb(Tile(rows=4, cols=4), toplevel="tile_4x4",
+               test_module=Path(__file__).with_name("cocotb_tile.py"),
+               build_dir=cache / "tile_4x4", simulator="icarus",
+               config={"rows": 4, "cols": 4, "seed": 1})
+
+The Verilog is written to ``build_dir`` once and each simulator builds into its own
+sub-folder once (later calls with the same folder reuse both). ``config`` reaches
+the cocotb module as ``tb_config()``. ``WAVES=1`` in the environment dumps waves.
+A failing or empty cocotb run raises ``AssertionError``.
+"""
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from dashraker.hw.verilog import write_verilog
+from dashraker.sim.toolchain import LINT_WAIVERS, cocotb_verilator_env, require
+
+__all__ = ["SIMULATORS", "selected_simulators", "run_cocotb", "tb_config"]
+
+SIMULATORS = ("icarus", "verilator")
+_CONFIG_VARIABLE = "DASHRAKER_TB_CONFIG"
+_TIMESCALE = ("1ns", "1ps")
+
+
+def selected_simulators():
+    """Simulators named by ``SIM`` (comma-separated), default both."""
+    names = [name.strip() for name in os.environ.get("SIM", ",".join(SIMULATORS)).split(",") if name.strip()]
+    unknown = sorted(set(names) - set(SIMULATORS))
+    if unknown:
+        raise ValueError(f"SIM names unknown simulator(s) {unknown}; expected some of {list(SIMULATORS)}")
+    return names
+
+
+def tb_config():
+    """The ``config`` dict given to ``run_cocotb``, inside the cocotb test module."""
+    return json.loads(os.environ.get(_CONFIG_VARIABLE, "{}"))
+
+
+@contextlib.contextmanager
+def _environment(env):
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def run_cocotb(component, *, toplevel, test_module, build_dir, simulator, config=None, testcase=None):
+    """Build ``component`` (Verilog, then ``simulator``) once in ``build_dir`` and run ``test_module``.
+
+    ``component`` may be a callable returning the component, so that a cached build
+    need not elaborate it again. Returns the number of cocotb tests that passed.
+    """
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {SIMULATORS}, not {simulator!r}")
+    build_dir = Path(build_dir)
+    source = build_dir / f"{toplevel}.v"
+    if not source.exists():
+        write_verilog(component() if callable(component) else component, source, toplevel)
+    test_module = Path(test_module)
+    if str(test_module.parent) not in sys.path:
+        sys.path.insert(0, str(test_module.parent))
+
+    if simulator == "verilator":
+        env = cocotb_verilator_env()
+        sources = [LINT_WAIVERS, source]
+        build_args = ["-O2", "--x-assign", "fast", "--x-initial", "fast"]
+    else:
+        require("iverilog")
+        env = dict(os.environ)
+        sources = [source]
+        build_args = []
+    waves = os.environ.get("WAVES", "0") not in ("", "0")
+    sim_dir = build_dir / simulator
+    with _environment(env):
+        runner = get_runner(simulator)
+        runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=sim_dir, build_args=build_args,
+                     timescale=_TIMESCALE, waves=waves, always=False)
+        results = runner.test(
+            test_module=test_module.stem, hdl_toplevel=toplevel, build_dir=sim_dir, test_dir=sim_dir,
+            extra_env={_CONFIG_VARIABLE: json.dumps(config or {})}, testcase=testcase,
+            waves=waves, timescale=_TIMESCALE,
+        )
+    total, failed = get_results(results)
+    assert total > 0, f"{test_module.name} ran no cocotb test on {simulator}"
+    assert failed == 0, f"{failed} of {total} cocotb tests failed in {test_module.name} on {simulator} (see {results})"
+    return total
