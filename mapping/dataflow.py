@@ -1,0 +1,316 @@
+"""The dataflow of SPEC section 5: a layer's forward, input-gradient and weight-gradient operations as tile passes.
+
+An operation becomes one or more *problems*: independent sets of row streams and
+column streams of equal length (``steps`` x ``lanes``), one per convolution group,
+input-gradient stride phase (the s*s sub-kernels) or weight-gradient kernel offset.
+A *pass* pairs a set of R row streams with a set of C column streams. The operand
+with more zeros (after conversion to the operand format) goes on the rows, the
+scheduled side. Streams are gathered on demand with NumPy fancy indexing, never
+with a Python loop per value, so only a batch of passes is in memory at a time.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+import torch
+
+from dashraker.models.numerics import quantize
+
+__all__ = ["OPS", "Streams", "Problem", "OpPlan", "PassBatch", "conv_geometry", "plan", "passes"]
+
+OPS = ("fwd", "bwd_input", "bwd_weight")
+
+
+class Streams:
+    """``count`` operand streams of ``steps`` x ``lanes`` values; ``take(start, stop)`` gathers some."""
+
+    def __init__(self, count, steps, lanes, take):
+        self.count, self.steps, self.lanes, self._take = count, steps, lanes, take
+
+    def take(self, start, stop):
+        """Streams ``start`` to ``stop`` as a float32 array [stop - start, steps, lanes]."""
+        return self._take(start, stop)
+
+    def num_sets(self, size):
+        return -(-self.count // size)
+
+    def used(self, size, sets):
+        """How many real streams the sets of ``size`` numbered ``sets`` hold (the last may be partial)."""
+        return np.minimum(size, self.count - np.asarray(sets) * size)
+
+    def sets(self, size, first, last):
+        """Stream sets ``first`` to ``last`` as [last - first, size, steps, lanes], missing streams zero."""
+        start, stop = first * size, min(last * size, self.count)
+        out = np.zeros(((last - first) * size, self.steps, self.lanes), np.float32)
+        out[: stop - start] = self.take(start, stop)
+        return out.reshape(last - first, size, self.steps, self.lanes)
+
+
+@dataclasses.dataclass
+class Problem:
+    """One independent part of an operation: ``rows`` (scheduled) and ``cols`` streams of equal steps."""
+
+    label: str
+    rows: Streams
+    cols: Streams
+
+    @property
+    def steps(self):
+        return self.rows.steps
+
+
+@dataclasses.dataclass
+class OpPlan:
+    """An operation of a layer: its problems, which tensor is scheduled, and the tensor sizes it moves."""
+
+    op: str
+    scheduled: str  # "A" (activations), "W" (weights) or "G" (output gradients)
+    partner: str
+    zero_fraction: dict  # tensor name -> fraction of zeros in the operand format
+    elements: dict  # tensor name -> element count, operands and the result ("out")
+    problems: list
+
+
+@dataclasses.dataclass
+class PassBatch:
+    """Consecutive passes of one problem: ``scheduled`` [P, R, S, N] and ``other`` [P, C, S, N] values."""
+
+    problem: int
+    label: str
+    scheduled: np.ndarray
+    other: np.ndarray
+    row_set: np.ndarray
+    col_set: np.ndarray
+    rows_used: np.ndarray
+    cols_used: np.ndarray
+
+
+def _pair(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+
+def conv_geometry(layer, input_shape, weight_shape):
+    """(n, c, H, W), (m, KH, KW), stride, padding and groups of a layer, a Linear as a 1x1 convolution."""
+    if len(weight_shape) == 2:
+        n = input_shape[0]
+        spatial = math.prod(input_shape[1:-1])  # a Linear over [n, ..., in]: positions on one axis
+        return (n, input_shape[-1], spatial, 1), (weight_shape[0], 1, 1), (1, 1), (0, 0), 1
+    groups = getattr(layer, "groups", 1) or 1
+    return (
+        tuple(input_shape),
+        (weight_shape[0], weight_shape[2], weight_shape[3]),
+        _pair(getattr(layer, "stride", 1)),
+        _pair(getattr(layer, "padding", 0)),
+        groups,
+    )
+
+
+def _to_nchw(x, shape):
+    """A Linear's [n, ..., features] tensor as [n, features, positions, 1]; a conv tensor unchanged."""
+    if x.ndim == 4:
+        return x
+    x = x.reshape(shape[0], -1, x.shape[-1])
+    return np.ascontiguousarray(x.transpose(0, 2, 1))[..., None]
+
+
+def _quantized(x, fmt, rounding):
+    return quantize(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), fmt, rounding).numpy()
+
+
+def _pad_lanes(x, lanes):
+    """Zero-pad the last axis to a multiple of ``lanes``."""
+    pad = -x.shape[-1] % lanes
+    return np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, pad)]) if pad else x
+
+
+def _array_streams(array, lanes):
+    """Streams stored whole: ``array`` [count, ..., values] with values padded and split into lanes."""
+    array = _pad_lanes(array, lanes)
+    array = np.ascontiguousarray(array.reshape(array.shape[0], -1, lanes))
+    return Streams(array.shape[0], array.shape[1], lanes, lambda start, stop: array[start:stop])
+
+
+def _window_streams(source, rows_index, cols_index, lanes):
+    """A stream per (sample, position): ``source`` [n, X+1, Y+1, channels] (index X / Y is a zero slot).
+
+    ``rows_index`` [positions_x, taps_x] and ``cols_index`` [positions_y, taps_y] give the source
+    coordinates of each window tap; steps walk the channel chunks, then the y taps, then the x taps.
+    """
+    source = _pad_lanes(source, lanes)
+    px, tx = rows_index.shape
+    py, ty = cols_index.shape
+    steps = tx * ty * source.shape[-1] // lanes
+
+    def take(start, stop):
+        sample, position = np.divmod(np.arange(start, stop), px * py)
+        x, y = np.divmod(position, py)
+        window = source[sample[:, None, None], rows_index[x][:, :, None], cols_index[y][:, None, :]]
+        return window.reshape(stop - start, steps, lanes)
+
+    return Streams(source.shape[0] * px * py, steps, lanes, take)
+
+
+def _nhwc_with_zero_slot(x):
+    """[n, c, X, Y] -> [n, X+1, Y+1, c] with a zero row and column at index X and Y."""
+    n, c, h, w = x.shape
+    out = np.zeros((n, h + 1, w + 1, c), np.float32)
+    out[:, :h, :w] = x.transpose(0, 2, 3, 1)
+    return out
+
+
+def _forward_index(out_size, in_size, kernel, stride, pad):
+    """[out_size, kernel] input coordinate of each output position and tap; padding -> ``in_size``."""
+    index = np.arange(out_size)[:, None] * stride + np.arange(kernel)[None, :] - pad
+    return np.where((index >= 0) & (index < in_size), index, in_size)
+
+
+def _phase_index(in_size, out_size, kernel, stride, pad, phase):
+    """Input positions of one stride phase, its taps (rot180 order) and [positions, taps] gradient coordinates.
+
+    Input position x receives gradient from taps i with i = (x + pad) mod stride; walking them
+    from the last tap down is walking the rotated kernel, and the gradient coordinate is
+    (x + pad - i) / stride, exact. Coordinates outside the gradient map -> ``out_size``.
+    """
+    positions = np.arange(in_size)[(np.arange(in_size) + pad) % stride == phase]
+    taps = np.arange(phase, kernel, stride)[::-1]
+    index = (positions[:, None] + pad - taps[None, :]) // stride
+    return positions, taps, np.where((index >= 0) & (index < out_size), index, out_size)
+
+
+def _forward(a, w, g, groups, stride, pad, lanes):
+    n, c, h, wd = a.shape
+    m, cg, kh, kw = w.shape
+    mg = m // groups
+    oh, ow = g.shape[2:]
+    hi = _forward_index(oh, h, kh, stride[0], pad[0])
+    wi = _forward_index(ow, wd, kw, stride[1], pad[1])
+    for k in range(groups):
+        windows = _window_streams(_nhwc_with_zero_slot(a[:, k * cg : (k + 1) * cg]), hi, wi, lanes)
+        filters = _array_streams(w[k * mg : (k + 1) * mg].transpose(0, 2, 3, 1), lanes)
+        yield f"group {k}", windows, filters
+
+
+def _input_grad(a, w, g, groups, stride, pad, lanes):
+    m, cg, kh, kw = w.shape
+    mg = m // groups
+    (h, wd), (oh, ow) = a.shape[2:], g.shape[2:]
+    for k in range(groups):
+        source = _nhwc_with_zero_slot(g[:, k * mg : (k + 1) * mg])
+        flipped = w[k * mg : (k + 1) * mg].transpose(1, 2, 3, 0)  # [cg, kh, kw, mg]
+        for qh in range(stride[0]):
+            rows, taps_h, hi = _phase_index(h, oh, kh, stride[0], pad[0], qh)
+            for qw in range(stride[1]):
+                cols, taps_w, wi = _phase_index(wd, ow, kw, stride[1], pad[1], qw)
+                if not (len(rows) and len(cols) and len(taps_h) and len(taps_w)):
+                    continue  # positions no tap reaches: their gradient is zero, no work
+                windows = _window_streams(source, hi, wi, lanes)
+                filters = _array_streams(flipped[:, taps_h][:, :, taps_w], lanes)
+                yield f"group {k} phase ({qh},{qw})", windows, filters
+
+
+def _position_streams(x, lanes):
+    """[n, channels, positions...] -> a stream per channel; steps are samples x position chunks."""
+    n, c = x.shape[:2]
+    x = _pad_lanes(x.reshape(n, c, -1), lanes)
+    return np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(c, -1, lanes)
+
+
+def _weight_grad(a, w, g, groups, stride, pad, lanes):
+    n, c, h, wd = a.shape
+    m, cg, kh, kw = w.shape
+    mg = m // groups
+    oh, ow = g.shape[2:]
+    padded = np.zeros((n, c, h + 1, wd + 1), np.float32)
+    padded[:, :, :h, :wd] = a
+    hi = _forward_index(oh, h, kh, stride[0], pad[0])
+    wi = _forward_index(ow, wd, kw, stride[1], pad[1])
+    steps = n * -(-oh * ow // lanes)
+    for k in range(groups):
+        grads = _position_streams(g[:, k * mg : (k + 1) * mg], lanes)
+        for i in range(kh):
+            for j in range(kw):
+
+                def take(start, stop, i=i, j=j, first=k * cg):
+                    sampled = padded[:, first + start : first + stop][:, :, hi[:, i][:, None], wi[:, j][None, :]]
+                    return _position_streams(sampled, lanes)
+
+                acts = Streams(cg, steps, lanes, take)
+                yield f"group {k} offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
+
+
+def _slicer(array):
+    return lambda start, stop: array[start:stop]
+
+
+_OPERATIONS = {
+    "fwd": (_forward, ("A", "W"), "out"),
+    "bwd_input": (_input_grad, ("G", "W"), "dA"),
+    "bwd_weight": (_weight_grad, ("A", "G"), "dW"),
+}
+
+
+def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest"):
+    """The problems of one operation of a layer (``op`` in ``OPS``), the sparser operand on the rows.
+
+    ``layer`` has ``stride``, ``padding``, ``groups`` (a LayerInfo); ``tensors`` has ``input``,
+    ``weight`` and ``output_grad`` arrays as PyTorch lays them out. Values are converted to the
+    operand format ``fmt`` (round to nearest even or truncate, subnormals flushed) first.
+    """
+    if op not in _OPERATIONS:
+        raise ValueError(f"unknown operation {op!r}; expected one of {list(OPS)}")
+    build, names, result = _OPERATIONS[op]
+    shape, (m, kh, kw), stride, pad, groups = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
+    a = _to_nchw(_quantized(tensors.input, fmt, rounding), shape)
+    g = _to_nchw(_quantized(tensors.output_grad, fmt, rounding), shape)
+    w = _quantized(tensors.weight, fmt, rounding).reshape(m, shape[1] // groups, kh, kw)
+    arrays = {"A": a, "W": w, "G": g}
+    zeros = {name: 1.0 - np.count_nonzero(arrays[name]) / max(arrays[name].size, 1) for name in names}
+    swap = bool(zeros[names[1]] > zeros[names[0]])
+    problems = [
+        Problem(label, *((second, first) if swap else (first, second)))
+        for label, first, second in build(a, w, g, groups, stride, pad, lanes)
+    ]
+    out_elements = {"out": g.size, "dA": a.size, "dW": w.size}[result]
+    return OpPlan(
+        op=op,
+        scheduled=names[swap],
+        partner=names[not swap],
+        zero_fraction=zeros,
+        elements={**{name: int(arrays[name].size) for name in names}, result: int(out_elements)},
+        problems=problems,
+    )
+
+
+def passes(layer, tensors, op, rows, cols, lanes, fmt="bf16", rounding="nearest", max_values=1 << 24):
+    """Yield the passes of one operation in batches (the public face of this module).
+
+    Each ``PassBatch`` holds P passes of one problem, the scheduled side [P, rows, steps, lanes]
+    and the other side [P, cols, steps, lanes] as float32 values in the operand format; passes run
+    row set by row set, the column sets innermost, and a batch holds at most about ``max_values``
+    values. Missing streams of a partial set are zero (``rows_used``/``cols_used`` say how many are real).
+    """
+    for index, problem in enumerate(plan(layer, tensors, op, lanes, fmt, rounding).problems):
+        yield from problem_passes(index, problem, rows, cols, max_values)
+
+
+def problem_passes(index, problem, rows, cols, max_values=1 << 24):
+    """The passes of one problem, in batches (see ``passes``)."""
+    col_sets = problem.cols.num_sets(cols)
+    total = problem.rows.num_sets(rows) * col_sets
+    batch = max(1, max_values // ((rows + cols) * problem.steps * problem.rows.lanes))
+    for start in range(0, total, batch):
+        numbers = np.arange(start, min(start + batch, total))
+        row_set, col_set = np.divmod(numbers, col_sets)
+        r0, r1 = row_set[0], row_set[-1] + 1
+        c0, c1 = (col_set.min(), col_set.max() + 1)
+        yield PassBatch(
+            problem=index,
+            label=problem.label,
+            scheduled=problem.rows.sets(rows, r0, r1)[row_set - r0],
+            other=problem.cols.sets(cols, c0, c1)[col_set - c0],
+            row_set=row_set,
+            col_set=col_set,
+            rows_used=problem.rows.used(rows, row_set),
+            cols_used=problem.cols.used(cols, col_set),
+        )

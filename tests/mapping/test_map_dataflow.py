@@ -1,0 +1,111 @@
+"""The passes of SPEC section 5 reproduce PyTorch's convolution and its gradients, stream by stream."""
+
+import re
+
+import numpy as np
+import pytest
+
+from dashraker.mapping.dataflow import passes, plan
+
+CASES = {
+    "conv3x3": dict(),
+    "stride2": dict(size=7, stride=2, padding=1),
+    "stride2_1x1": dict(size=6, kernel=1, stride=2, padding=0),
+    "stride3_k5": dict(size=9, kernel=5, stride=3, padding=2),
+    "grouped": dict(c=8, m=6, groups=2),
+    "depthwise": dict(c=6, m=6, groups=6, stride=2),
+    "many_channels": dict(c=20, m=5, size=4),
+    "linear": dict(kind="linear", n=5, c=20, m=7),
+}
+
+
+def _products(problem):
+    """[row streams, column streams] sums of products over steps and lanes, in fp64."""
+    rows = problem.rows.take(0, problem.rows.count).reshape(problem.rows.count, -1).astype(np.float64)
+    cols = problem.cols.take(0, problem.cols.count).reshape(problem.cols.count, -1).astype(np.float64)
+    return rows @ cols.T
+
+
+def _phase_positions(size, stride, pad, phase):
+    return [x for x in range(size) if (x + pad) % stride == phase]
+
+
+def _assemble(op, op_plan, shapes, layer, lanes):
+    """Put every problem's products where PyTorch has the result, from the labels of the problems."""
+    result = np.full(shapes[op], np.nan)
+    n = shapes["bwd_input"][0]
+    groups = layer.groups
+    for problem in op_plan.problems:
+        products = _products(problem)
+        if op_plan.scheduled == ("W" if op != "bwd_weight" else "G"):
+            products = products.T  # the second operand went on the rows
+        k = int(re.search(r"group (\d+)", problem.label)[1])
+        if op == "fwd":
+            out = shapes["fwd"]
+            mg = out[1] // groups
+            block = products.reshape(n, out[2], out[3], mg).transpose(0, 3, 1, 2)
+            result[:, k * mg : (k + 1) * mg] = block
+        elif op == "bwd_input":
+            qh, qw = map(int, re.search(r"phase \((\d+),(\d+)\)", problem.label).groups())
+            size_h, size_w = shapes["bwd_input"][2:]
+            xs = _phase_positions(size_h, layer.stride[0], layer.padding[0], qh)
+            ys = _phase_positions(size_w, layer.stride[1], layer.padding[1], qw)
+            cg = shapes["bwd_input"][1] // groups
+            block = products.reshape(n, len(xs), len(ys), cg).transpose(0, 3, 1, 2)
+            result[:, k * cg : (k + 1) * cg][:, :, np.ix_(xs, ys)[0], np.ix_(xs, ys)[1]] = block
+        else:
+            i, j = map(int, re.search(r"offset \((\d+),(\d+)\)", problem.label).groups())
+            mg = shapes["bwd_weight"][0] // groups
+            result[k * mg : (k + 1) * mg, :, i, j] = products.T
+    # positions that no tap reaches (stride > kernel) get no problem: their gradient is zero
+    return np.nan_to_num(result, nan=0.0)
+
+
+@pytest.mark.parametrize("lanes", [4, 16])
+@pytest.mark.parametrize("case", CASES)
+def test_passes_reproduce_pytorch(layer_case, case, lanes):
+    layer, tensors, reference = layer_case(**CASES[case])
+    if case == "linear":
+        reference = {k: v.reshape(v.shape + (1, 1) if v.ndim == 2 else v.shape) for k, v in reference.items()}
+    shapes = {op: value.shape for op, value in reference.items()}
+    for op, expected in reference.items():
+        op_plan = plan(layer, tensors, op, lanes)
+        got = _assemble(op, op_plan, shapes, layer, lanes)
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9, err_msg=f"{case} {op}")
+
+
+def test_dense_steps_follow_spec(layer_case):
+    """ceil(c/N)*kx*ky steps forward; sub-kernel taps for stride 2; samples x position chunks for dW."""
+    layer, tensors, _ = layer_case(n=3, c=20, m=5, size=7, kernel=3, stride=2, padding=1)
+    fwd = plan(layer, tensors, "fwd", 16)
+    assert [p.steps for p in fwd.problems] == [2 * 9]
+    bwd = plan(layer, tensors, "bwd_input", 16)
+    # output 4x4, m = 5 channels -> 1 chunk; phases of a 3-tap kernel at stride 2: taps {1} or {0, 2}
+    assert sorted(p.steps for p in bwd.problems) == [1, 2, 2, 4]
+    assert sum(p.rows.count if bwd.scheduled == "G" else p.cols.count for p in bwd.problems) == 3 * 7 * 7
+    dw = plan(layer, tensors, "bwd_weight", 16)
+    assert len(dw.problems) == 9 and {p.steps for p in dw.problems} == {3 * 1}  # 16 positions per sample
+
+
+def test_sparser_operand_is_scheduled(layer_case):
+    layer, tensors, _ = layer_case(c=16, m=16)
+    assert plan(layer, tensors, "fwd", 16).scheduled == "A"  # ReLU output: about half zeros
+    tensors.weight[:, :, :, :] = 0.0
+    tensors.weight[0, 0, 0, 0] = 1.0
+    assert plan(layer, tensors, "fwd", 16).scheduled == "W"
+
+
+def test_pass_batches_cover_all_pairs(layer_case):
+    layer, tensors, _ = layer_case(n=2, c=5, m=7, size=4)
+    batches = list(passes(layer, tensors, "fwd", rows=3, cols=2, lanes=4, max_values=200))
+    assert len(batches) > 1
+    row_set = np.concatenate([b.row_set for b in batches])
+    col_set = np.concatenate([b.col_set for b in batches])
+    assert sorted(zip(row_set, col_set)) == [(r, c) for r in range(11) for c in range(4)]  # 32 windows, 7 filters
+    first = batches[0]
+    assert first.scheduled.shape[1:] == (3, 9 * 2, 4) and first.other.shape[1:] == (2, 18, 4)
+    rows_used = np.concatenate([b.rows_used for b in batches])
+    cols_used = np.concatenate([b.cols_used for b in batches])
+    assert rows_used.max() == 3 and rows_used.min() == 2 and cols_used.min() == 1
+    last = batches[-1]
+    assert not last.scheduled[-1, 2:].any() and not last.other[-1, 1:].any()  # missing streams are zero
