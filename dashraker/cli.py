@@ -10,6 +10,7 @@ __all__ = ["main", "CliError"]
 # top-level imports light so that ``dashraker --help`` stays fast.
 COMMANDS = {
     "verilog": "dashraker.hw.cli",
+    "trace": "dashraker.trace.cli",
 }
 
 

@@ -1,0 +1,109 @@
+"""``dashraker trace record|check|export``: record a training trace, check it, export it for other simulators."""
+
+import sys
+
+from dashraker.cli import CliError
+
+__all__ = ["register"]
+
+MODEL_NAMES = "resnet18, vgg, mobilenet, mlp, transformer"
+
+
+def _steps(text):
+    try:
+        steps = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise CliError(f"--steps takes optimizer step numbers separated by commas (e.g. 1,50,200), not {text!r}") from None
+    return steps
+
+
+def _record(args):
+    from dashraker.trace.errors import RecordError
+    from dashraker.trace.training import record
+
+    try:
+        out = record(
+            args.model,
+            args.data,
+            _steps(args.steps),
+            args.samples,
+            args.out,
+            batch_size=args.batch_size,
+            seed=args.seed,
+            lr=args.lr,
+            prune=args.prune,
+            progress=not args.quiet,
+            input_grad=args.input_grad,
+            seq_len=args.seq_len,
+            overwrite=args.force,
+        )
+    except RecordError as error:
+        raise CliError(str(error)) from None
+    print(f"trace written to {out}")
+
+
+def _check(args):
+    from dashraker.trace.check import check_trace, format_sparsity, format_summary
+
+    result = check_trace(args.trace, progress=not args.quiet)
+    if result.stats and not args.quiet:
+        print(format_sparsity(result.stats))
+        print()
+        print(format_summary(result.stats))
+    for problem in result.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    if result.problems:
+        raise CliError(f"{len(result.problems)} problem(s) in trace {args.trace}; first: {result.problems[0]}")
+    trace = result.trace
+    print(f"{args.trace}: ok, {len(trace.layers)} layers x {len(trace.steps)} steps, {len(result.stats)} tensors")
+
+
+def _export(args):
+    from dashraker.trace.errors import TraceError
+    from dashraker.trace.export import export_dnnsim
+
+    try:
+        root = export_dnnsim(args.trace, args.out, net=args.net, progress=not args.quiet)
+    except TraceError as error:
+        raise CliError(str(error)) from None
+    print(f"dnnsim layout written to {root}")
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "trace",
+        help="record, check and export training traces",
+        description="Record a training trace from real PyTorch training, check it, export it for other simulators.",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    rec = actions.add_parser("record", help="train a network and record a trace on chosen optimizer steps")
+    rec.add_argument("--model", required=True, help=f"network: {MODEL_NAMES}")
+    rec.add_argument(
+        "--data", default="digits", help="digits, pystdlib (for transformer), cifar10:FOLDER or npy:FOLDER (default digits)"
+    )
+    rec.add_argument("--steps", required=True, help="optimizer steps to record, e.g. 1,50,200 (trains to the last)")
+    rec.add_argument("--samples", type=int, default=4, help="samples of each recorded batch to save (default 4)")
+    rec.add_argument("--batch-size", type=int, default=16, help="training batch size (default 16)")
+    rec.add_argument("--lr", type=float, help="learning rate (default 0.05 with SGD, 1e-3 with AdamW for pystdlib)")
+    rec.add_argument("--seed", type=int, default=0, help="seed of initialization and batch order (default 0)")
+    rec.add_argument("--prune", type=float, metavar="SPARSITY", help="gradual magnitude pruning to this weight sparsity")
+    rec.add_argument("--input-grad", action="store_true", help="also record input gradients")
+    rec.add_argument("--seq-len", type=int, default=64, help="sequence length for pystdlib (default 64)")
+    rec.add_argument("--out", required=True, help="trace folder to create")
+    rec.add_argument("--force", action="store_true", help="replace an existing trace in --out")
+    rec.add_argument("--quiet", action="store_true", help="no progress bar")
+    rec.set_defaults(func=_record)
+
+    check = actions.add_parser("check", help="check every file of a trace and print the sparsity of every tensor")
+    check.add_argument("trace", help="trace folder")
+    check.add_argument("--quiet", action="store_true", help="print problems only, no table or progress bar")
+    check.set_defaults(func=_check)
+
+    export = actions.add_parser("export", help="export a trace to another simulator's layout")
+    export.add_argument("--format", choices=["dnnsim"], default="dnnsim", help="output layout (default dnnsim)")
+    export.add_argument("--net", help="network folder name in the output (default: the trace's model name)")
+    export.add_argument("trace", help="trace folder")
+    export.add_argument("out", help="output folder")
+    export.add_argument("--quiet", action="store_true", help="no progress bar")
+    export.set_defaults(func=_export)

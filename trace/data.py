@@ -1,0 +1,190 @@
+"""Training data that needs no download: scikit-learn's digits, Python's own source text, and the user's local files.
+
+A data set is named ``name`` or ``name:path``:
+
+- ``digits``: scikit-learn's bundled 8x8 handwritten digits (1797 images), scaled up to
+  32x32 and repeated over 3 channels, so that CIFAR-style networks take them as they are.
+- ``pystdlib``: a character-level language model over the standard library's ``.py`` files
+  (bytes as tokens, 256 of them); samples are ``seq_len``-byte windows, targets the next bytes.
+- ``cifar10:FOLDER``: the CIFAR-10 "python version" batches (``data_batch_1`` ... ``data_batch_5``).
+- ``npy:FOLDER``: ``x.npy`` and ``y.npy``, or ``.npz`` files each holding arrays ``x`` and ``y``
+  (taken in name order); ``x`` is [N, C, H, W], [N, H, W] (one channel) or [N, features],
+  ``y`` integer class labels [N].
+
+Images are scaled to [0, 1] (uint8 by 255) and standardized per channel over the data set.
+"""
+
+import pickle
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from dashraker.trace.errors import RecordError
+
+__all__ = ["Dataset", "DATASETS", "load_data"]
+
+DIGITS_SIZE = 32
+STDLIB_BYTES = 1 << 19
+
+
+@dataclass
+class Dataset:
+    """Samples ``x`` with targets ``y``; ``kind`` is "tensors" (float samples, class labels) or "tokens" (next-token LM)."""
+
+    name: str
+    x: torch.Tensor
+    y: torch.Tensor
+    num_classes: int
+    kind: str
+
+    def __len__(self):
+        return len(self.x)
+
+    @property
+    def sample_shape(self):
+        return tuple(self.x.shape[1:])
+
+
+def _standardize(x):
+    """Zero mean, unit variance per channel (axis 1) over the whole set."""
+    axes = [0, *range(2, x.dim())]
+    return (x - x.mean(axes, keepdim=True)) / x.std(axes, keepdim=True).clamp_min(1e-6)
+
+
+def _classes(name, x, y):
+    """A classification ``Dataset`` from arrays, after checking they fit together."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim == 3:
+        x = x[:, None]
+    if x.ndim not in (2, 4) or len(x) == 0:
+        raise RecordError(f"{name}: x must be [N, C, H, W], [N, H, W] or [N, features] with N > 0, not {list(x.shape)}")
+    if not np.issubdtype(x.dtype, np.number):
+        raise RecordError(f"{name}: x must be numeric, not {x.dtype}")
+    if y.shape != (len(x),) or not np.issubdtype(y.dtype, np.integer) or y.min() < 0:
+        raise RecordError(f"{name}: y must hold one non-negative integer label per sample ({len(x)}), got {y.dtype} {list(y.shape)}")
+    scale = 255.0 if x.dtype == np.uint8 else 1.0
+    features = torch.from_numpy(x.astype(np.float32) / scale)
+    if not torch.isfinite(features).all():
+        raise RecordError(f"{name}: x holds NaN or Inf")
+    return Dataset(name, _standardize(features), torch.from_numpy(y.astype(np.int64)), int(y.max()) + 1, "tensors")
+
+
+def digits():
+    """scikit-learn's 8x8 digits, bilinearly resized to 32x32 and repeated over 3 channels."""
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    images = torch.from_numpy(bunch.images.astype(np.float32) / 16.0)[:, None]
+    images = F.interpolate(images, size=(DIGITS_SIZE, DIGITS_SIZE), mode="bilinear", align_corners=False)
+    return _classes("digits", images.repeat(1, 3, 1, 1).numpy(), bunch.target)
+
+
+def stdlib_text(seq_len, max_bytes=STDLIB_BYTES):
+    """Byte-level next-token data from the standard library's top-level ``.py`` files, in name order."""
+    folder = Path(sysconfig.get_paths()["stdlib"])
+    chunks, total = [], 0
+    for file in sorted(folder.glob("*.py")):
+        chunks.append(file.read_bytes())
+        total += len(chunks[-1])
+        if total >= max_bytes:
+            break
+    text = np.frombuffer(b"".join(chunks)[:max_bytes], dtype=np.uint8)
+    count = (len(text) - 1) // seq_len
+    if count < 1:
+        raise RecordError(f"pystdlib: only {len(text)} bytes of source found in {folder}")
+    tokens = torch.from_numpy(text.astype(np.int64))
+    x = tokens[: count * seq_len].view(count, seq_len)
+    y = tokens[1 : count * seq_len + 1].view(count, seq_len)
+    return Dataset("pystdlib", x, y, 256, "tokens")
+
+
+def _unpickle(file):
+    try:
+        with open(file, "rb") as f:
+            return pickle.load(f, encoding="bytes")
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError) as error:
+        raise RecordError(f"{file}: not a readable CIFAR-10 batch ({error})") from None
+
+
+def cifar10(folder):
+    """The CIFAR-10 python-format training batches found in ``folder`` (``data_batch_*``)."""
+    folder = Path(folder)
+    files = sorted(folder.glob("data_batch_*"))
+    if not files:
+        raise RecordError(f"{folder}: no data_batch_* files (expected the CIFAR-10 python version, cifar-10-batches-py)")
+    xs, ys = [], []
+    for file in files:
+        batch = _unpickle(file)
+        if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
+            raise RecordError(f"{file}: a CIFAR-10 batch is a dict with keys b'data' and b'labels'")
+        data = np.asarray(batch[b"data"])
+        if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
+            raise RecordError(f"{file}: b'data' must be uint8 [N, 3072], not {data.dtype} {list(data.shape)}")
+        xs.append(data.reshape(-1, 3, 32, 32))
+        ys.append(np.asarray(batch[b"labels"], dtype=np.int64))
+    return _classes(f"cifar10:{folder}", np.concatenate(xs), np.concatenate(ys))
+
+
+def _load_arrays(file, keys):
+    try:
+        with np.load(file, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, EOFError) as error:
+        raise RecordError(f"{file}: not a readable .npz file ({error})") from None
+    missing = [k for k in keys if k not in arrays]
+    if missing:
+        raise RecordError(f"{file}: missing array(s) {missing}; found {sorted(arrays)}")
+    return [arrays[k] for k in keys]
+
+
+def _load_npy(file):
+    try:
+        return np.load(file, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise RecordError(f"{file}: not a readable .npy file ({error})") from None
+
+
+def npy_folder(folder):
+    """``x.npy`` + ``y.npy``, or every ``.npz`` (arrays ``x`` and ``y``) in ``folder``, concatenated in name order."""
+    folder = Path(folder)
+    archives = sorted(folder.glob("*.npz"))
+    pair = folder / "x.npy", folder / "y.npy"
+    if archives and any(p.exists() for p in pair):
+        raise RecordError(f"{folder}: holds both .npz files and x.npy/y.npy; keep one layout")
+    if archives:
+        parts = [_load_arrays(file, ("x", "y")) for file in archives]
+        shapes = {part[0].shape[1:] for part in parts}
+        if len(shapes) > 1:
+            raise RecordError(f"{folder}: the .npz files hold samples of different shapes {sorted(shapes)}")
+        x, y = (np.concatenate(arrays) for arrays in zip(*parts))
+    elif all(p.exists() for p in pair):
+        x, y = (_load_npy(p) for p in pair)
+    else:
+        raise RecordError(f"{folder}: expected x.npy and y.npy, or .npz files with arrays x and y")
+    return _classes(f"npy:{folder}", x, y)
+
+
+# Data set name -> loader; those taking a folder are written ``name:FOLDER``.
+DATASETS = {"digits": digits, "pystdlib": stdlib_text, "cifar10": cifar10, "npy": npy_folder}
+_NEEDS_PATH = {"cifar10", "npy"}
+
+
+def load_data(spec, seq_len=64):
+    """Load the data set named ``spec`` (``name`` or ``name:path``, see the module docstring)."""
+    name, _, path = str(spec).partition(":")
+    if name not in DATASETS:
+        raise RecordError(f"unknown data set {name!r}; choose one of {sorted(DATASETS)} (cifar10 and npy take :FOLDER)")
+    if (name in _NEEDS_PATH) != bool(path):
+        usage = f"{name}:FOLDER" if name in _NEEDS_PATH else name
+        raise RecordError(f"data set {spec!r}: write it as {usage!r}")
+    if name == "pystdlib":
+        return stdlib_text(seq_len)
+    if not path:
+        return DATASETS[name]()
+    if not Path(path).is_dir():
+        raise RecordError(f"data set {spec!r}: {path} is not a folder")
+    return DATASETS[name](path)

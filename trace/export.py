@@ -1,0 +1,50 @@
+"""Exports a trace to the per-layer ``.npy`` layout of earlier academic simulators (DNNsim; SPEC section 6).
+
+``<out>/<net>/weights/<layer>-<epoch>-<batch>-w.npy``, ``<out>/<net>/input/<layer>-<epoch>-<batch>-in.npy``,
+``<out>/<net>/outGrad/<layer>-<epoch>-<batch>-outGrad.npy`` and ``<out>/<net>/trace_params.csv``
+with one line per layer, no header: ``name,out_channels,Kx,Ky,stride,padding``. Epoch and
+batch are zero-based and come from the optimizer step: step n is batch (n - 1) mod B of epoch
+(n - 1) div B, with B the manifest's ``batches_per_epoch``.
+"""
+
+from pathlib import Path
+
+from dashraker.trace.errors import TraceError
+from dashraker.trace.reader import open_trace
+from dashraker.trace.store import atomic_write, save_npy
+
+__all__ = ["export_dnnsim", "DNNSIM_FILES"]
+
+# Trace tensor -> (DNNsim folder, file suffix).
+DNNSIM_FILES = {"weight": ("weights", "w"), "input": ("input", "in"), "output_grad": ("outGrad", "outGrad")}
+
+
+def _square(layer, field):
+    first, second = getattr(layer, field)
+    if first != second:
+        raise TraceError(f"layer {layer.name!r}: {field} {[first, second]} differs between axes; trace_params.csv holds one value")
+    return first
+
+
+def export_dnnsim(path, out, net=None, progress=False):
+    """Write the DNNsim layout of the trace at ``path`` under ``out/<net>`` (``net`` defaults to the model name)."""
+    trace = open_trace(path)
+    net = net or trace.manifest["model"]
+    root = Path(out) / net
+    params = [
+        f"{layer.name},{layer.out_channels},{layer.kernel[0]},{layer.kernel[1]},"
+        f"{_square(layer, 'stride')},{_square(layer, 'padding')}\n"
+        for layer in trace.layers
+    ]
+    per_epoch = trace.manifest.get("batches_per_epoch")
+    jobs = [(step, layer, tensor) for step in trace.steps for layer in trace.layers for tensor in DNNSIM_FILES]
+    if progress:
+        from tqdm import tqdm
+
+        jobs = tqdm(jobs, desc="exporting", unit="file")
+    for step, layer, tensor in jobs:
+        epoch, batch = divmod(step - 1, per_epoch) if per_epoch else (0, step - 1)
+        folder, suffix = DNNSIM_FILES[tensor]
+        save_npy(root / folder / f"{layer.name}-{epoch}-{batch}-{suffix}.npy", trace.load_tensor(layer.name, step, tensor))
+    atomic_write(root / "trace_params.csv", lambda file: file.write("".join(params).encode()))
+    return root

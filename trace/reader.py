@@ -1,0 +1,242 @@
+"""Reads a trace folder (SPEC section 6): validates ``manifest.json`` and memory-maps one layer and step at a time."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from dashraker.trace.errors import TraceError
+from dashraker.trace.store import FORMAT, FORMAT_VERSION, MANIFEST, tensor_path
+
+__all__ = ["LayerInfo", "LayerTensors", "Trace", "open_trace", "open_tensor", "LAYER_TYPES"]
+
+LAYER_TYPES = ("conv2d", "linear")
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    """One recorded layer as the manifest describes it.
+
+    A Linear layer is a 1x1 convolution on 1x1 maps: kernel (1, 1), stride (1, 1), padding (0, 0),
+    groups 1; its ``input_shape`` is [rows, in_features] (rows = samples, times tokens per sample
+    for sequence models) and ``weight_shape`` [out_features, in_features]. A Conv2d layer's shapes
+    are NCHW as PyTorch has them: input [n, c, h, w], weight [m, c/groups, kx, ky], output
+    gradient [n, m, oh, ow]. ``kernel``, ``stride``, ``padding`` and ``dilation`` are pairs over
+    the two spatial axes (weight dimensions 2 and 3).
+    """
+
+    name: str
+    type: str
+    in_channels: int
+    out_channels: int
+    kernel: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    groups: int
+    bias: bool
+    input_shape: tuple
+    weight_shape: tuple
+    output_grad_shape: tuple
+    has_input_grad: bool
+
+    @property
+    def input_grad_shape(self):
+        """Shape of the recorded input gradient, or None where it was not recorded."""
+        return self.input_shape if self.has_input_grad else None
+
+    def shape_of(self, tensor):
+        """The expected shape of ``tensor`` ("input", "weight", "output_grad" or "input_grad")."""
+        return getattr(self, f"{tensor}_shape")
+
+
+class LayerTensors(NamedTuple):
+    """The arrays of one layer at one step, read-only ``np.memmap`` float32 views of the files."""
+
+    input: np.ndarray
+    weight: np.ndarray
+    output_grad: np.ndarray
+    input_grad: np.ndarray = None
+
+
+def _fail(where, message):
+    raise TraceError(f"{where}: {message}")
+
+
+def _get(entry, key, where, check, expected):
+    if key not in entry:
+        _fail(where, f"missing field {key!r}")
+    value = entry[key]
+    if not check(value):
+        _fail(where, f"field {key!r} must be {expected}, not {value!r}")
+    return value
+
+
+def _is_int(value, minimum):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _ints(value, length, minimum):
+    return (
+        isinstance(value, list)
+        and (length is None or len(value) == length)
+        and all(_is_int(v, minimum) for v in value)
+    )
+
+
+def _conv_out(size, kernel, stride, padding, dilation):
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _expected_shapes(info):
+    """(weight shape, output gradient shape) that the layer's hyper-parameters and input shape imply."""
+    if info.type == "linear":
+        return (info.out_channels, info.in_channels), (info.input_shape[0], info.out_channels)
+    n, _, h, w = info.input_shape
+    out = [_conv_out(*dims) for dims in zip((h, w), info.kernel, info.stride, info.padding, info.dilation)]
+    weight = (info.out_channels, info.in_channels // info.groups, *info.kernel)
+    return weight, (n, info.out_channels, *out)
+
+
+def _layer_info(entry, where):
+    if not isinstance(entry, dict):
+        _fail(where, f"layer entry must be an object, not {entry!r}")
+    name = _get(entry, "name", where, lambda v: isinstance(v, str) and v and "/" not in v, "a non-empty name without '/'")
+    where = f"{where} {name!r}"
+    kind = _get(entry, "type", where, lambda v: v in LAYER_TYPES, f"one of {LAYER_TYPES}")
+    rank = 4 if kind == "conv2d" else 2
+    info = LayerInfo(
+        name=name,
+        type=kind,
+        in_channels=_get(entry, "in_channels", where, lambda v: _is_int(v, 1), "a positive integer"),
+        out_channels=_get(entry, "out_channels", where, lambda v: _is_int(v, 1), "a positive integer"),
+        kernel=tuple(_get(entry, "kernel", where, lambda v: _ints(v, 2, 1), "two positive integers")),
+        stride=tuple(_get(entry, "stride", where, lambda v: _ints(v, 2, 1), "two positive integers")),
+        padding=tuple(_get(entry, "padding", where, lambda v: _ints(v, 2, 0), "two non-negative integers")),
+        dilation=tuple(_get(entry, "dilation", where, lambda v: _ints(v, 2, 1), "two positive integers")),
+        groups=_get(entry, "groups", where, lambda v: _is_int(v, 1), "a positive integer"),
+        bias=_get(entry, "bias", where, lambda v: isinstance(v, bool), "true or false"),
+        input_shape=tuple(_get(entry, "input_shape", where, lambda v: _ints(v, rank, 1), f"{rank} positive integers")),
+        weight_shape=tuple(_get(entry, "weight_shape", where, lambda v: _ints(v, rank, 1), f"{rank} positive integers")),
+        output_grad_shape=tuple(
+            _get(entry, "output_grad_shape", where, lambda v: _ints(v, rank, 1), f"{rank} positive integers")
+        ),
+        has_input_grad=_get(entry, "has_input_grad", where, lambda v: isinstance(v, bool), "true or false"),
+    )
+    if kind == "linear" and (info.kernel, info.stride, info.padding, info.dilation, info.groups) != (
+        (1, 1), (1, 1), (0, 0), (1, 1), 1
+    ):
+        _fail(where, "a linear layer has kernel [1, 1], stride [1, 1], padding [0, 0], dilation [1, 1], groups 1")
+    if info.in_channels % info.groups or info.out_channels % info.groups:
+        _fail(where, f"field 'groups' ({info.groups}) must divide in_channels and out_channels")
+    if info.input_shape[1] != info.in_channels:
+        _fail(where, f"field 'input_shape' {list(info.input_shape)} does not have in_channels={info.in_channels}")
+    weight, output_grad = _expected_shapes(info)
+    for key, expected in (("weight_shape", weight), ("output_grad_shape", output_grad)):
+        if getattr(info, key) != expected:
+            _fail(where, f"field {key!r} is {list(getattr(info, key))}; the layer's hyper-parameters give {list(expected)}")
+    return info
+
+
+def _parse_manifest(path):
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TraceError(f"{path}: missing file (not a trace folder, or its recording never finished a step)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise TraceError(f"{path}: unreadable JSON ({error})") from None
+    where = str(path)
+    if not isinstance(manifest, dict):
+        _fail(where, "must hold a JSON object")
+    _get(manifest, "format", where, lambda v: v == FORMAT, repr(FORMAT))
+    _get(manifest, "format_version", where, lambda v: v == FORMAT_VERSION, f"{FORMAT_VERSION} (this reader's version)")
+    _get(manifest, "dtype", where, lambda v: v == "float32", "'float32'")
+    _get(manifest, "model", where, lambda v: isinstance(v, str), "a string")
+    _get(manifest, "framework", where, lambda v: isinstance(v, dict), "an object of package versions")
+    steps = _get(manifest, "steps", where, lambda v: _ints(v, None, 1), "a list of positive integers")
+    if steps != sorted(set(steps)):
+        _fail(where, f"field 'steps' must be increasing without repeats, not {steps}")
+    entries = _get(manifest, "layers", where, lambda v: isinstance(v, list) and v, "a non-empty list")
+    layers = [_layer_info(entry, f"{where}: layer {i}") for i, entry in enumerate(entries)]
+    names = [layer.name for layer in layers]
+    if len(set(names)) != len(names):
+        _fail(where, f"layer names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    return manifest, steps, layers
+
+
+def open_tensor(path, shape, check_finite=True):
+    """Memory-map one ``.npy`` file, checking it is whole, float32, C-ordered, of ``shape``, and (optionally) finite."""
+    path = Path(path)
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise TraceError(f"{path}: missing file") from None
+    except (ValueError, OSError, EOFError) as error:
+        raise TraceError(f"{path}: not a readable .npy file, corrupted or truncated ({error})") from None
+    if not isinstance(array, np.memmap) or array.dtype != np.dtype("<f4"):
+        raise TraceError(f"{path}: dtype is {array.dtype}, expected float32")
+    if not array.flags.c_contiguous:
+        raise TraceError(f"{path}: stored in Fortran order, expected C order")
+    if array.shape != tuple(shape):
+        raise TraceError(f"{path}: shape is {list(array.shape)}, the manifest says {list(shape)}")
+    size = path.stat().st_size
+    if array.offset + array.nbytes != size:
+        raise TraceError(f"{path}: file has {size} bytes, header and shape need {array.offset + array.nbytes}")
+    if check_finite and not np.isfinite(array).all():
+        bad = np.flatnonzero(~np.isfinite(array))
+        first = np.unravel_index(bad[0], array.shape)
+        raise TraceError(
+            f"{path}: {bad.size} NaN/Inf value(s), first at index {[int(i) for i in first]} ({array[first]})"
+        )
+    return array
+
+
+class Trace:
+    """An opened trace folder. ``load`` maps one layer and step; nothing else is read until asked for."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise TraceError(f"{self.path}: not a folder")
+        self.manifest, self.steps, self.layers = _parse_manifest(self.path / MANIFEST)
+        self._by_name = {layer.name: layer for layer in self.layers}
+
+    def __repr__(self):
+        return f"<Trace {str(self.path)!r} model={self.manifest['model']!r} layers={len(self.layers)} steps={self.steps}>"
+
+    def layer(self, name):
+        """The ``LayerInfo`` named ``name``."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise TraceError(f"{self.path}: no layer {name!r}; layers: {list(self._by_name)}") from None
+
+    def tensor_path(self, layer, step, tensor):
+        """The file of one tensor ("input", "weight", "output_grad", "input_grad") of a layer at a step."""
+        return tensor_path(self.path, step, layer, tensor)
+
+    def tensor_names(self, layer):
+        """The tensors recorded for ``layer`` (a ``LayerInfo`` or name), in file order."""
+        info = layer if isinstance(layer, LayerInfo) else self.layer(layer)
+        return ("input", "weight", "output_grad") + (("input_grad",) if info.has_input_grad else ())
+
+    def load_tensor(self, layer, step, tensor, check_finite=True):
+        """Memory-map one tensor of a layer at a step, validated against the manifest."""
+        info = self.layer(layer)
+        if step not in self.steps:
+            raise TraceError(f"{self.path}: step {step} was not recorded; recorded steps: {self.steps}")
+        if tensor not in self.tensor_names(info):
+            raise TraceError(f"{self.path}: layer {layer!r} has no recorded {tensor!r}")
+        return open_tensor(self.tensor_path(layer, step, tensor), info.shape_of(tensor), check_finite)
+
+    def load(self, layer, step, check_finite=True):
+        """The ``LayerTensors`` of ``layer`` at optimizer step ``step`` (memory-mapped, shapes validated)."""
+        names = self.tensor_names(layer)
+        return LayerTensors(*(self.load_tensor(layer, step, name, check_finite) for name in names))
+
+
+def open_trace(path):
+    """Open a trace folder, validating its manifest; raises ``TraceError`` naming the file, layer and field."""
+    return Trace(path)

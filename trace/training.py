@@ -1,0 +1,182 @@
+"""Trains a network on a data set and records a trace on the chosen optimizer steps (``record``)."""
+
+import contextlib
+import shutil
+from pathlib import Path
+
+import torch
+from torch.nn import functional as F
+from torch.nn.utils import prune as torch_prune
+from tqdm import tqdm
+
+from dashraker.trace.data import load_data
+from dashraker.trace.errors import RecordError
+from dashraker.trace.networks import build_model
+from dashraker.trace.recorder import Recorder, recordable_layers
+from dashraker.trace.store import MANIFEST
+
+__all__ = ["record", "train", "MagnitudePruner", "make_optimizer"]
+
+# Data kind -> (optimizer, default learning rate): SGD for the classifiers, AdamW for the language model.
+OPTIMIZERS = {"tensors": ("SGD, momentum 0.9, weight decay 5e-4", 0.05), "tokens": ("AdamW", 1e-3)}
+
+
+def make_optimizer(net, kind, lr):
+    """SGD (momentum 0.9, weight decay 5e-4) for "tensors" data, AdamW for "tokens" data."""
+    if kind == "tokens":
+        return torch.optim.AdamW(net.parameters(), lr=lr)
+    return torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+
+
+class MagnitudePruner:
+    """Gradual magnitude pruning of every Conv2d/Linear weight to ``target`` sparsity, per layer.
+
+    Uses ``torch.nn.utils.prune`` masks (the layer computes ``weight = weight_orig * weight_mask``
+    before each forward pass, so traces record the pruned weights). Sparsity follows the cubic
+    schedule of Zhu and Gupta (2017), s(t) = target * (1 - (1 - t / T)^3) over the first half of
+    training (T = total_steps // 2), then stays at ``target``; the smallest-magnitude surviving
+    weights are masked, so pruned weights stay pruned.
+    """
+
+    def __init__(self, net, target, total_steps):
+        if not 0.0 <= target < 1.0:
+            raise RecordError(f"prune sparsity must be in [0, 1), not {target!r}")
+        self.target = target
+        self.ramp = max(1, total_steps // 2)
+        self.modules = [module for _, module in recordable_layers(net)]
+        for module in self.modules:
+            torch_prune.identity(module, "weight")
+
+    def sparsity(self, step):
+        return self.target * (1.0 - (1.0 - min(step, self.ramp) / self.ramp) ** 3)
+
+    @torch.no_grad()
+    def update(self, step):
+        """Set every mask for optimizer step ``step`` (before its forward pass)."""
+        if step > self.ramp + 1:
+            return
+        for module in self.modules:
+            mask = module.weight_mask
+            pruned = round(self.sparsity(step) * mask.numel())
+            magnitude = (module.weight_orig * mask).abs().flatten()
+            new = torch.ones_like(magnitude)
+            new[torch.topk(magnitude, pruned, largest=False).indices] = 0.0
+            mask.copy_(new.view_as(mask))
+
+
+def _batches(dataset, batch_size, generator):
+    """Endless shuffled batches, a new permutation each epoch; the last partial batch is dropped."""
+    while True:
+        order = torch.randperm(len(dataset), generator=generator)
+        for start in range(0, len(dataset) - batch_size + 1, batch_size):
+            index = order[start : start + batch_size]
+            yield dataset.x[index], dataset.y[index]
+
+
+def train(net, dataset, total_steps, *, batch_size, seed, lr, prune=None, step_context=None, losses=None, progress=False):
+    """Run ``total_steps`` optimizer steps; ``step_context(step)`` may return a context wrapping a step's passes.
+
+    Returns the loss of every step (appended to ``losses`` when given, so a caller can watch it).
+    """
+    net.train()
+    pruner = MagnitudePruner(net, prune, total_steps) if prune else None
+    optimizer = make_optimizer(net, dataset.kind, lr)
+    batches = _batches(dataset, batch_size, torch.Generator().manual_seed(seed))
+    losses = [] if losses is None else losses
+    bar = tqdm(range(1, total_steps + 1), desc=f"training {type(net).__name__}", unit="step", disable=not progress)
+    for step in bar:
+        x, y = next(batches)
+        if pruner:
+            pruner.update(step)
+        context = step_context(step) if step_context else None
+        with context or contextlib.nullcontext():
+            optimizer.zero_grad(set_to_none=True)
+            logits = net(x)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+            loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
+    return losses
+
+
+def _check_steps(steps):
+    steps = sorted(set(steps))
+    if not steps or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in steps):
+        raise RecordError(f"steps must be a non-empty list of optimizer step numbers >= 1, not {steps!r}")
+    return steps
+
+
+def _prepare_out(out, overwrite):
+    """Refuse a non-empty folder, unless ``overwrite`` and it holds a trace (then it is emptied)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not (overwrite and (out / MANIFEST).is_file()):
+            raise RecordError(f"{out} exists and is not an empty folder (overwrite replaces an earlier trace only)")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def record(
+    model,
+    data,
+    steps,
+    samples,
+    out,
+    batch_size=16,
+    seed=0,
+    lr=None,
+    prune=None,
+    progress=True,
+    input_grad=False,
+    seq_len=64,
+    overwrite=False,
+):
+    """Train ``model`` on ``data`` for ``max(steps)`` optimizer steps and record ``steps`` into the folder ``out``.
+
+    ``model``: a name in ``networks.MODELS``; ``data``: a data set spec (``data.load_data``);
+    ``steps``: 1-based optimizer step numbers (step n is the n-th batch's forward/backward
+    pass, recorded before its update); ``samples``: how many samples of each recorded batch
+    are saved; ``lr``: learning rate (default 0.05 SGD, 1e-3 AdamW for tokens); ``prune``:
+    target weight sparsity in [0, 1) for gradual magnitude pruning; ``input_grad``: also
+    save input gradients; ``seq_len``: sequence length for token data. Returns the trace path.
+    """
+    steps = _check_steps(steps)
+    if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
+        raise RecordError(f"need 1 <= samples <= batch_size, got samples={samples!r}, batch_size={batch_size!r}")
+    dataset = load_data(data, seq_len)
+    if len(dataset) < batch_size:
+        raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
+    torch.manual_seed(seed)
+    net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
+    optimizer, default_lr = OPTIMIZERS[dataset.kind]
+    lr = default_lr if lr is None else lr
+    out = _prepare_out(out, overwrite)
+    meta = {
+        "model": model,
+        "data": str(data),
+        "batch_size": batch_size,
+        "batches_per_epoch": len(dataset) // batch_size,
+        "seed": seed,
+        "optimizer": optimizer,
+        "lr": lr,
+        "prune": prune,
+        "planned_steps": steps,
+        "losses": [],
+    }
+    recorder = Recorder(net, out, samples, input_grad=input_grad, meta=meta)
+    train(
+        net,
+        dataset,
+        steps[-1],
+        batch_size=batch_size,
+        seed=seed,
+        lr=lr,
+        prune=prune,
+        step_context=lambda step: recorder.step(step) if step in steps else None,
+        losses=recorder.meta["losses"],
+        progress=progress,
+    )
+    recorder.write_manifest()
+    return out
