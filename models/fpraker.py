@@ -1,0 +1,306 @@
+"""Bit-exact golden model of the FPRaker term-serial PE and tile (SPEC section 4), in torch integer ops.
+
+Arithmetic, exactly as the RTL in ``dashraker.hw.fpraker`` does it
+-------------------------------------------------------------------
+Operands are bf16 bit patterns; subnormals are zeros (DAZ). Lane i of a block
+holds the pair (a_i, b_i). ``a`` is the term-serial operand: its 8-bit significand
+(hidden one included) is recoded into canonical signed-digit (non-adjacent) form,
+at most 5 signed powers of two ``s * 2**t``, ``t`` in 0..8, processed most
+significant first. ``b`` stays bit-parallel.
+
+* A lane is *live* when both operands are finite and non-zero. Zero, Inf and NaN
+  operands have no terms and take no part in the exponent maximum.
+* Product exponent of a live lane: ``Pe = ea + eb - 127`` (biased), so that the
+  product is ``sig_a * sig_b * 2**(Pe - 127 - 14)``.
+* The accumulator is a two's complement fixed-point *window* ``S`` with a
+  reference exponent ``Ea``: its value is ``S * 2**(Ea - 127 - 23 - G)``, i.e. the
+  fp32 significand (24 bits) plus G guard bits below it, plus headroom above.
+  An empty accumulator (start of a pass, or a window that became exactly 0) has
+  no exponent.
+* Block alignment: ``M = max(Pe over live lanes, Ea if the accumulator is not
+  empty)``. The accumulator is re-aligned to ``M``: ``S >> (M - Ea)``, an
+  arithmetic shift (floor). Each lane has ``d = M - Pe``; a term ``s * 2**t`` of
+  the lane contributes ``floor(sign * sig_b * 2**(t + 9 + G - d))`` window units,
+  where ``sign = (-1)**(sa ^ sb) * s`` (the signed ``b`` is shifted left, or
+  arithmetically right with the bits below the window dropped). A term whose
+  whole contribution lies below the window (``d > t + 16 + G``: the MSB of
+  ``sig_b << t`` falls below the window's LSB) is *out of bounds*: it is skipped
+  and contributes 0; as terms come MSB first, all later terms of the lane are
+  out of bounds too.
+* End of block: ``S = aligned accumulator + all in-bound term contributions``
+  (exact integer sum, so the order of the terms does not matter). The window is
+  then brought back to ``25 + G`` signed bits by the smallest arithmetic right
+  shift ``c >= 0`` that makes it fit: ``S >>= c``, ``Ea = M + c`` (truncation,
+  floor; the window is never shifted left, so ``Ea`` only grows during a pass).
+  A window that is exactly 0 becomes empty.
+* End of pass: the window value is rounded once to fp32, round-to-nearest-even
+  on the exact value with an unbounded exponent; a result whose biased exponent
+  is then below 1 is flushed to a zero of its sign (FTZ, tininess after
+  rounding), above 254 it is an Inf of its sign. An empty accumulator gives +0.
+* NaN/Inf (IEEE-consistent, sticky over the pass): a NaN operand, or Inf times
+  zero, makes the result the canonical NaN 0x7FC00000; so do Infs of both signs
+  (Inf - Inf). Otherwise an Inf operand times a non-zero finite or infinite one
+  makes the result an Inf of the product's sign. The window itself never
+  overflows during a pass (its exponent is unbounded); only the final rounding
+  can give Inf. Finite lanes are computed (and
+  cost cycles) as usual; the special result overrides the window at the end.
+
+Cycles: a PE spends on a block the maximum over its lanes of the number of
+in-bound terms, at least 1; a block with no live lane in the PE costs
+``zero_block_cycles`` (0 or 1). The tile runs in lockstep: a block (one step of
+a pass) costs the maximum over its R x C PEs. ``terms`` / ``skipped_terms``
+count, per PE and lane, the in-bound / out-of-bounds terms of live lanes.
+"""
+
+import functools
+from dataclasses import astuple, dataclass
+
+import numpy as np
+import torch
+
+from dashraker.models.numerics import CANONICAL_NAN_BITS, fp32_from_bits
+
+__all__ = [
+    "MAX_TERMS",
+    "TileResult",
+    "encode_terms",
+    "window_width",
+    "tile",
+    "pe",
+]
+
+MAX_TERMS = 5
+_BF16_BIAS = 127
+_SIG_BITS = 8  # bf16 significand with the hidden one
+_TOP_TERM = 8  # highest term position of an 8-bit significand in NAF
+_NONE = -(1 << 24)  # exponent of lanes without a product: below every real one
+_CHUNK = 1 << 22  # elements per pass chunk (bounds the memory of the precomputed tensors)
+
+
+def window_width(lanes, guard_bits):
+    """Signed bits the running block sum needs: 25 + G bits of window plus headroom for N products."""
+    return 24 + guard_bits + (4 * lanes + 2).bit_length() + 1
+
+
+def encode_terms(significand):
+    """Canonical signed-digit terms of 8-bit significands (any int tensor, values 0..255).
+
+    Returns ``(positions, signs, count)``: ``positions`` and ``signs`` are int64
+    tensors of shape ``[..., 5]`` listing the terms most significant first
+    (``significand == sum(signs * 2**positions)``), padded with position -1 and
+    sign 0; ``count`` is the number of terms. Zero has no terms.
+    """
+    x = torch.as_tensor(significand, dtype=torch.int64)
+    if ((x < 0) | (x >= 1 << _SIG_BITS)).any():
+        bad = x[(x < 0) | (x >= 1 << _SIG_BITS)][0].item()
+        raise ValueError(f"significands must be 8-bit values 0..255, got {bad}")
+    triple = 3 * x
+    plus = (triple & ~x) >> 1  # NAF digit +1 positions
+    minus = (~triple & x) >> 1  # NAF digit -1 positions
+    positions = torch.full((*x.shape, MAX_TERMS), -1, dtype=torch.int64)
+    signs = torch.zeros((*x.shape, MAX_TERMS), dtype=torch.int64)
+    count = torch.zeros(x.shape, dtype=torch.int64)
+    for t in range(_TOP_TERM, -1, -1):
+        p = (plus >> t) & 1
+        m = (minus >> t) & 1
+        digit = p - m
+        slot = torch.nn.functional.one_hot(count.clamp(max=MAX_TERMS - 1), MAX_TERMS).bool() & (digit != 0)[..., None]
+        positions = torch.where(slot, t, positions)
+        signs = torch.where(slot, digit[..., None], signs)
+        count = count + (digit != 0)
+    return positions, signs, count
+
+
+@functools.lru_cache(maxsize=None)
+def _tables(guard_bits):
+    """Lookup tables over (operands, alignment distance d = 0 .. 25 + G) for a lane of the block.
+
+    ``contrib[((neg * 128 + ia) * 128 + ib) * (D + 1) + d]``: the lane's window
+    contribution, the sum over the in-bound terms ``s * 2**t`` of ``a = 128 + ia`` of
+    ``floor(sign * s * (128 + ib) * 2**(t + 9 + G - d))`` (sign negative when ``neg``).
+    ``inbound[ia * (D + 1) + d]``: its number of in-bound terms (``d <= t + 16 + G``).
+    At ``d = D = 25 + G`` every term is out of bounds, so larger distances clamp to D.
+    """
+    g = guard_bits
+    span = 26 + g
+    sig = torch.arange(1 << (_SIG_BITS - 1), 1 << _SIG_BITS)
+    positions, signs, count = encode_terms(sig)  # [128, 5]
+    d = torch.arange(span)
+    sign = torch.tensor([1, -1])
+    t = positions[None, :, None, None, :]
+    # [neg, ia, ib, d, k]
+    value = sign[:, None, None, None, None] * signs[None, :, None, None, :] * (sig[None, None, :, None, None] << (t + 9 + g).clamp(min=0))
+    floored = torch.div(value, 1 << d[None, None, None, :, None], rounding_mode="floor")
+    in_bound = (signs[None, :, None, None, :] != 0) & (d[None, None, None, :, None] <= t + 16 + g)
+    contrib = torch.where(in_bound, floored, 0).sum(-1)
+    inbound = in_bound[0, :, 0].sum(-1)  # [ia, d]
+    dtype = torch.int32 if contrib.abs().max() < 2**31 // 16 else torch.int64
+    return contrib.reshape(-1).to(dtype), inbound.reshape(-1).to(torch.int32), count, span - 1
+
+
+@dataclass
+class TileResult:
+    """Outputs and cost of a batch of tile passes.
+
+    ``outputs``: fp32 [passes, rows, cols]; ``cycles``: int64 [passes];
+    ``terms`` / ``skipped_terms``: in-bound / out-of-bounds terms of live lanes,
+    summed over the PEs and lanes of each pass, int64 [passes];
+    ``block_cycles``: int64 [passes, steps], the cost of each block.
+    """
+
+    outputs: torch.Tensor
+    cycles: torch.Tensor
+    terms: torch.Tensor
+    skipped_terms: torch.Tensor
+    block_cycles: torch.Tensor
+
+
+def _as_bits(bits, name):
+    if isinstance(bits, np.ndarray):
+        bits = torch.from_numpy(bits.astype(np.int64))
+    bits = torch.as_tensor(bits)
+    if bits.is_floating_point() or bits.is_complex():
+        raise TypeError(f"{name} must hold bf16 bit patterns as integers, not {bits.dtype}")
+    bits = bits.to(torch.int64)
+    if bits.dim() != 4:
+        raise ValueError(f"{name} must have shape [passes, rows|cols, steps, lanes], got {tuple(bits.shape)}")
+    if ((bits < 0) | (bits > 0xFFFF)).any():
+        raise ValueError(f"{name} holds values outside 0..0xFFFF; expected bf16 bit patterns")
+    return bits
+
+
+class _Operand:
+    """Decoded bf16 fields of one operand side: sign, exponent, significand index, classes."""
+
+    def __init__(self, bits):
+        self.sign = (bits >> 15) & 1
+        self.exp = (bits >> 7) & 0xFF
+        self.index = bits & 0x7F  # significand - 128
+        self.zero = self.exp == 0
+        self.special = self.exp == 0xFF
+        self.nan = self.special & (self.index != 0)
+        self.inf = self.special & (self.index == 0)
+        self.live = ~self.zero & ~self.special
+
+
+def _round_window(window, exponent, guard_bits):
+    """Round window values ``S * 2**(Ea - 150 - G)`` to fp32 bit patterns (RNE, FTZ, overflow to Inf)."""
+    sign = (window < 0).to(torch.int64)
+    mag = window.abs()
+    msb = torch.frexp(mag.to(torch.float64)).exponent.to(torch.int64) - 1  # exact: |S| < 2**53
+    shift = msb - 23
+    right = shift.clamp(min=0)
+    kept = mag >> right
+    rest = mag - (kept << right)
+    half = torch.where(right > 0, 1 << (right - 1).clamp(min=0), 0)
+    up = (right > 0) & ((rest > half) | ((rest == half) & ((kept & 1) == 1)))
+    significand = (kept + up.to(torch.int64)) << (-shift).clamp(min=0)
+    carry = significand >> 24
+    significand = significand >> carry
+    biased = exponent - 23 - guard_bits + msb + carry
+    bits = (sign << 31) | (biased.clamp(0, 255) << 23) | (significand & 0x7FFFFF)
+    bits = torch.where(biased < 1, sign << 31, bits)
+    bits = torch.where(biased > 254, (sign << 31) | 0x7F800000, bits)
+    return torch.where(mag == 0, 0, bits)
+
+
+def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
+    """Run passes of an R x C FPRaker tile.
+
+    ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
+    ``b_bits``: [passes, cols, steps, lanes] (bit-parallel, shared along columns);
+    ints (torch or numpy). Returns a ``TileResult``. Work is vectorised over passes,
+    PEs and lanes; only the steps (blocks) run one after another.
+    """
+    if not isinstance(guard_bits, int) or guard_bits < 0:
+        raise ValueError(f"guard_bits must be a non-negative integer, not {guard_bits!r}")
+    if zero_block_cycles not in (0, 1):
+        raise ValueError(f"zero_block_cycles must be 0 or 1, not {zero_block_cycles!r}")
+    a_bits = _as_bits(a_bits, "a_bits")
+    b_bits = _as_bits(b_bits, "b_bits")
+    passes, rows, steps, lanes = a_bits.shape
+    if (b_bits.shape[0], b_bits.shape[2], b_bits.shape[3]) != (passes, steps, lanes):
+        raise ValueError(
+            f"a_bits {tuple(a_bits.shape)} and b_bits {tuple(b_bits.shape)} disagree on passes, steps or lanes"
+        )
+    per_pass = max(1, rows * b_bits.shape[1] * steps * lanes)
+    chunk = max(1, _CHUNK // per_pass)
+    parts = [
+        _tile_chunk(a_bits[p : p + chunk], b_bits[p : p + chunk], guard_bits, zero_block_cycles)
+        for p in range(0, passes, chunk)
+    ] or [_tile_chunk(a_bits, b_bits, guard_bits, zero_block_cycles)]
+    return TileResult(*(torch.cat(field) for field in zip(*(astuple(part) for part in parts))))
+
+
+def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
+    contrib, inbound_table, total_table, far = _tables(g)
+    span = far + 1
+    passes, rows, steps, lanes = a_bits.shape
+    cols = b_bits.shape[1]
+    # step-major layout [S, P, R|1, 1|C, N]: each block is one contiguous slice
+    a = _Operand(a_bits.permute(2, 0, 1, 3)[:, :, :, None])
+    b = _Operand(b_bits.permute(2, 0, 1, 3)[:, :, None])
+    live = a.live & b.live  # [S, P, R, C, N]
+    product_exp = torch.where(live, (a.exp + b.exp - _BF16_BIAS).to(torch.int32), _NONE)
+    block_max = product_exp.amax(-1)  # [S, P, R, C]
+    any_live = live.any(-1)
+    negative = a.sign ^ b.sign
+    operands = (negative * 128 + a.index) * 128 + b.index
+    contrib_base = (operands * span).contiguous()
+    inbound_base = (a.index * span).expand_as(contrib_base).contiguous()
+    total = torch.where(live, total_table[a.index], 0).sum((2, 3, 4))  # [S, P]
+
+    shape = (passes, rows, cols)
+    window = torch.zeros(shape, dtype=torch.int64)
+    acc_exp = torch.full(shape, _NONE, dtype=torch.int32)
+    nonempty = torch.zeros(shape, dtype=torch.bool)
+    block_cycles = torch.zeros((steps, passes), dtype=torch.int64)
+    terms = torch.zeros((steps, passes), dtype=torch.int64)
+    for s in range(steps):
+        top = torch.maximum(block_max[s], acc_exp)  # acc_exp is _NONE while empty
+        # with nothing to align to, every lane is out of bounds
+        top = torch.where(top == _NONE, -_NONE, top)
+        distance = (top[..., None] - product_exp[s]).clamp_(max=far)
+        lane = contrib.take(contrib_base[s] + distance)
+        aligned = torch.where(nonempty, window >> (top - acc_exp).clamp(0, 63), 0)
+        total_sum = aligned + lane.sum(-1, dtype=torch.int64)
+        # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
+        magnitude = torch.where(total_sum < 0, ~total_sum, total_sum)
+        carry = (torch.frexp(magnitude.to(torch.float64)).exponent - (24 + g)).clamp_(min=0)
+        window = total_sum >> carry
+        nonempty = window != 0
+        acc_exp = torch.where(nonempty, top + carry, _NONE)
+        in_bound = inbound_table.take(inbound_base[s] + distance)
+        pe_cycles = torch.where(any_live[s], in_bound.amax(-1).clamp(min=1), zero_block_cycles)
+        block_cycles[s] = pe_cycles.flatten(1).amax(-1)
+        terms[s] = in_bound.flatten(1).sum(-1)
+
+    bits = torch.where(nonempty, _round_window(window, acc_exp.to(torch.int64), g), 0)
+    if bool(a.special.any() or b.special.any()):
+        bits = _specials(a, b, bits)
+    block_cycles = block_cycles.T.contiguous()
+    terms = terms.sum(0)
+    return TileResult(fp32_from_bits(bits), block_cycles.sum(-1), terms, total.sum(0) - terms, block_cycles)
+
+
+def _specials(a, b, bits):
+    """Override results with NaN/Inf where the pass met them (sticky over all its blocks)."""
+    lane_nan = a.nan | b.nan | (a.inf & b.zero) | (a.zero & b.inf)
+    lane_inf = (a.inf | b.inf) & ~lane_nan
+    negative = (a.sign ^ b.sign) == 1
+    nan = lane_nan.any(-1).any(0)
+    pos_inf = (lane_inf & ~negative).any(-1).any(0)
+    neg_inf = (lane_inf & negative).any(-1).any(0)
+    bits = torch.where(pos_inf, 0x7F800000, bits)
+    bits = torch.where(neg_inf, 0xFF800000, bits)
+    return torch.where(nan | (pos_inf & neg_inf), CANONICAL_NAN_BITS, bits)
+
+
+def pe(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
+    """One PE: ``a_bits``, ``b_bits`` [steps, lanes] bf16 patterns -> (fp32 output, cycles)."""
+    a_bits = torch.as_tensor(np.asarray(a_bits, dtype=np.int64))
+    b_bits = torch.as_tensor(np.asarray(b_bits, dtype=np.int64))
+    if a_bits.dim() != 2 or a_bits.shape != b_bits.shape:
+        raise ValueError(f"a_bits {tuple(a_bits.shape)} and b_bits {tuple(b_bits.shape)} must both be [steps, lanes]")
+    result = tile(a_bits[None, None], b_bits[None, None], guard_bits, zero_block_cycles)
+    return result.outputs[0, 0, 0], int(result.cycles[0])
