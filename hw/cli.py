@@ -9,6 +9,7 @@ __all__ = ["register", "DESIGNS"]
 # Design name -> module with ``add_arguments(parser)`` and ``from_arguments(args) -> Component``.
 DESIGNS = {
     "baseline": "dashraker.hw.baseline.cli",
+    "tensordash": "dashraker.hw.tensordash.cli",
 }
 
 

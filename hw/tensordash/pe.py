@@ -5,16 +5,21 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
-from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, MacUnit
+from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, MacUnit, mac_latency
 from dashraker.hw.tensordash.scheduler import check_parameters, select_layout
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
-__all__ = ["PE", "window_layout"]
+__all__ = ["PE", "window_layout", "pe_latency"]
 
 
 def window_layout(lanes, lookahead, fmt):
     """Operand values of the window's H+1 steps, one lane array per step."""
     return data.ArrayLayout(data.ArrayLayout(FloatLayout(fmt), lanes), lookahead + 1)
+
+
+def pe_latency(lanes):
+    """Enabled cycles from a PE's inputs to the result of the pass they end: operand registers + MAC."""
+    return 1 + mac_latency(lanes)
 
 
 class PE(wiring.Component):
@@ -36,8 +41,8 @@ class PE(wiring.Component):
     Attributes
     ----------
     latency : int
-        Enabled cycles from a cycle's inputs to the result of a pass ended by it:
-        1 (operand registers) + ``MacUnit.latency``.
+        Enabled cycles from a cycle's inputs to the result of a pass ended by it
+        (``pe_latency``: 1 for the operand registers + ``MacUnit``'s).
 
     Ports
     -----
@@ -63,8 +68,7 @@ class PE(wiring.Component):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
-        self._mac = MacUnit(lanes, self.format)
-        self.latency = 1 + self._mac.latency
+        self.latency = pe_latency(lanes)
         window = window_layout(lanes, lookahead, self.format)
         super().__init__({
             "en": In(1),
@@ -79,7 +83,7 @@ class PE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mac = mac = self._mac
+        m.submodules.mac = mac = MacUnit(self.lanes, self.format)
         operands = data.ArrayLayout(FloatLayout(self.format), self.lanes)
         a, b = Signal(operands), Signal(operands)
         valid, last = Signal(), Signal()

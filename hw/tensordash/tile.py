@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
 from dashraker.hw.baseline.tile import result_layout, step_layout
-from dashraker.hw.tensordash.pe import PE
+from dashraker.hw.tensordash.pe import PE, pe_latency
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
@@ -87,7 +87,7 @@ class Tile(wiring.Component):
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.format = float_format(fmt)
         self.depth = 3 * (lookahead + 1)
-        self.latency = PE(lanes, lookahead, self.pattern, self.format).latency
+        self.latency = pe_latency(lanes)
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
             "results": Out(stream.Signature(tile_result_layout(rows, cols))),
@@ -194,10 +194,12 @@ class Tile(wiring.Component):
 
     def _take_chunk(self, m, j, source, slots, flags, occupancy, chunk):
         """Slot j takes step ``source - occupancy`` of the incoming chunk (garbage beyond its count is never used)."""
+        held_values = range(max(0, source - self.lookahead), min(source, self.depth) + 1)
         with m.Switch(occupancy):
-            for held in range(max(0, source - self.lookahead), min(source, self.depth) + 1):
+            for held in held_values:
                 step = chunk.steps[source - held]
-                with m.Case(held):
+                # The last possible occupancy is the default: the case is complete, for lint.
+                with m.Case(held) if held != held_values[-1] else m.Default():
                     m.d.sync += slots[j].eq(step)
                     for r in range(self.rows):
                         nonzero = [step.rows[r][lane].exp != 0 for lane in range(self.lanes)]

@@ -1,0 +1,115 @@
+"""Stimulus for the TensorDash checks: sparse operand streams, their chunked stream payloads, result decoding."""
+
+import numpy as np
+import torch
+
+from dashraker.formats import float_format
+from dashraker.hw.tensordash import chunk_layout, tile_result_layout
+from dashraker.models.numerics import fp32_bits, quantize, to_bf16_bits
+from dashraker.sim.payload import pack_array, unpack_array
+
+__all__ = ["CASES", "operands", "chunks", "decode_result", "relu_training_step"]
+
+RANDOM_SPARSITY = {f"random{pct}": pct / 100 for pct in (0, 25, 50, 75, 90, 99, 100)}
+CASES = [*RANDOM_SPARSITY, "single_dense_lane", "alternating_steps", "zero_lane", "zero_row",
+         "relu_activations", "relu_gradients"]
+
+
+def relu_training_step(seed=0, hidden=256):
+    """One SGD step of a small ReLU MLP on sklearn's digits: post-ReLU activations [64, hidden], the
+    loss gradient at the ReLU's input [64, hidden], and the weights W1 [hidden, 64], W2 [10, hidden]."""
+    from sklearn.datasets import load_digits
+
+    torch.manual_seed(seed)
+    digits = load_digits()
+    x = torch.tensor(digits.data[:64], dtype=torch.float32) / 16.0
+    y = torch.tensor(digits.target[:64])
+    fc1, fc2 = torch.nn.Linear(64, hidden), torch.nn.Linear(hidden, 10)
+    optimizer = torch.optim.SGD([*fc1.parameters(), *fc2.parameters()], lr=0.1)
+    pre = fc1(x)
+    pre.retain_grad()
+    act = torch.relu(pre)
+    act.retain_grad()
+    torch.nn.functional.cross_entropy(fc2(act), y).backward()
+    optimizer.step()
+    return act.detach(), pre.grad.detach(), fc1.weight.detach(), fc2.weight.detach()
+
+
+def _streams(matrix, passes, rows, lanes):
+    """Rows of ``matrix`` cut into [passes, rows, steps, lanes] streams (lanes = consecutive columns)."""
+    steps = matrix.shape[1] // lanes
+    count = passes * rows
+    picked = matrix[torch.arange(count) % matrix.shape[0], :steps * lanes]
+    return picked.reshape(passes, rows, steps, lanes)
+
+
+def operands(case, passes, rows, cols, steps, lanes, fmt, seed):
+    """Scheduled (row) and partner (column) operands of ``case``: fp32 tensors quantized to ``fmt``."""
+    gen = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    b = torch.randn(passes, cols, steps, lanes, generator=gen)
+    a = torch.randn(passes, rows, steps, lanes, generator=gen)
+    keep = None
+    if case in RANDOM_SPARSITY:
+        keep = rng.random(a.shape) >= RANDOM_SPARSITY[case]
+    elif case == "single_dense_lane":
+        keep = np.zeros(a.shape, bool)
+        keep[..., lanes // 3] = True
+    elif case == "alternating_steps":
+        keep = np.broadcast_to((np.arange(steps) % 2 == 0)[:, None], a.shape)
+    elif case == "zero_lane":
+        keep = rng.random(a.shape) >= 0.1
+        keep[..., 1] = False
+    elif case == "zero_row":
+        keep = rng.random(a.shape) >= 0.5
+        keep[:, 0] = False
+    elif case in ("relu_activations", "relu_gradients"):
+        act, grad, w1, w2 = relu_training_step(seed)
+        if case == "relu_activations":  # forward of the second layer: activations x W2
+            a, b = _streams(act, passes, rows, lanes), _streams(w2, passes, cols, lanes)
+        else:  # input gradient of the first layer's ReLU output: G x W1
+            a, b = _streams(grad, passes, rows, lanes), _streams(w1.T.contiguous(), passes, cols, lanes)
+    else:
+        raise ValueError(f"unknown stimulus case {case!r}; expected one of {CASES}")
+    if keep is not None:
+        a = a * torch.as_tensor(np.ascontiguousarray(keep))
+    return quantize(a, fmt), quantize(b, fmt)
+
+
+def _bits(values, fmt):
+    return (to_bf16_bits(values) if float_format(fmt).name == "bf16" else fp32_bits(values)).numpy()
+
+
+def chunks(a, b, lookahead, fmt, sizes=None):
+    """Stream payloads (ints) carrying every pass's steps in order, up to H+1 steps per transfer.
+
+    ``sizes`` (an iterator of chunk sizes 1..H+1) varies the steps per transfer; by
+    default every transfer is full. Chunks run across pass boundaries.
+    """
+    passes, rows, steps, lanes = a.shape
+    cols = b.shape[1]
+    fmt = float_format(fmt)
+    layout = chunk_layout(rows, cols, lanes, lookahead, fmt)
+    step = layout["steps"].shape.elem_shape
+    cols_at, last_at = step["cols"].offset, step["last"].offset
+    a_bits, b_bits = _bits(a, fmt), _bits(b, fmt)
+    flat = []
+    for p in range(passes):
+        for s in range(steps):
+            flat.append(pack_array(a_bits[p, :, s], fmt.width)
+                        | pack_array(b_bits[p, :, s], fmt.width) << cols_at
+                        | int(s == steps - 1) << last_at)
+    payloads = []
+    while flat:
+        size = next(sizes) if sizes is not None else lookahead + 1
+        group, flat = flat[:size], flat[size:]
+        payloads.append(pack_array(group, step.size) | len(group) << layout["count"].offset)
+    return payloads
+
+
+def decode_result(payload, rows, cols):
+    """(fp32 bit patterns [rows, cols], cycles) of one result transfer."""
+    layout = tile_result_layout(rows, cols)
+    sums = unpack_array(payload, 32, (rows, cols))
+    cycles = (payload >> layout["cycles"].offset) & ((1 << layout["cycles"].shape.width) - 1)
+    return sums, cycles
