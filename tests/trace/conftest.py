@@ -1,0 +1,35 @@
+"""Fixtures of the trace tests: a small recorded trace shared by the reader, check and export tests."""
+
+import contextlib
+
+import pytest
+import torch
+from torch.nn import functional as F
+from trace_helpers import MixedNet, one_thread
+
+from dashraker.trace.recorder import Recorder
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    with one_thread():
+        yield
+
+
+@pytest.fixture(scope="session")
+def mixed_trace(tmp_path_factory):
+    """A trace of MixedNet over 3 SGD steps, steps 1 and 3 recorded (2 of 6 samples), with input gradients."""
+    torch.manual_seed(0)
+    net = MixedNet()
+    out = tmp_path_factory.mktemp("mixed") / "trace"
+    recorder = Recorder(net, out, samples=2, input_grad=True, meta={"model": "mixednet", "batches_per_epoch": 2})
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    generator = torch.Generator().manual_seed(1)
+    with one_thread():
+        for step in (1, 2, 3):
+            x, y = torch.randn(6, 3, 8, 8, generator=generator), torch.randint(0, 10, (6,), generator=generator)
+            with recorder.step(step) if step in (1, 3) else contextlib.nullcontext():
+                optimizer.zero_grad()
+                F.cross_entropy(net(x), y).backward()
+            optimizer.step()
+    return out

@@ -1,0 +1,172 @@
+"""The recorder saves what a plain forward/backward computes, and recording leaves training unchanged."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from dashraker.trace import RecordError, open_trace
+from dashraker.trace.data import Dataset
+from dashraker.trace.recorder import Recorder
+from dashraker.trace.training import train
+
+from trace_helpers import MixedNet, reference_pass
+
+SAMPLES = 3
+
+
+def _record_one_step(net, x, y, out, **kwargs):
+    recorder = Recorder(net, out, samples=SAMPLES, meta={"model": "test"}, **kwargs)
+    with recorder.step(1):
+        F.cross_entropy(net(x), y).backward()
+    return open_trace(out)
+
+
+def test_tensors_equal_plain_forward_backward(tmp_path):
+    torch.manual_seed(0)
+    net = MixedNet()
+    reference_net = copy.deepcopy(net)
+    x, y = torch.randn(5, 3, 8, 8), torch.randint(0, 10, (5,))
+    trace = _record_one_step(net, x, y, tmp_path / "t", input_grad=True)
+    reference = reference_pass(reference_net, x.clone(), y)
+    assert [layer.name for layer in trace.layers] == list(reference)
+    for name, (inp, module, out) in reference.items():
+        got = trace.load(name, 1)
+        np.testing.assert_array_equal(got.input, inp[:SAMPLES].detach().numpy(), err_msg=name)
+        np.testing.assert_array_equal(got.weight, module.weight.detach().numpy(), err_msg=name)
+        np.testing.assert_array_equal(got.output_grad, out.grad[:SAMPLES].numpy(), err_msg=name)
+        if name == "conv1":
+            assert got.input_grad is None  # the network input needs no gradient
+            continue
+        # This layer's own share of the input gradient (conv3's input also feeds a residual).
+        if isinstance(module, nn.Conv2d):
+            expected = torch.nn.grad.conv2d_input(
+                inp.shape, module.weight, out.grad, module.stride, module.padding, module.dilation, module.groups
+            )
+        else:
+            expected = out.grad @ module.weight
+        np.testing.assert_allclose(got.input_grad, expected[:SAMPLES].detach().numpy(), rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+def test_layer_hyper_parameters(mixed_trace):
+    trace = open_trace(mixed_trace)
+    conv2, conv3, conv4, fc = (trace.layer(n) for n in ("conv2", "conv3", "conv4", "fc"))
+    assert (conv2.type, conv2.stride, conv2.padding, conv2.groups, conv2.bias) == ("conv2d", (2, 2), (1, 1), 2, False)
+    assert conv2.weight_shape == (8, 4, 3, 3) and conv2.output_grad_shape == (2, 8, 4, 4)
+    assert conv3.groups == 8 and conv3.weight_shape == (8, 1, 3, 3)
+    assert conv4.stride == (2, 1) and conv4.kernel == (1, 1) and conv4.output_grad_shape == (2, 16, 2, 4)
+    assert (fc.type, fc.in_channels, fc.out_channels, fc.kernel, fc.bias) == ("linear", 128, 10, (1, 1), True)
+    assert fc.input_shape == (2, 128) and fc.weight_shape == (10, 128) and fc.output_grad_shape == (2, 10)
+    assert trace.steps == [1, 3]
+
+
+class TokenMLP(nn.Module):
+    """Linear layers on [batch, tokens, features]: PyTorch returns views there, then modified in place by ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(6, 12)
+        self.down = nn.Linear(12, 4)
+
+    def forward(self, x):
+        return self.down(F.relu(self.up(x), inplace=True))
+
+
+def test_linear_on_tokens_with_inplace_relu(tmp_path):
+    torch.manual_seed(0)
+    net = TokenMLP()
+    x, y = torch.randn(4, 5, 6), torch.randint(0, 4, (4, 5))
+    recorder = Recorder(net, tmp_path / "t", samples=2, meta={"model": "tokens"})
+    with recorder.step(7):
+        F.cross_entropy(net(x).reshape(-1, 4), y.reshape(-1)).backward()
+    trace = open_trace(tmp_path / "t")
+    hidden = F.linear(x, net.up.weight, net.up.bias)
+    hidden.retain_grad()
+    logits = F.linear(F.relu(hidden), net.down.weight, net.down.bias)
+    logits.retain_grad()
+    F.cross_entropy(logits.reshape(-1, 4), y.reshape(-1)).backward()
+    up, down = trace.load("up", 7), trace.load("down", 7)
+    np.testing.assert_array_equal(up.input, x[:2].reshape(10, 6).numpy())
+    np.testing.assert_array_equal(up.output_grad, hidden.grad[:2].reshape(10, 12).numpy())
+    np.testing.assert_array_equal(down.input, F.relu(hidden)[:2].reshape(10, 12).detach().numpy())
+    np.testing.assert_array_equal(down.output_grad, logits.grad[:2].reshape(10, 4).numpy())
+
+
+def _mixed_dataset():
+    generator = torch.Generator().manual_seed(3)
+    x, y = torch.randn(40, 3, 8, 8, generator=generator), torch.randint(0, 10, (40,), generator=generator)
+    return Dataset("random", x, y, 10, "tensors")
+
+
+def _train_mixed(recorder=None, steps=(), prune=None):
+    torch.manual_seed(0)
+    net = MixedNet()
+    if recorder is not None:
+        recorder = recorder(net)
+    context = (lambda step: recorder.step(step) if step in steps else None) if recorder else None
+    losses = train(net, _mixed_dataset(), 6, batch_size=8, seed=0, lr=0.1, prune=prune, step_context=context)
+    return losses, net.state_dict()
+
+
+@pytest.mark.parametrize("input_grad", [False, True])
+@pytest.mark.parametrize("prune", [None, 0.5])
+def test_recording_does_not_change_training(tmp_path, input_grad, prune):
+    plain_losses, plain_state = _train_mixed(prune=prune)
+    make = lambda net: Recorder(net, tmp_path / "t", samples=4, input_grad=input_grad, meta={"model": "m"})  # noqa: E731
+    losses, state = _train_mixed(make, steps=(1, 2, 5), prune=prune)
+    assert losses == plain_losses
+    assert plain_losses[-1] < plain_losses[0]  # it does train
+    assert state.keys() == plain_state.keys()
+    for key in state:
+        assert torch.equal(state[key], plain_state[key]), key
+    assert open_trace(tmp_path / "t").steps == [1, 2, 5]
+
+
+def test_interrupted_run_leaves_the_finished_steps(tmp_path):
+    torch.manual_seed(0)
+    net = MixedNet()
+    recorder = Recorder(net, tmp_path / "t", samples=2, meta={"model": "m"})
+    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    for step in (1, 2):
+        with recorder.step(step):
+            F.cross_entropy(net(x), y).backward()
+    with pytest.raises(KeyboardInterrupt):
+        with recorder.step(3):
+            F.cross_entropy(net(x), y).backward()
+            raise KeyboardInterrupt
+    trace = open_trace(tmp_path / "t")
+    assert trace.steps == [1, 2]
+    assert not (tmp_path / "t" / "step_000003").exists()
+    assert not list((tmp_path / "t").rglob("*.tmp"))
+    for layer in trace.layers:
+        trace.load(layer.name, 2)
+    # The hooks are gone: later steps run without recording.
+    F.cross_entropy(net(x), y).backward()
+    assert trace.steps == open_trace(tmp_path / "t").steps
+
+
+def test_module_used_twice_is_refused(tmp_path):
+    net = TokenMLP()
+    recorder = Recorder(net, tmp_path / "t", samples=1)
+    with pytest.raises(RecordError, match="'up' ran twice"):
+        with recorder.step(1):
+            net.up(net.up.weight.new_zeros(1, 6)[:, :6].repeat(1, 1))
+            net.up(torch.zeros(1, 6))
+    assert not (tmp_path / "t" / "manifest.json").exists()
+
+
+def test_layer_without_gradient_is_refused(tmp_path):
+    net = TokenMLP()
+    recorder = Recorder(net, tmp_path / "t", samples=1)
+    with pytest.raises(RecordError, match="'down' got no gradient"):
+        with recorder.step(1):
+            net.down(torch.zeros(1, 12))
+            net.up(torch.randn(1, 6)).sum().backward()
+
+
+def test_unrecordable_padding_is_refused(tmp_path):
+    with pytest.raises(RecordError, match="padding_mode 'reflect'"):
+        Recorder(nn.Conv2d(2, 2, 3, padding=1, padding_mode="reflect"), tmp_path, samples=1)
