@@ -36,6 +36,7 @@ def _record(args):
             input_grad=args.input_grad,
             seq_len=args.seq_len,
             overwrite=args.force,
+            threads=args.threads,
         )
     except RecordError as error:
         raise CliError(str(error)) from None
@@ -90,6 +91,7 @@ def register(subparsers):
     rec.add_argument("--prune", type=float, metavar="SPARSITY", help="gradual magnitude pruning to this weight sparsity")
     rec.add_argument("--input-grad", action="store_true", help="also record input gradients")
     rec.add_argument("--seq-len", type=int, default=64, help="sequence length for pystdlib (default 64)")
+    rec.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's choice)")
     rec.add_argument("--out", required=True, help="trace folder to create")
     rec.add_argument("--force", action="store_true", help="replace an existing trace in --out")
     rec.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -12,8 +12,10 @@ A data set is named ``name`` or ``name:path``:
   ``y`` integer class labels [N].
 
 Images are scaled to [0, 1] (uint8 by 255) and standardized per channel over the data set.
+The bundled sets are built once per process (cached; their tensors are never modified).
 """
 
+import functools
 import pickle
 import sysconfig
 from dataclasses import dataclass
@@ -73,6 +75,7 @@ def _classes(name, x, y):
     return Dataset(name, _standardize(features), torch.from_numpy(y.astype(np.int64)), int(y.max()) + 1, "tensors")
 
 
+@functools.cache
 def digits():
     """scikit-learn's 8x8 digits, bilinearly resized to 32x32 and repeated over 3 channels."""
     from sklearn.datasets import load_digits
@@ -83,6 +86,7 @@ def digits():
     return _classes("digits", images.repeat(1, 3, 1, 1).numpy(), bunch.target)
 
 
+@functools.cache
 def stdlib_text(seq_len, max_bytes=STDLIB_BYTES):
     """Byte-level next-token data from the standard library's top-level ``.py`` files, in name order."""
     folder = Path(sysconfig.get_paths()["stdlib"])

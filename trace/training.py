@@ -107,6 +107,18 @@ def _check_steps(steps):
     return steps
 
 
+@contextlib.contextmanager
+def _threads(count):
+    """Run with ``count`` PyTorch threads (None: unchanged), restoring the setting afterwards."""
+    before = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _prepare_out(out, overwrite):
     """Refuse a non-empty folder, unless ``overwrite`` and it holds a trace (then it is emptied)."""
     out = Path(out)
@@ -132,6 +144,7 @@ def record(
     input_grad=False,
     seq_len=64,
     overwrite=False,
+    threads=None,
 ):
     """Train ``model`` on ``data`` for ``max(steps)`` optimizer steps and record ``steps`` into the folder ``out``.
 
@@ -140,7 +153,9 @@ def record(
     pass, recorded before its update); ``samples``: how many samples of each recorded batch
     are saved; ``lr``: learning rate (default 0.05 SGD, 1e-3 AdamW for tokens); ``prune``:
     target weight sparsity in [0, 1) for gradual magnitude pruning; ``input_grad``: also
-    save input gradients; ``seq_len``: sequence length for token data. Returns the trace path.
+    save input gradients; ``seq_len``: sequence length for token data; ``threads``: PyTorch
+    threads while recording (None keeps the current setting; 1 is fastest for tiny traces on a
+    busy machine). Returns the trace path.
     """
     steps = _check_steps(steps)
     if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
@@ -166,17 +181,18 @@ def record(
         "losses": [],
     }
     recorder = Recorder(net, out, samples, input_grad=input_grad, meta=meta)
-    train(
-        net,
-        dataset,
-        steps[-1],
-        batch_size=batch_size,
-        seed=seed,
-        lr=lr,
-        prune=prune,
-        step_context=lambda step: recorder.step(step) if step in steps else None,
-        losses=recorder.meta["losses"],
-        progress=progress,
-    )
+    with _threads(threads):
+        train(
+            net,
+            dataset,
+            steps[-1],
+            batch_size=batch_size,
+            seed=seed,
+            lr=lr,
+            prune=prune,
+            step_context=lambda step: recorder.step(step) if step in steps else None,
+            losses=recorder.meta["losses"],
+            progress=progress,
+        )
     recorder.write_manifest()
     return out

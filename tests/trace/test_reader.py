@@ -1,0 +1,171 @@
+"""The reader memory-maps valid traces and names the file, layer and field of every kind of damage."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from dashraker.cli import main
+from dashraker.trace import TraceError, open_trace
+from dashraker.trace.check import check_trace
+
+
+@pytest.fixture
+def broken(mixed_trace, tmp_path):
+    """A private copy of the shared trace, to damage."""
+    return shutil.copytree(mixed_trace, tmp_path / "trace")
+
+
+def _manifest(path):
+    return json.loads((path / "manifest.json").read_text())
+
+
+def _rewrite_manifest(path, change):
+    manifest = _manifest(path)
+    change(manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_open_and_load(mixed_trace):
+    trace = open_trace(mixed_trace)
+    assert trace.path == mixed_trace and trace.manifest["model"] == "mixednet"
+    assert trace.steps == [1, 3]
+    assert [layer.name for layer in trace.layers] == ["conv1", "conv2", "conv3", "conv4", "fc"]
+    tensors = trace.load("conv2", 3)
+    for array, shape in zip(tensors, ((2, 8, 8, 8), (8, 4, 3, 3), (2, 8, 4, 4), (2, 8, 8, 8))):
+        assert isinstance(array, np.memmap) and array.dtype == np.float32 and array.shape == shape
+        assert not array.flags.writeable
+    # Weights change between steps 1 and 3 (SGD updates them).
+    assert not np.array_equal(trace.load("conv2", 1).weight, tensors.weight)
+
+
+def _assert_fails(path, *fragments, layer="conv2", step=3):
+    with pytest.raises(TraceError) as info:
+        open_trace(path).load(layer, step)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+    return str(info.value)
+
+
+def test_missing_file(broken):
+    file = broken / "step_000003" / "conv2" / "output_grad.npy"
+    file.unlink()
+    _assert_fails(broken, str(file), "missing file")
+
+
+def test_corrupted_file(broken):
+    file = broken / "step_000003" / "conv2" / "weight.npy"
+    data = bytearray(file.read_bytes())
+    data[:16] = b"garbage garbage!"
+    file.write_bytes(bytes(data))
+    _assert_fails(broken, str(file), "not a readable .npy file")
+
+
+def test_truncated_file(broken):
+    file = broken / "step_000003" / "conv2" / "input.npy"
+    file.write_bytes(file.read_bytes()[:-100])
+    _assert_fails(broken, str(file), "truncated")
+
+
+def test_file_with_extra_bytes(broken):
+    file = broken / "step_000003" / "conv2" / "input.npy"
+    file.write_bytes(file.read_bytes() + b"\0" * 8)
+    _assert_fails(broken, str(file), "bytes")
+
+
+def test_wrong_shape(broken):
+    file = broken / "step_000003" / "conv2" / "weight.npy"
+    np.save(file, np.zeros((8, 8, 3, 3), np.float32))
+    _assert_fails(broken, str(file), "shape is [8, 8, 3, 3], the manifest says [8, 4, 3, 3]")
+
+
+def test_wrong_dtype(broken):
+    file = broken / "step_000003" / "conv2" / "weight.npy"
+    np.save(file, np.zeros((8, 4, 3, 3), np.float64))
+    _assert_fails(broken, str(file), "dtype is float64")
+
+
+def test_nan(broken):
+    file = broken / "step_000003" / "conv2" / "output_grad.npy"
+    array = np.load(file)
+    array[1, 2, 3, 0] = np.nan
+    array[1, 5, 0, 0] = np.inf
+    np.save(file, array)
+    _assert_fails(broken, str(file), "2 NaN/Inf value(s), first at index [1, 2, 3, 0]")
+    # The check can be left out by a reader that wants the raw values.
+    assert np.isnan(open_trace(broken).load("conv2", 3, check_finite=False).output_grad[1, 2, 3, 0])
+
+
+def test_unknown_layer_and_step(mixed_trace):
+    trace = open_trace(mixed_trace)
+    with pytest.raises(TraceError, match="no layer 'nope'"):
+        trace.load("nope", 1)
+    with pytest.raises(TraceError, match=r"step 2 was not recorded; recorded steps: \[1, 3\]"):
+        trace.load("conv1", 2)
+
+
+def test_manifest_not_json(broken):
+    (broken / "manifest.json").write_text('{"format": ')
+    with pytest.raises(TraceError, match="manifest.json: unreadable JSON"):
+        open_trace(broken)
+
+
+def test_manifest_missing(tmp_path):
+    with pytest.raises(TraceError, match="manifest.json: missing file"):
+        open_trace(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "change, fragments",
+    [
+        (lambda m: m.pop("steps"), ["missing field 'steps'"]),
+        (lambda m: m.update(format_version=99), ["field 'format_version' must be 1"]),
+        (lambda m: m.update(steps=[3, 1]), ["increasing"]),
+        (lambda m: m["layers"][1].pop("groups"), ["layer 1 'conv2'", "missing field 'groups'"]),
+        (lambda m: m["layers"][1].update(stride=[1, 1]), ["'conv2'", "'output_grad_shape' is [2, 8, 4, 4]", "give [2, 8, 8, 8]"]),
+        (lambda m: m["layers"][1].update(groups=3), ["'conv2'", "field 'groups' (3) must divide"]),
+        (lambda m: m["layers"][4].update(type="lstm"), ["'fc'", "field 'type' must be one of"]),
+        (lambda m: m["layers"][4].update(input_shape=[2, 3]), ["'fc'", "'input_shape' [2, 3] does not have in_channels=128"]),
+        (lambda m: m["layers"][0].update(kernel=[3]), ["'conv1'", "field 'kernel' must be two positive integers"]),
+        (lambda m: m["layers"].append(m["layers"][0]), ["layer names repeat: ['conv1']"]),
+    ],
+)
+def test_manifest_errors_name_the_field(broken, change, fragments):
+    _rewrite_manifest(broken, change)
+    with pytest.raises(TraceError) as info:
+        open_trace(broken)
+    assert str(broken / "manifest.json") in str(info.value)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_check_collects_every_problem(broken):
+    (broken / "step_000001" / "fc" / "input.npy").unlink()
+    np.save(broken / "step_000003" / "conv1" / "weight.npy", np.full((8, 3, 3, 3), np.nan, np.float32))
+    result = check_trace(broken)
+    assert len(result.problems) == 2
+    assert "step_000001/fc/input.npy: missing file" in result.problems[0]
+    assert "step_000003/conv1/weight.npy: 216 NaN/Inf" in result.problems[1]
+    # Everything else was still measured: 2 steps x (conv1 3 tensors + 4 layers x 4 tensors) - 2 broken files.
+    assert len(result.stats) == 2 * 19 - 2
+
+
+def test_check_command_fails_naming_file_and_problem(broken, capsys):
+    file = broken / "step_000003" / "conv4" / "output_grad.npy"
+    file.write_bytes(file.read_bytes()[:50])
+    assert main(["trace", "check", "--quiet", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert str(file) in err and "not a readable .npy file" in err and "1 problem(s)" in err
+
+
+def test_check_command_sparsity_table(mixed_trace, capsys):
+    assert main(["trace", "check", str(mixed_trace)]) == 0
+    out = capsys.readouterr().out
+    trace = open_trace(mixed_trace)
+    # conv4's input is a ReLU output: its zeros, counted here with NumPy, appear in its row.
+    array = trace.load("conv4", 3).input
+    expected = f"{100 * np.mean(array == 0):5.1f}"
+    row = next(line for line in out.splitlines() if line.split()[:2] == ["3", "conv4"])
+    assert row.split()[2] == expected.strip()
+    assert "ok, 5 layers x 2 steps, 38 tensors" in out
