@@ -39,13 +39,18 @@ class MagnitudePruner:
     """
 
     def __init__(self, net, target, total_steps):
-        if not 0.0 <= target < 1.0:
-            raise RecordError(f"prune sparsity must be in [0, 1), not {target!r}")
-        self.target = target
+        self.target = self.check(target)
         self.ramp = max(1, total_steps // 2)
         self.modules = [module for _, module in recordable_layers(net)]
         for module in self.modules:
             torch_prune.identity(module, "weight")
+
+    @staticmethod
+    def check(target):
+        """``target`` if it is a sparsity in [0, 1), else a ``RecordError``."""
+        if not isinstance(target, (int, float)) or not 0.0 <= target < 1.0:
+            raise RecordError(f"prune sparsity must be in [0, 1), not {target!r}")
+        return target
 
     def sparsity(self, step):
         return self.target * (1.0 - (1.0 - min(step, self.ramp) / self.ramp) ** 3)
@@ -158,6 +163,8 @@ def record(
     busy machine). Returns the trace path.
     """
     steps = _check_steps(steps)
+    if prune is not None:
+        MagnitudePruner.check(prune)
     if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
         raise RecordError(f"need 1 <= samples <= batch_size, got samples={samples!r}, batch_size={batch_size!r}")
     dataset = load_data(data, seq_len)

@@ -16,12 +16,8 @@ def _one_thread():
         yield
 
 
-@pytest.fixture(scope="session")
-def mixed_trace(tmp_path_factory):
-    """A trace of MixedNet over 3 SGD steps, steps 1 and 3 recorded (2 of 6 samples), with input gradients."""
-    torch.manual_seed(0)
-    net = MixedNet()
-    out = tmp_path_factory.mktemp("mixed") / "trace"
+def _record_mixed(out, net):
+    """Train ``net`` 3 SGD steps on random 8x8 images, recording steps 1 and 3 (2 of 6 samples, input gradients)."""
     recorder = Recorder(net, out, samples=2, input_grad=True, meta={"model": "mixednet", "batches_per_epoch": 2})
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     generator = torch.Generator().manual_seed(1)
@@ -33,3 +29,17 @@ def mixed_trace(tmp_path_factory):
                 F.cross_entropy(net(x), y).backward()
             optimizer.step()
     return out
+
+
+@pytest.fixture(scope="session")
+def mixed_trace(tmp_path_factory):
+    """A trace of MixedNet (conv4 has stride (2, 1))."""
+    torch.manual_seed(0)
+    return _record_mixed(tmp_path_factory.mktemp("mixed") / "trace", MixedNet())
+
+
+@pytest.fixture(scope="session")
+def square_trace(tmp_path_factory):
+    """A trace of MixedNet with equal strides on both axes everywhere (as the dnnsim layout needs)."""
+    torch.manual_seed(0)
+    return _record_mixed(tmp_path_factory.mktemp("square") / "trace", MixedNet(conv4_stride=2))
