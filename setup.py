@@ -14,7 +14,7 @@ FOLDERS = {
 
 setup(
     package_dir=FOLDERS,
-    package_data={"dashraker.hw": ["*.vlt"]},
+    package_data={"dashraker.hw": ["*.vlt"], "dashraker.mapping": ["configs/*.yaml", "energy/*.yaml"]},
     packages=[
         name
         for package, folder in FOLDERS.items()

@@ -11,6 +11,7 @@ __all__ = ["main", "CliError"]
 COMMANDS = {
     "verilog": "dashraker.hw.cli",
     "trace": "dashraker.trace.cli",
+    "map": "dashraker.mapping.cli",
 }
 
 

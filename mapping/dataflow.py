@@ -17,7 +17,7 @@ import torch
 
 from dashraker.models.numerics import quantize
 
-__all__ = ["OPS", "Streams", "Problem", "OpPlan", "PassBatch", "conv_geometry", "plan", "passes"]
+__all__ = ["OPS", "Streams", "Problem", "OpPlan", "PassBatch", "conv_geometry", "operands", "plan", "passes", "problem_passes"]
 
 OPS = ("fwd", "bwd_input", "bwd_weight")
 
@@ -250,21 +250,36 @@ _OPERATIONS = {
 }
 
 
-def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest"):
+def operands(layer, tensors, fmt="bf16", rounding="nearest"):
+    """A layer's tensors in the operand format as NCHW arrays: ``{"A": input, "W": weight, "G": output grad}``.
+
+    Values are converted to ``fmt`` (round to nearest even or truncate, subnormals flushed);
+    a Linear layer's tensors become 1x1 convolution tensors.
+    """
+    dilation = getattr(layer, "dilation", (1, 1))
+    if tuple(_pair(dilation)) != (1, 1):
+        raise ValueError(f"layer {layer.name!r}: dilation {dilation} is not supported by the SPEC section 5 dataflow")
+    shape, (m, kh, kw), _, _, groups = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
+    return {
+        "A": _to_nchw(_quantized(tensors.input, fmt, rounding), shape),
+        "W": _quantized(tensors.weight, fmt, rounding).reshape(m, shape[1] // groups, kh, kw),
+        "G": _to_nchw(_quantized(tensors.output_grad, fmt, rounding), shape),
+    }
+
+
+def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None):
     """The problems of one operation of a layer (``op`` in ``OPS``), the sparser operand on the rows.
 
-    ``layer`` has ``stride``, ``padding``, ``groups`` (a LayerInfo); ``tensors`` has ``input``,
-    ``weight`` and ``output_grad`` arrays as PyTorch lays them out. Values are converted to the
-    operand format ``fmt`` (round to nearest even or truncate, subnormals flushed) first.
+    ``layer`` has ``name``, ``stride``, ``padding``, ``groups`` (a LayerInfo); ``tensors`` has
+    ``input``, ``weight`` and ``output_grad`` arrays as PyTorch lays them out; ``arrays`` may
+    give their ``operands(...)`` already converted, to share the conversion between operations.
     """
     if op not in _OPERATIONS:
         raise ValueError(f"unknown operation {op!r}; expected one of {list(OPS)}")
     build, names, result = _OPERATIONS[op]
-    shape, (m, kh, kw), stride, pad, groups = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
-    a = _to_nchw(_quantized(tensors.input, fmt, rounding), shape)
-    g = _to_nchw(_quantized(tensors.output_grad, fmt, rounding), shape)
-    w = _quantized(tensors.weight, fmt, rounding).reshape(m, shape[1] // groups, kh, kw)
-    arrays = {"A": a, "W": w, "G": g}
+    _, _, stride, pad, groups = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
+    arrays = operands(layer, tensors, fmt, rounding) if arrays is None else arrays
+    a, w, g = arrays["A"], arrays["W"], arrays["G"]
     zeros = {name: 1.0 - np.count_nonzero(arrays[name]) / max(arrays[name].size, 1) for name in names}
     swap = bool(zeros[names[1]] > zeros[names[0]])
     problems = [

@@ -1,0 +1,67 @@
+"""``dashraker map TRACE --config CFG [--design ...] --out DIR``: cycles and energy of a recorded training trace."""
+
+from pathlib import Path
+
+from dashraker.cli import CliError
+
+__all__ = ["register", "run"]
+
+DESIGNS = ("baseline", "tensordash", "fpraker")
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "map",
+        help="map a recorded training trace onto a design: cycles, speedup, energy",
+        description="Map every layer and training operation (forward, input gradient, weight gradient) of a "
+        "trace onto the configured accelerator; print a summary and write map.csv, map.json and plots.",
+    )
+    parser.add_argument("trace", type=Path, help="trace folder (dashraker trace record)")
+    parser.add_argument("--config", type=Path, help="accelerator configuration YAML (default: the packaged one)")
+    parser.add_argument(
+        "--design",
+        action="append",
+        help="design(s) to map, repeatable or comma-separated, 'all' for the three "
+        f"({', '.join(DESIGNS)}); default: the configuration's design",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="folder for map.csv, map.json, speedup.png, energy.png")
+    parser.add_argument("--step", type=int, action="append", help="recorded step(s) to map (default: all)")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run)
+
+
+def _designs(values):
+    if not values:
+        return [None]
+    names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    names = list(DESIGNS) if "all" in names else list(dict.fromkeys(names))
+    unknown = [name for name in names if name not in DESIGNS]
+    if unknown:
+        raise CliError(f"--design: unknown design {unknown[0]!r}; choose from {', '.join(DESIGNS)} or all")
+    return names
+
+
+def run(args):
+    from dashraker.mapping.config import ConfigError, load_config
+    from dashraker.mapping.report import summary_table, write_reports
+    from dashraker.mapping.runner import map_trace, totals
+    from dashraker.trace import TraceError
+
+    if args.jobs is not None and args.jobs < 1:
+        raise CliError(f"--jobs must be at least 1, not {args.jobs}")
+    try:
+        configs = [load_config(args.config, design) for design in _designs(args.design)]
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    if not args.trace.is_dir():
+        raise CliError(f"{args.trace}: not a trace folder")
+    try:
+        rows = map_trace(args.trace, configs, args.step, args.jobs, progress=not args.no_progress)
+    except (TraceError, ValueError) as error:
+        raise CliError(str(error)) from None
+    sums = totals(rows)
+    print(summary_table(rows, sums))
+    meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
+    paths = write_reports(args.out, rows, sums, meta)
+    print("\nwrote " + ", ".join(str(p) for p in paths.values()))

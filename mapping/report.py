@@ -1,0 +1,132 @@
+"""Mapper reports: the terminal summary table, CSV and JSON files and PNG plots, all written atomically."""
+
+import csv
+import io
+
+from dashraker.mapping.dataflow import OPS
+from dashraker.trace.store import atomic_write, save_json
+
+__all__ = ["summary_table", "write_csv", "write_json", "plot_speedup", "plot_energy", "write_reports"]
+
+_SCALAR_FIELDS = (
+    "design", "step", "layer", "op", "scheduled", "partner", "zero_fraction_scheduled", "zero_fraction_partner",
+    "problems", "passes", "values_scheduled", "dense_cycles", "cycles", "speedup", "compute_s", "dram_s", "time_s",
+    "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
+)  # fmt: skip
+
+
+def summary_table(rows, sums):
+    """A fixed-width table per design: per layer and operation, then the totals per operation."""
+    lines = []
+    header = f"{'layer':<28} {'op':<10} {'sched':>5} {'dense cyc':>12} {'cycles':>12} {'speedup':>8} " \
+             f"{'energy uJ':>10} {'eff':>6} {'bound':>6}"  # fmt: skip
+    for design in dict.fromkeys(row["design"] for row in rows):
+        lines += ["", f"== {design} ==", header, "-" * len(header)]
+        for r in (r for r in rows if r["design"] == design):
+            name = r["layer"] if len({x["step"] for x in rows}) == 1 else f"{r['layer']}@{r['step']}"
+            lines.append(
+                f"{name[:28]:<28} {r['op']:<10} {r['scheduled']:>5} {r['dense_cycles']:>12,} {r['cycles']:>12,} "
+                f"{r['speedup']:>7.2f}x {r['energy_pj'] / 1e6:>10.2f} {r['energy_efficiency']:>5.2f}x "
+                f"{'DRAM' if r['memory_bound'] else 'comp':>6}"
+            )
+        lines.append("-" * len(header))
+        for op in (*OPS, "all"):
+            if (design, op) in sums:
+                t = sums[design, op]
+                lines.append(
+                    f"{'total':<28} {op:<10} {'':>5} {t['dense_cycles']:>12,} {t['cycles']:>12,} "
+                    f"{t['speedup']:>7.2f}x {t['energy_pj'] / 1e6:>10.2f} {t['energy_efficiency']:>5.2f}x"
+                )
+    return "\n".join(lines)
+
+
+def _flat(row):
+    flat = {field: row[field] for field in _SCALAR_FIELDS}
+    flat.update({f"energy_{k}_pj": v for k, v in row["energy_breakdown_pj"].items()})
+    flat.update({f"count_{k}": v for k, v in row["counts"].items()})
+    return flat
+
+
+def write_csv(path, rows):
+    """One line per (design, step, layer, operation), energy per component and action counts as columns."""
+    flat = [_flat(row) for row in rows]
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(flat[0]) if flat else list(_SCALAR_FIELDS))
+    writer.writeheader()
+    writer.writerows(flat)
+    atomic_write(path, lambda file: file.write(text.getvalue().encode()))
+
+
+def write_json(path, rows, sums, meta):
+    """Everything: the run's metadata, every row, and the totals per design and operation."""
+    save_json(path, {**meta, "rows": rows, "totals": [{"design": d, "op": op, **t} for (d, op), t in sums.items()]})
+
+
+def _save_figure(figure, path):
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+    atomic_write(path, lambda file: file.write(buffer.getvalue()))
+
+
+def _figure(designs, layers):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(len(designs), 1, figsize=(max(8, 0.45 * len(layers) + 3), 3.2 * len(designs)), squeeze=False)
+
+
+def _labels(rows):
+    return list(dict.fromkeys(r["layer"] for r in rows))
+
+
+def plot_speedup(path, rows):
+    """Speedup over the dense baseline per layer (x) and operation (bars), one panel per design."""
+    designs, layers = list(dict.fromkeys(r["design"] for r in rows)), _labels(rows)
+    figure, axes = _figure(designs, layers)
+    width = 0.8 / len(OPS)
+    for ax, design in zip(axes[:, 0], designs):
+        for k, op in enumerate(OPS):
+            points = {r["layer"]: r["dense_cycles"] / max(r["cycles"], 1) for r in rows
+                      if r["design"] == design and r["op"] == op}  # fmt: skip
+            xs = [i + (k - 1) * width for i, layer in enumerate(layers) if layer in points]
+            ax.bar(xs, [points[layer] for layer in layers if layer in points], width, label=op)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_title(f"{design}: speedup over the dense baseline")
+        ax.set_ylabel("speedup")
+        ax.set_xticks(range(len(layers)), layers, rotation=60, ha="right", fontsize=7)
+        ax.legend(fontsize=7)
+    _save_figure(figure, path)
+
+
+def plot_energy(path, rows):
+    """Energy per layer (all operations) stacked by component, one panel per design."""
+    designs, layers = list(dict.fromkeys(r["design"] for r in rows)), _labels(rows)
+    figure, axes = _figure(designs, layers)
+    for ax, design in zip(axes[:, 0], designs):
+        per_layer = {layer: {} for layer in layers}
+        for r in (r for r in rows if r["design"] == design):
+            for component, value in r["energy_breakdown_pj"].items():
+                per_layer[r["layer"]][component] = per_layer[r["layer"]].get(component, 0.0) + value / 1e6
+        components = [c for c in next(iter(per_layer.values()), {}) if any(per_layer[l].get(c) for l in layers)]
+        bottom = [0.0] * len(layers)
+        for component in components:
+            heights = [per_layer[layer].get(component, 0.0) for layer in layers]
+            ax.bar(range(len(layers)), heights, 0.7, bottom=bottom, label=component)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        ax.set_title(f"{design}: energy per layer by component")
+        ax.set_ylabel("energy (uJ)")
+        ax.set_xticks(range(len(layers)), layers, rotation=60, ha="right", fontsize=7)
+        ax.legend(fontsize=7, ncol=2)
+    _save_figure(figure, path)
+
+
+def write_reports(out, rows, sums, meta):
+    """``map.csv``, ``map.json``, ``speedup.png`` and ``energy.png`` in the folder ``out``; returns their paths."""
+    paths = {name: out / name for name in ("map.csv", "map.json", "speedup.png", "energy.png")}
+    write_csv(paths["map.csv"], rows)
+    write_json(paths["map.json"], rows, sums, meta)
+    plot_speedup(paths["speedup.png"], rows)
+    plot_energy(paths["energy.png"], rows)
+    return paths

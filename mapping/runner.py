@@ -1,0 +1,114 @@
+"""Maps a whole trace: one task per (step, layer), spread over local processes, with a progress bar."""
+
+import concurrent.futures
+import multiprocessing
+import os
+
+from tqdm import tqdm
+
+from dashraker.mapping.dataflow import OPS, conv_geometry
+from dashraker.mapping.engine import map_op
+
+__all__ = ["layer_ops", "map_layer", "map_trace", "totals"]
+
+
+def layer_ops(index):
+    """The operations mapped for the layer at ``index``: no input gradient for the first layer (SPEC section 5)."""
+    return [op for op in OPS if not (op == "bwd_input" and index == 0)]
+
+
+def map_layer(trace, configs, step, index):
+    """All operations of one layer at one step, on every configuration (a list of result rows)."""
+    layer = trace.layers[index]
+    tensors = trace.load(layer.name, step)
+    plans, rows = {}, []
+    for config in configs:
+        for op in layer_ops(index):
+            rows.append({"step": step, "layer_index": index, **map_op(config, layer, tensors, op, plans)})
+    return rows
+
+
+_WORKER_TRACE = {}
+
+
+def _worker_init():
+    # One thread per process: the processes are the parallelism.
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _task(trace_path, configs, step, index):
+    from dashraker.trace import open_trace
+
+    if trace_path not in _WORKER_TRACE:
+        _WORKER_TRACE[trace_path] = open_trace(trace_path)
+    return map_layer(_WORKER_TRACE[trace_path], configs, step, index)
+
+
+def _work(layer):
+    """Rough size of a layer's mapping work (its multiply-accumulates), to start the largest first."""
+    (n, c, h, w), (m, kh, kw), stride, _, groups = conv_geometry(layer, layer.input_shape, layer.weight_shape)
+    return n * m * (c // groups) * kh * kw * h * w // (stride[0] * stride[1])
+
+
+def map_trace(trace_path, configs, steps=None, jobs=None, progress=True):
+    """Map every layer of the trace's ``steps`` (default: all) on each configuration; rows in trace order.
+
+    ``jobs`` worker processes (default: the CPU count); ``jobs=1`` maps in this process.
+    """
+    from dashraker.trace import open_trace
+
+    trace = open_trace(trace_path)
+    steps = list(trace.steps if steps is None else steps)
+    missing = sorted(set(steps) - set(trace.steps))
+    if missing:
+        raise ValueError(f"{trace_path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
+    tasks = sorted(
+        ((step, index) for step in steps for index in range(len(trace.layers))),
+        key=lambda task: -_work(trace.layers[task[1]]),
+    )
+    jobs = min(jobs or os.cpu_count() or 1, len(tasks))
+    bar = tqdm(total=len(tasks), desc="map", unit="layer", disable=not progress)
+    results = []
+    if jobs <= 1:
+        for step, index in tasks:
+            results.extend(map_layer(trace, configs, step, index))
+            bar.update()
+    else:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init) as pool:
+            futures = [pool.submit(_task, str(trace_path), configs, step, index) for step, index in tasks]
+            for future in concurrent.futures.as_completed(futures):
+                results.extend(future.result())
+                bar.update()
+    bar.close()
+    design_order = {config.design: k for k, config in enumerate(configs)}
+    return sorted(results, key=lambda r: (design_order[r["design"]], r["step"], r["layer_index"], OPS.index(r["op"])))
+
+
+def _sum(rows, fields):
+    return {field: sum(row[field] for row in rows) for field in fields}
+
+
+def totals(rows):
+    """Sums per design and operation (key ``(design, op)``) and per design over all operations (``op`` "all")."""
+    fields = ("dense_cycles", "cycles", "values_scheduled", "energy_pj", "baseline_energy_pj", "time_s", "dram_bytes")
+    out = {}
+    for design in dict.fromkeys(row["design"] for row in rows):
+        for op in (*OPS, "all"):
+            group = [r for r in rows if r["design"] == design and op in (r["op"], "all")]
+            if not group:
+                continue
+            total = _sum(group, fields)
+            total["speedup"] = total["dense_cycles"] / total["cycles"] if total["cycles"] else 1.0
+            total["energy_efficiency"] = (
+                total["baseline_energy_pj"] / total["energy_pj"] if total["energy_pj"] else 1.0
+            )
+            breakdown = {}
+            for row in group:
+                for component, value in row["energy_breakdown_pj"].items():
+                    breakdown[component] = breakdown.get(component, 0.0) + value
+            total["energy_breakdown_pj"] = breakdown
+            out[design, op] = total
+    return out
