@@ -95,7 +95,8 @@ class PE(wiring.Component):
                     with m.Switch(select.index):
                         for k, (step, offset) in enumerate(self.pattern):
                             source = (lane + offset) % self.lanes
-                            with m.Case(k):
+                            # The last index is the default, so the case is complete (lint).
+                            with m.Case(k) if k < len(self.pattern) - 1 else m.Default():
                                 m.d.sync += [a[lane].eq(self.a[step][source]), b[lane].eq(self.b[step][source])]
                 with m.Else():
                     m.d.sync += [a[lane].eq(0), b[lane].eq(0)]

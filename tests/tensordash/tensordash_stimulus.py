@@ -7,44 +7,28 @@ from dashraker.formats import float_format
 from dashraker.hw.tensordash import chunk_layout, tile_result_layout
 from dashraker.models.numerics import fp32_bits, quantize, to_bf16_bits
 from dashraker.sim.payload import pack_array, unpack_array
+from dashraker.sim.stimulus import training_step_tensors
 
-__all__ = ["CASES", "operands", "chunks", "decode_result", "relu_training_step"]
+__all__ = ["CASES", "operands", "chunks", "decode_result"]
 
 RANDOM_SPARSITY = {f"random{pct}": pct / 100 for pct in (0, 25, 50, 75, 90, 99, 100)}
 CASES = [*RANDOM_SPARSITY, "single_dense_lane", "alternating_steps", "zero_lane", "zero_row",
          "relu_activations", "relu_gradients"]
 
 
-def relu_training_step(seed=0, hidden=256):
-    """One SGD step of a small ReLU MLP on sklearn's digits: post-ReLU activations [64, hidden], the
-    loss gradient at the ReLU's input [64, hidden], and the weights W1 [hidden, 64], W2 [10, hidden]."""
-    from sklearn.datasets import load_digits
-
-    torch.manual_seed(seed)
-    digits = load_digits()
-    x = torch.tensor(digits.data[:64], dtype=torch.float32) / 16.0
-    y = torch.tensor(digits.target[:64])
-    fc1, fc2 = torch.nn.Linear(64, hidden), torch.nn.Linear(hidden, 10)
-    optimizer = torch.optim.SGD([*fc1.parameters(), *fc2.parameters()], lr=0.1)
-    pre = fc1(x)
-    pre.retain_grad()
-    act = torch.relu(pre)
-    act.retain_grad()
-    torch.nn.functional.cross_entropy(fc2(act), y).backward()
-    optimizer.step()
-    return act.detach(), pre.grad.detach(), fc1.weight.detach(), fc2.weight.detach()
-
-
 def _streams(matrix, passes, rows, lanes):
     """Rows of ``matrix`` cut into [passes, rows, steps, lanes] streams (lanes = consecutive columns)."""
+    matrix = torch.as_tensor(np.ascontiguousarray(matrix))
     steps = matrix.shape[1] // lanes
-    count = passes * rows
-    picked = matrix[torch.arange(count) % matrix.shape[0], :steps * lanes]
+    picked = matrix[torch.arange(passes * rows) % matrix.shape[0], :steps * lanes]
     return picked.reshape(passes, rows, steps, lanes)
 
 
 def operands(case, passes, rows, cols, steps, lanes, fmt, seed):
-    """Scheduled (row) and partner (column) operands of ``case``: fp32 tensors quantized to ``fmt``."""
+    """Scheduled (row) and partner (column) operands of ``case``: fp32 tensors quantized to ``fmt``.
+
+    The real-data cases take their steps from the tensors' widths (64 or 32 values).
+    """
     gen = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
     b = torch.randn(passes, cols, steps, lanes, generator=gen)
@@ -63,12 +47,14 @@ def operands(case, passes, rows, cols, steps, lanes, fmt, seed):
     elif case == "zero_row":
         keep = rng.random(a.shape) >= 0.5
         keep[:, 0] = False
-    elif case in ("relu_activations", "relu_gradients"):
-        act, grad, w1, w2 = relu_training_step(seed)
-        if case == "relu_activations":  # forward of the second layer: activations x W2
-            a, b = _streams(act, passes, rows, lanes), _streams(w2, passes, cols, lanes)
-        else:  # input gradient of the first layer's ReLU output: G x W1
-            a, b = _streams(grad, passes, rows, lanes), _streams(w1.T.contiguous(), passes, cols, lanes)
+    elif case == "relu_activations":  # forward of a hidden layer: post-ReLU activations x weights
+        real = training_step_tensors(seed)
+        a = _streams(real["activations"], passes, rows, lanes)
+        b = _streams(real["weights"], passes, cols, lanes)
+    elif case == "relu_gradients":  # input gradient: ReLU-masked output gradient x transposed weights
+        real = training_step_tensors(seed)
+        a = _streams(real["output_grad"], passes, rows, lanes)
+        b = _streams(real["weights"].T, passes, cols, lanes)
     else:
         raise ValueError(f"unknown stimulus case {case!r}; expected one of {CASES}")
     if keep is not None:
