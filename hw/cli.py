@@ -10,6 +10,7 @@ __all__ = ["register", "DESIGNS"]
 DESIGNS = {
     "baseline": "dashraker.hw.baseline.cli",
     "tensordash": "dashraker.hw.tensordash.cli",
+    "fpraker": "dashraker.hw.fpraker.cli",
 }
 
 
