@@ -65,8 +65,9 @@ def main():
     print(f"model {args.model}, digits 3x32x32, batch {args.batch_size}, {args.samples} samples saved, steps {steps}")
     print(f"load average at start {load:.1f} on {os.cpu_count()} cores, torch threads {args.threads or 'default'}")
     print(f"record: {seconds:.1f} s for {steps[-1]} optimizer steps ({seconds / steps[-1]:.2f} s/step incl. writing)")
-    print(f"peak RSS {peak:.0f} MiB; trace {size / 2**20:.1f} MiB on disk ({size / 2**20 / len(steps):.1f} MiB per step)")
-    print(f"check (read every file, NaN/Inf and zeros): {check_seconds:.1f} s, {size / 2**20 / check_seconds:.0f} MiB/s")
+    mib = size / 2**20
+    print(f"peak RSS {peak:.0f} MiB; trace {mib:.1f} MiB on disk ({mib / len(steps):.1f} MiB per step)")
+    print(f"check (read every file, NaN/Inf and zeros): {check_seconds:.1f} s, {mib / check_seconds:.0f} MiB/s")
     tail = losses[-10:]
     print(f"loss: step 1 {losses[0]:.3f}, mean of the last {len(tail)} steps {sum(tail) / len(tail):.3f}")
     print()

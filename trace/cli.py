@@ -13,7 +13,7 @@ def _steps(text):
     try:
         steps = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise CliError(f"--steps takes optimizer step numbers separated by commas (e.g. 1,50,200), not {text!r}") from None
+        raise CliError(f"--steps takes step numbers separated by commas (e.g. 1,50,200), not {text!r}") from None
     return steps
 
 
@@ -81,14 +81,16 @@ def register(subparsers):
     rec = actions.add_parser("record", help="train a network and record a trace on chosen optimizer steps")
     rec.add_argument("--model", required=True, help=f"network: {MODEL_NAMES}")
     rec.add_argument(
-        "--data", default="digits", help="digits, pystdlib (for transformer), cifar10:FOLDER or npy:FOLDER (default digits)"
+        "--data",
+        default="digits",
+        help="digits, pystdlib (for transformer), cifar10:FOLDER or npy:FOLDER (default digits)",
     )
     rec.add_argument("--steps", required=True, help="optimizer steps to record, e.g. 1,50,200 (trains to the last)")
     rec.add_argument("--samples", type=int, default=4, help="samples of each recorded batch to save (default 4)")
     rec.add_argument("--batch-size", type=int, default=16, help="training batch size (default 16)")
     rec.add_argument("--lr", type=float, help="learning rate (default 0.05 with SGD, 1e-3 with AdamW for pystdlib)")
     rec.add_argument("--seed", type=int, default=0, help="seed of initialization and batch order (default 0)")
-    rec.add_argument("--prune", type=float, metavar="SPARSITY", help="gradual magnitude pruning to this weight sparsity")
+    rec.add_argument("--prune", type=float, metavar="S", help="gradual magnitude pruning to weight sparsity S")
     rec.add_argument("--input-grad", action="store_true", help="also record input gradients")
     rec.add_argument("--seq-len", type=int, default=64, help="sequence length for pystdlib (default 64)")
     rec.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's choice)")

@@ -35,7 +35,7 @@ STDLIB_BYTES = 1 << 19
 
 @dataclass
 class Dataset:
-    """Samples ``x`` with targets ``y``; ``kind`` is "tensors" (float samples, class labels) or "tokens" (next-token LM)."""
+    """Samples ``x``, targets ``y``; ``kind``: "tensors" (float samples, class labels) or "tokens" (next-token LM)."""
 
     name: str
     x: torch.Tensor
@@ -67,7 +67,9 @@ def _classes(name, x, y):
     if not np.issubdtype(x.dtype, np.number):
         raise RecordError(f"{name}: x must be numeric, not {x.dtype}")
     if y.shape != (len(x),) or not np.issubdtype(y.dtype, np.integer) or y.min() < 0:
-        raise RecordError(f"{name}: y must hold one non-negative integer label per sample ({len(x)}), got {y.dtype} {list(y.shape)}")
+        raise RecordError(
+            f"{name}: y must hold one non-negative integer label per sample ({len(x)}), got {y.dtype} {list(y.shape)}"
+        )
     scale = 255.0 if x.dtype == np.uint8 else 1.0
     features = torch.from_numpy(x.astype(np.float32) / scale)
     if not torch.isfinite(features).all():
@@ -119,7 +121,7 @@ def cifar10(folder):
     folder = Path(folder)
     files = sorted(folder.glob("data_batch_*"))
     if not files:
-        raise RecordError(f"{folder}: no data_batch_* files (expected the CIFAR-10 python version, cifar-10-batches-py)")
+        raise RecordError(f"{folder}: no data_batch_* files (expected CIFAR-10's python version, cifar-10-batches-py)")
     xs, ys = [], []
     for file in files:
         batch = _unpickle(file)

@@ -22,7 +22,9 @@ DNNSIM_FILES = {"weight": ("weights", "w"), "input": ("input", "in"), "output_gr
 def _square(layer, field):
     first, second = getattr(layer, field)
     if first != second:
-        raise TraceError(f"layer {layer.name!r}: {field} {[first, second]} differs between axes; trace_params.csv holds one value")
+        raise TraceError(
+            f"layer {layer.name!r}: {field} {[first, second]} differs between axes; trace_params.csv holds one value"
+        )
     return first
 
 
@@ -45,6 +47,7 @@ def export_dnnsim(path, out, net=None, progress=False):
     for step, layer, tensor in jobs:
         epoch, batch = divmod(step - 1, per_epoch) if per_epoch else (0, step - 1)
         folder, suffix = DNNSIM_FILES[tensor]
-        save_npy(root / folder / f"{layer.name}-{epoch}-{batch}-{suffix}.npy", trace.load_tensor(layer.name, step, tensor))
+        array = trace.load_tensor(layer.name, step, tensor)
+        save_npy(root / folder / f"{layer.name}-{epoch}-{batch}-{suffix}.npy", array)
     atomic_write(root / "trace_params.csv", lambda file: file.write("".join(params).encode()))
     return root

@@ -58,7 +58,8 @@ class ResNet18(nn.Module):
         stages, channels = [], width
         for i, stride in enumerate((1, 2, 2, 2)):
             out_channels = width * 2**i
-            stages.append(nn.Sequential(BasicBlock(channels, out_channels, stride), BasicBlock(out_channels, out_channels, 1)))
+            blocks = BasicBlock(channels, out_channels, stride), BasicBlock(out_channels, out_channels, 1)
+            stages.append(nn.Sequential(*blocks))
             channels = out_channels
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
         self.fc = nn.Linear(channels, num_classes)
@@ -151,7 +152,7 @@ class EncoderBlock(nn.Module):
 
 
 class TransformerLM(nn.Module):
-    """A small causal Transformer encoder over tokens: embeddings, ``layers`` blocks, a Linear head to the vocabulary."""
+    """A small causal Transformer encoder: token and position embeddings, ``layers`` blocks, a Linear head."""
 
     def __init__(self, vocab, seq_len, dim=128, heads=4, layers=2, hidden=256):
         super().__init__()
@@ -171,7 +172,7 @@ def _image_model(cls):
 
     def build(shape, num_classes):
         if len(shape) != 3 or min(shape[1:]) < 8:
-            raise RecordError(f"a CNN needs images [channels, height, width] of at least 8x8, not samples of shape {list(shape)}")
+            raise RecordError(f"a CNN needs images [channels, height, width] of at least 8x8, not {list(shape)}")
         return cls(in_channels=shape[0], num_classes=num_classes)
 
     return build

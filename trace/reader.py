@@ -103,10 +103,14 @@ def _expected_shapes(info):
 def _layer_info(entry, where):
     if not isinstance(entry, dict):
         _fail(where, f"layer entry must be an object, not {entry!r}")
-    name = _get(entry, "name", where, lambda v: isinstance(v, str) and v and "/" not in v, "a non-empty name without '/'")
+    name = _get(entry, "name", where, lambda v: isinstance(v, str) and v and "/" not in v, "a name without '/'")
     where = f"{where} {name!r}"
     kind = _get(entry, "type", where, lambda v: v in LAYER_TYPES, f"one of {LAYER_TYPES}")
     rank = 4 if kind == "conv2d" else 2
+
+    def shape(key):
+        return tuple(_get(entry, key, where, lambda v: _ints(v, rank, 1), f"{rank} positive integers"))
+
     info = LayerInfo(
         name=name,
         type=kind,
@@ -118,11 +122,9 @@ def _layer_info(entry, where):
         dilation=tuple(_get(entry, "dilation", where, lambda v: _ints(v, 2, 1), "two positive integers")),
         groups=_get(entry, "groups", where, lambda v: _is_int(v, 1), "a positive integer"),
         bias=_get(entry, "bias", where, lambda v: isinstance(v, bool), "true or false"),
-        input_shape=tuple(_get(entry, "input_shape", where, lambda v: _ints(v, rank, 1), f"{rank} positive integers")),
-        weight_shape=tuple(_get(entry, "weight_shape", where, lambda v: _ints(v, rank, 1), f"{rank} positive integers")),
-        output_grad_shape=tuple(
-            _get(entry, "output_grad_shape", where, lambda v: _ints(v, rank, 1), f"{rank} positive integers")
-        ),
+        input_shape=shape("input_shape"),
+        weight_shape=shape("weight_shape"),
+        output_grad_shape=shape("output_grad_shape"),
         has_input_grad=_get(entry, "has_input_grad", where, lambda v: isinstance(v, bool), "true or false"),
     )
     if kind == "linear" and (info.kernel, info.stride, info.padding, info.dilation, info.groups) != (
@@ -136,7 +138,8 @@ def _layer_info(entry, where):
     weight, output_grad = _expected_shapes(info)
     for key, expected in (("weight_shape", weight), ("output_grad_shape", output_grad)):
         if getattr(info, key) != expected:
-            _fail(where, f"field {key!r} is {list(getattr(info, key))}; the layer's hyper-parameters give {list(expected)}")
+            got = list(getattr(info, key))
+            _fail(where, f"field {key!r} is {got}; the layer's hyper-parameters give {list(expected)}")
     return info
 
 
@@ -204,7 +207,8 @@ class Trace:
         self._by_name = {layer.name: layer for layer in self.layers}
 
     def __repr__(self):
-        return f"<Trace {str(self.path)!r} model={self.manifest['model']!r} layers={len(self.layers)} steps={self.steps}>"
+        model = self.manifest["model"]
+        return f"<Trace {str(self.path)!r} model={model!r} layers={len(self.layers)} steps={self.steps}>"
 
     def layer(self, name):
         """The ``LayerInfo`` named ``name``."""

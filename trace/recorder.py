@@ -116,10 +116,10 @@ class Recorder:
 
     def _on_forward(self, name, capture, module, inputs, output):
         if capture:
-            raise RecordError(f"layer {name!r} ran twice in one step; a module applied more than once is not recordable")
+            raise RecordError(f"layer {name!r} ran twice in one step; a module used more than once is not recordable")
         x = inputs[0]
         if len(x) < self.samples:
-            raise RecordError(f"layer {name!r}: the batch has {len(x)} samples, fewer than the {self.samples} to record")
+            raise RecordError(f"layer {name!r}: the batch has {len(x)} samples, fewer than {self.samples} to record")
         capture["input"] = self._rows(module, x)
         capture["weight"] = module.weight.detach().to(torch.float32, copy=True)
         if self.input_grad and x.requires_grad:
@@ -174,7 +174,8 @@ class Recorder:
             self.layers = entries
         for entry, first in zip(entries, self.layers):
             if entry != first:
-                raise RecordError(f"step {step}: layer {entry['name']!r} changed shape since step {self.steps[0]}: {entry} vs {first}")
+                name = entry["name"]
+                raise RecordError(f"step {step}: layer {name!r} changed since step {self.steps[0]}: {entry} vs {first}")
         for name, capture in captures.items():
             for tensor, value in capture.items():
                 save_npy(tensor_path(self.out, step, name, tensor), value.numpy())

@@ -78,7 +78,9 @@ def _batches(dataset, batch_size, generator):
             yield dataset.x[index], dataset.y[index]
 
 
-def train(net, dataset, total_steps, *, batch_size, seed, lr, prune=None, step_context=None, losses=None, progress=False):
+def train(
+    net, dataset, total_steps, *, batch_size, seed, lr, prune=None, step_context=None, losses=None, progress=False
+):
     """Run ``total_steps`` optimizer steps; ``step_context(step)`` may return a context wrapping a step's passes.
 
     Returns the loss of every step (appended to ``losses`` when given, so a caller can watch it).

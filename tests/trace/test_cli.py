@@ -47,7 +47,7 @@ def test_record_check_export(tmp_path, capsys, no_network):
     "args, message",
     [
         (["--model", "alexnet", "--steps", "1"], "unknown model 'alexnet'"),
-        (["--model", "mlp", "--steps", "1,x"], "--steps takes optimizer step numbers"),
+        (["--model", "mlp", "--steps", "1,x"], "--steps takes step numbers"),
         (["--model", "mlp", "--steps", "0"], "steps must be a non-empty list"),
         (["--model", "mlp", "--steps", "1", "--samples", "99"], "need 1 <= samples <= batch_size"),
         (["--model", "transformer", "--steps", "1"], "model 'transformer' takes tokens data"),

@@ -94,7 +94,11 @@ def test_npy_errors(tmp_path, arrays, message):
 
 @pytest.mark.parametrize(
     "spec, message",
-    [("imagenet", "unknown data set 'imagenet'"), ("npy", "write it as 'npy:FOLDER'"), ("digits:/x", "write it as 'digits'")],
+    [
+        ("imagenet", "unknown data set 'imagenet'"),
+        ("npy", "write it as 'npy:FOLDER'"),
+        ("digits:/x", "write it as 'digits'"),
+    ],
 )
 def test_bad_data_names(spec, message):
     with pytest.raises(RecordError, match=message):

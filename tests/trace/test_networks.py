@@ -47,7 +47,9 @@ def test_transformer_projections_are_linear():
 
 
 def test_transformer_trace(tmp_path):
-    out = record("transformer", "pystdlib", [1, 2], 2, tmp_path / "t", batch_size=4, seq_len=16, progress=False, threads=1)
+    out = record(
+        "transformer", "pystdlib", [1, 2], 2, tmp_path / "t", batch_size=4, seq_len=16, progress=False, threads=1
+    )
     trace = open_trace(out)
     ffn2 = trace.layer("blocks.1.ffn2")
     assert ffn2.input_shape == (2 * 16, 256) and ffn2.output_grad_shape == (32, 128)
