@@ -34,13 +34,15 @@ class MagnitudePruner:
     Uses ``torch.nn.utils.prune`` masks (the layer computes ``weight = weight_orig * weight_mask``
     before each forward pass, so traces record the pruned weights). Sparsity follows the cubic
     schedule of Zhu and Gupta (2017), s(t) = target * (1 - (1 - t / T)^3) over the first half of
-    training (T = total_steps // 2), then stays at ``target``; the smallest-magnitude surviving
-    weights are masked, so pruned weights stay pruned.
+    training (T = total_steps // 2), then stays at ``target``. As in their method the masks are
+    updated every T // 10 steps (and at step 1), masking the smallest-magnitude surviving weights,
+    so pruned weights stay pruned.
     """
 
     def __init__(self, net, target, total_steps):
         self.target = self.check(target)
         self.ramp = max(1, total_steps // 2)
+        self.every = max(1, self.ramp // 10)
         self.modules = [module for _, module in recordable_layers(net)]
         for module in self.modules:
             torch_prune.identity(module, "weight")
@@ -57,8 +59,8 @@ class MagnitudePruner:
 
     @torch.no_grad()
     def update(self, step):
-        """Set every mask for optimizer step ``step`` (before its forward pass)."""
-        if step > self.ramp + 1:
+        """Set every mask for optimizer step ``step`` (before its forward pass), on the steps that update them."""
+        if (step - 1) % self.every or step > self.ramp + self.every:
             return
         for module in self.modules:
             mask = module.weight_mask
