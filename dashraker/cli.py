@@ -12,6 +12,7 @@ COMMANDS = {
     "verilog": "dashraker.hw.cli",
     "trace": "dashraker.trace.cli",
     "map": "dashraker.mapping.cli",
+    "demo": "dashraker.demo",
 }
 
 

@@ -1,0 +1,50 @@
+"""``dashraker demo``: the main job end to end on a small real trace.
+
+Records a few steps of a VGG-style CNN learning scikit-learn's digits, generates and
+lints the Verilog of the three designs, maps the trace onto them and writes the
+tables and plots. Each stage is the same subcommand a user would run by hand.
+"""
+
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+DESIGN_ARGS = ("--rows", "2", "--cols", "2")
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("demo", help="record a small real trace, generate Verilog, map, print and plot",
+                                   description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("build/demo"), help="output folder (default build/demo)")
+    parser.add_argument("--model", default="vgg", help="network to record (default vgg)")
+    parser.add_argument("--steps", default="1,60", help="optimizer steps to record (default 1,60)")
+    parser.add_argument("--samples", default="4", help="samples per recorded batch (default 4)")
+    parser.set_defaults(func=run)
+
+
+def _stage(title, argv):
+    from dashraker.cli import main
+
+    print(f"\n== {title}: dashraker {' '.join(argv)}", flush=True)
+    status = main(argv)
+    if status:
+        raise SystemExit(status)
+
+
+def run(args):
+    from dashraker.hw.cli import DESIGNS
+    from dashraker.sim.toolchain import lint
+
+    out = args.out
+    trace = out / "trace"
+    _stage("record a real training trace", ["trace", "record", "--model", args.model, "--data", "digits",
+                                            "--steps", args.steps, "--samples", args.samples,
+                                            "--out", str(trace), "--force"])
+    _stage("check it", ["trace", "check", str(trace)])
+    for design in DESIGNS:
+        verilog = out / "verilog" / f"{design}.v"
+        _stage(f"generate the {design} tile", ["verilog", design, *DESIGN_ARGS, "-o", str(verilog)])
+        lint(verilog)
+        print(f"{verilog}: Verilator -Wall lint clean")
+    _stage("map the trace onto the three designs", ["map", str(trace), "--design", "all", "--out", str(out / "map")])
+    print(f"\ndemo done: everything is under {out}/")
