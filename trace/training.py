@@ -15,17 +15,25 @@ from dashraker.trace.networks import build_model
 from dashraker.trace.recorder import Recorder, recordable_layers
 from dashraker.trace.store import MANIFEST
 
-__all__ = ["record", "train", "MagnitudePruner", "make_optimizer"]
+__all__ = ["record", "train", "MagnitudePruner", "OPTIMIZERS", "optimizer_settings", "make_optimizer"]
 
-# Data kind -> (optimizer, default learning rate): SGD for the classifiers, AdamW for the language model.
-OPTIMIZERS = {"tensors": ("SGD, momentum 0.9, weight decay 5e-4", 0.05), "tokens": ("AdamW", 1e-3)}
+# Data kind -> optimizer and its settings: SGD for the classifiers, AdamW for the language model.
+OPTIMIZERS = {
+    "tensors": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4}),
+    "tokens": (torch.optim.AdamW, {"lr": 1e-3}),
+}
 
 
-def make_optimizer(net, kind, lr):
-    """SGD (momentum 0.9, weight decay 5e-4) for "tensors" data, AdamW for "tokens" data."""
-    if kind == "tokens":
-        return torch.optim.AdamW(net.parameters(), lr=lr)
-    return torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+def optimizer_settings(kind, lr=None):
+    """(optimizer class, its keyword arguments) for data of ``kind``, with ``lr`` replacing the default if given."""
+    cls, settings = OPTIMIZERS[kind]
+    return cls, {**settings, **({} if lr is None else {"lr": lr})}
+
+
+def make_optimizer(net, kind, lr=None):
+    """The optimizer of ``OPTIMIZERS`` for data of ``kind`` over the parameters of ``net``."""
+    cls, settings = optimizer_settings(kind, lr)
+    return cls(net.parameters(), **settings)
 
 
 class MagnitudePruner:
@@ -81,7 +89,7 @@ def _batches(dataset, batch_size, generator):
 
 
 def train(
-    net, dataset, total_steps, *, batch_size, seed, lr, prune=None, step_context=None, losses=None, progress=False
+    net, dataset, total_steps, *, batch_size, seed, lr=None, prune=None, step_context=None, losses=None, progress=False
 ):
     """Run ``total_steps`` optimizer steps; ``step_context(step)`` may return a context wrapping a step's passes.
 
@@ -176,8 +184,7 @@ def record(
         raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
     torch.manual_seed(seed)
     net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
-    optimizer, default_lr = OPTIMIZERS[dataset.kind]
-    lr = default_lr if lr is None else lr
+    optimizer, settings = optimizer_settings(dataset.kind, lr)
     out = _prepare_out(out, overwrite)
     meta = {
         "model": model,
@@ -185,8 +192,7 @@ def record(
         "batch_size": batch_size,
         "batches_per_epoch": len(dataset) // batch_size,
         "seed": seed,
-        "optimizer": optimizer,
-        "lr": lr,
+        "optimizer": {"name": optimizer.__name__, **settings},
         "prune": prune,
         "planned_steps": steps,
         "losses": [],
