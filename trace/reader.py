@@ -111,21 +111,30 @@ def _layer_info(entry, where):
     def shape(key):
         return tuple(_get(entry, key, where, lambda v: _ints(v, rank, 1), f"{rank} positive integers"))
 
+    def pair(key, minimum=1):
+        return tuple(_get(entry, key, where, lambda v: _ints(v, 2, minimum), f"two integers >= {minimum}"))
+
+    def positive(key):
+        return _get(entry, key, where, lambda v: _is_int(v, 1), "a positive integer")
+
+    def flag(key):
+        return _get(entry, key, where, lambda v: isinstance(v, bool), "true or false")
+
     info = LayerInfo(
         name=name,
         type=kind,
-        in_channels=_get(entry, "in_channels", where, lambda v: _is_int(v, 1), "a positive integer"),
-        out_channels=_get(entry, "out_channels", where, lambda v: _is_int(v, 1), "a positive integer"),
-        kernel=tuple(_get(entry, "kernel", where, lambda v: _ints(v, 2, 1), "two positive integers")),
-        stride=tuple(_get(entry, "stride", where, lambda v: _ints(v, 2, 1), "two positive integers")),
-        padding=tuple(_get(entry, "padding", where, lambda v: _ints(v, 2, 0), "two non-negative integers")),
-        dilation=tuple(_get(entry, "dilation", where, lambda v: _ints(v, 2, 1), "two positive integers")),
-        groups=_get(entry, "groups", where, lambda v: _is_int(v, 1), "a positive integer"),
-        bias=_get(entry, "bias", where, lambda v: isinstance(v, bool), "true or false"),
+        in_channels=positive("in_channels"),
+        out_channels=positive("out_channels"),
+        kernel=pair("kernel"),
+        stride=pair("stride"),
+        padding=pair("padding", 0),
+        dilation=pair("dilation"),
+        groups=positive("groups"),
+        bias=flag("bias"),
         input_shape=shape("input_shape"),
         weight_shape=shape("weight_shape"),
         output_grad_shape=shape("output_grad_shape"),
-        has_input_grad=_get(entry, "has_input_grad", where, lambda v: isinstance(v, bool), "true or false"),
+        has_input_grad=flag("has_input_grad"),
     )
     if kind == "linear" and (info.kernel, info.stride, info.padding, info.dilation, info.groups) != (
         (1, 1), (1, 1), (0, 0), (1, 1), 1

@@ -130,7 +130,7 @@ def test_manifest_missing(tmp_path):
         (lambda m: m["layers"][1].update(groups=3), ["'conv2'", "field 'groups' (3) must divide"]),
         (lambda m: m["layers"][4].update(type="lstm"), ["'fc'", "field 'type' must be one of"]),
         (lambda m: m["layers"][4].update(input_shape=[2, 3]), ["'fc'", "[2, 3] does not have in_channels=128"]),
-        (lambda m: m["layers"][0].update(kernel=[3]), ["'conv1'", "field 'kernel' must be two positive integers"]),
+        (lambda m: m["layers"][0].update(kernel=[3]), ["'conv1'", "field 'kernel' must be two integers >= 1"]),
         (lambda m: m["layers"].append(m["layers"][0]), ["layer names repeat: ['conv1']"]),
     ],
 )
