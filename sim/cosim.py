@@ -1,0 +1,394 @@
+"""Co-simulation of generated tiles on pyverilator: build once, stream whole passes, read results and cycles back.
+
+A ``Cosim`` compiles a design's tile with the ``pyverilator-mm`` distribution and
+Debian's Verilator 5.006 (SPEC section 8), resolved by explicit path. pyverilator
+generates the C++ wrapper and loads the model; its per-signal accessors cost one
+ctypes call per 32-bit word of a payload plus an ``eval`` per write, so this module
+appends to that wrapper one C function, ``cosim_stream``, that clocks a whole
+array of stream transfers (each a row of 32-bit words, as Verilator stores a wide
+port) into the ``steps`` port and collects every ``results`` transfer, with the
+clock cycle of each. One call runs any number of passes.
+
+Builds are cached in ``build_root/<design>-<params>-<hash>``, the hash covering
+the generator sources, so a changed generator is rebuilt and an unchanged one is
+reused across sessions.
+"""
+
+import argparse
+import contextlib
+import ctypes
+import hashlib
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
+
+__all__ = ["DESIGNS", "Cosim", "TileRun", "CosimBuildError", "design_params", "stream_words"]
+
+DESIGNS = ("baseline", "tensordash", "fpraker")
+_COMMON = {"rows": 1, "cols": 1, "dtype": "bf16"}
+_EXTENSION_VERSION = 1  # bump when the appended C++ changes, to rebuild cached models
+
+
+class CosimBuildError(Exception):
+    """Verilator or the C++ compiler failed on a generated tile."""
+
+
+def design_params(design, **overrides):
+    """Every generator parameter of ``design`` (``rows``, ``cols``, ``dtype`` and the design's own), defaults filled in.
+
+    The design's own parameters and defaults come from its ``dashraker verilog`` arguments
+    (``hw.cli.DESIGNS``), so co-simulation builds exactly what ``dashraker verilog`` writes.
+    Unknown names raise ``ValueError`` naming the design and the parameter.
+    """
+    if design not in DESIGNS:
+        raise ValueError(f"unknown design {design!r}; expected one of {list(DESIGNS)}")
+    parser = argparse.ArgumentParser(add_help=False)
+    _design_module(design).add_arguments(parser)
+    params = {**_COMMON, **vars(parser.parse_args([]))}
+    unknown = sorted(set(overrides) - set(params))
+    if unknown:
+        raise ValueError(f"design {design!r} has no parameter {unknown[0]!r}; its parameters are {sorted(params)}")
+    params.update(overrides)
+    return params
+
+
+def _design_module(design):
+    from dashraker.hw.cli import DESIGNS as registry
+
+    return importlib.import_module(registry[design])
+
+
+def _payload_layout(component, port):
+    return component.signature.members[port].signature.members["payload"].shape
+
+
+@dataclass
+class TileRun:
+    """What the RTL did with a batch of passes.
+
+    ``outputs``: fp32 bit patterns uint32 [passes, rows, cols]; ``cycles``: int64
+    [passes], the tile's own count where its result carries one, else the cycles
+    between accepting the pass's first and last step, plus one; ``arrivals``: int64
+    [passes], clock cycle of each result (from the call's first cycle);
+    ``sim_cycles``: clock cycles the call simulated.
+    """
+
+    outputs: np.ndarray
+    cycles: np.ndarray
+    arrivals: np.ndarray
+    sim_cycles: int
+
+
+def _bit_matrix(values, width):
+    """uint8 bits [..., k * width] of ``width``-bit integers [..., k], element 0 and bit 0 first."""
+    values = np.asarray(values, dtype=np.uint64)
+    bits = (values[..., None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)
+    return bits.astype(np.uint8).reshape(*values.shape[:-1], -1)
+
+
+def _words(bits):
+    """Rows of a bit matrix [T, B] as uint32 words [T, ceil(B / 32)], the way Verilator stores a wide port."""
+    pad = -bits.shape[1] % 32
+    if pad:
+        bits = np.pad(bits, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little").view("<u4"))
+
+
+def stream_words(layout, scheduled_bits, other_bits, width):
+    """The ``steps`` transfers of passes as uint32 words [transfers, words].
+
+    ``scheduled_bits`` [P, R, S, N] and ``other_bits`` [P, C, S, N] are operand bit patterns
+    of ``width`` bits. ``layout`` is the ``steps`` payload layout: a step (``rows``, ``cols``,
+    ``last``), or a chunk of up to H+1 steps (``steps`` array and ``count``), which is then
+    filled completely, running across pass boundaries.
+    """
+    passes, rows, steps, lanes = scheduled_bits.shape
+    chunked = "count" in dict(layout.members)
+    step = layout["steps"].shape.elem_shape if chunked else layout
+    a = np.asarray(scheduled_bits).transpose(0, 2, 1, 3).reshape(passes * steps, -1)
+    b = np.asarray(other_bits).transpose(0, 2, 1, 3).reshape(passes * steps, -1)
+    bits = np.zeros((passes * steps, step.size), np.uint8)
+    bits[:, : a.shape[1] * width] = _bit_matrix(a, width)
+    offset = step["cols"].offset
+    bits[:, offset : offset + b.shape[1] * width] = _bit_matrix(b, width)
+    bits.reshape(passes, steps, -1)[:, -1, step["last"].offset] = 1
+    if not chunked:
+        return _words(bits)
+    size = layout["steps"].shape.length
+    total = passes * steps
+    transfers = -(-total // size)
+    chunks = np.zeros((transfers, layout.size), np.uint8)
+    padded = np.zeros((transfers * size, step.size), np.uint8)
+    padded[:total] = bits
+    chunks[:, : size * step.size] = padded.reshape(transfers, -1)
+    counts = np.full((transfers, 1), size)
+    counts[-1] = total - (transfers - 1) * size
+    count = layout["count"]
+    chunks[:, count.offset : count.offset + count.shape.width] = _bit_matrix(counts, count.shape.width)
+    return _words(chunks)
+
+
+# The loop appended to pyverilator's wrapper. {set_payload}/{get_payload} move whole words.
+_EXTENSION = """
+// dashraker co-simulation loop (appended to pyverilator's generated wrapper)
+static void cosim_set_payload({top}* top, const uint32_t* w) {{ {set_payload} }}
+static void cosim_get_payload({top}* top, uint32_t* w) {{ {get_payload} }}
+extern "C" {{
+void cosim_reset({top}* top, int cycles) {{
+    top->rst = 1;
+    for (int i = 0; i < cycles; ++i) {{ top->clk = 0; top->eval(); top->clk = 1; top->eval(); }}
+    top->rst = 0; top->clk = 0; top->eval();
+}}
+// Offers transfers[0..count) on `steps` (valid while any is left), keeps `results` ready,
+// and stops after `expected` results or `max_cycles` cycles. Returns the cycles run;
+// accepted_at[i] / arrived_at[j] get the cycle of each step transfer and result.
+long cosim_stream({top}* top, const uint32_t* transfers, long count, long in_words,
+                  uint32_t* results, long expected, long out_words,
+                  int64_t* accepted_at, int64_t* arrived_at, long max_cycles) {{
+    long sent = 0, got = 0, cycle = 0, loaded = -1;
+    top->{out_ready} = 1;
+    while (got < expected && cycle < max_cycles) {{
+        const int valid = sent < count;
+        if (valid && loaded != sent) {{ cosim_set_payload(top, transfers + sent * in_words); loaded = sent; }}
+        top->{in_valid} = valid;
+        top->eval();
+        const int accepted = valid && top->{in_ready};
+        if (accepted) accepted_at[sent] = cycle;
+        if (top->{out_valid}) {{ cosim_get_payload(top, results + got * out_words); arrived_at[got++] = cycle; }}
+        top->clk = 1; top->eval(); top->clk = 0;
+        sent += accepted;
+        ++cycle;
+    }}
+    top->{in_valid} = 0; top->eval();
+    return cycle;
+}}
+}}
+"""
+
+
+def _port_code(name, width, setter):
+    """C++ moving the words ``w`` into (or out of) port ``name`` of ``width`` bits, as Verilator stores it."""
+    if width > 64:
+        words = (width + 31) // 32
+        body = f"top->{name}[i] = w[i];" if setter else f"w[i] = top->{name}[i];"
+        return f"for (int i = 0; i < {words}; ++i) {body}"
+    if setter:
+        return f"top->{name} = (uint64_t)w[0]{' | ((uint64_t)w[1] << 32)' if width > 32 else ''};"
+    return f"w[0] = (uint32_t)top->{name};" + (f" w[1] = (uint32_t)(top->{name} >> 32);" if width > 32 else "")
+
+
+def _wrapper_ports(wrapper_text, kind):
+    """{verilog name: (verilator name, width)} of pyverilator's ``_pyverilator_{kind}`` tables."""
+    names = re.search(rf"_pyverilator_{kind}\[\] = {{(.*)}};", wrapper_text)[1]
+    widths = re.search(rf"_pyverilator_{kind[:-1]}_widths\[\] = {{(.*)}};", wrapper_text)[1]
+    from pyverilator.pyverilator import verilator_name_to_standard_modular_name as decode
+
+    ports = {}
+    for name, width in zip(re.findall(r'"([^"]*)"', names), widths.split(",")):
+        ports[decode(name)[-1]] = (name, int(width))
+    return ports
+
+
+@contextlib.contextmanager
+def _debian_verilator():
+    """Environment in which pyverilator (which runs ``verilator`` from PATH) finds Debian's 5.006."""
+    if not DEBIAN_VERILATOR.exists():
+        raise CosimBuildError(f"{DEBIAN_VERILATOR} not found: run `make setup` (Debian package verilator)")
+    saved = dict(os.environ)
+    os.environ.pop("VERILATOR_ROOT", None)
+    os.environ["PATH"] = os.pathsep.join([str(DEBIAN_VERILATOR.parent), saved.get("PATH", "")])
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _output_to(path):
+    """Send this process's stdout/stderr file descriptors (subprocesses' output too) to ``path``."""
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(path, "w") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def _generator_hash():
+    """Hash of the hardware generator sources, so cached models follow the generators."""
+    import dashraker.formats
+    import dashraker.hw
+
+    digest = hashlib.sha256(str(_EXTENSION_VERSION).encode())
+    root = Path(dashraker.hw.__file__).parent
+    for path in sorted([*root.rglob("*.py"), Path(dashraker.formats.__file__)]):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _run(command, what):
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-30:])
+        raise CosimBuildError(f"{what} failed ({' '.join(map(str, command[:3]))} ...):\n{tail}")
+
+
+class Cosim:
+    """A design's tile compiled with pyverilator, driven a whole batch of passes per call.
+
+    Parameters
+    ----------
+    design : "baseline" | "tensordash" | "fpraker"
+    params : dict
+        Generator parameters (``design_params`` fills in the rest).
+    build_root : path
+        Folder holding the cached builds (default ``build/cosim``).
+    jobs : int
+        Parallel C++ compile jobs of a build (default 2).
+
+    Attributes
+    ----------
+    tile : the Amaranth component built, ``latency``/``rows``/``cols``/``lanes`` as it says.
+    build_dir : Path of the cached build.
+    built : bool, whether this instance compiled the model (False: reused a cached one).
+    """
+
+    def __init__(self, design, params=None, build_root="build/cosim", jobs=2):
+        self.design = design
+        self.params = design_params(design, **(params or {}))
+        args = argparse.Namespace(**self.params)
+        try:
+            self.tile = _design_module(design).from_arguments(args)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{design}: {error}") from None
+        self.width = 16 if self.params["dtype"] == "bf16" else 32
+        self.in_layout = _payload_layout(self.tile, "steps")
+        self.out_layout = _payload_layout(self.tile, "results")
+        label = "-".join(f"{key}{value}" for key, value in sorted(self.params.items()))
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
+        self.build_dir = Path(build_root) / f"{design}-{label}-{_generator_hash()}"
+        self.top = f"{design}_tile"
+        self.built = False
+        so_file = self.build_dir / f"V{self.top}"
+        if not so_file.exists():
+            self._build(jobs)
+            self.built = True
+        self._load(so_file)
+
+    def _build(self, jobs):
+        from pyverilator import PyVerilator
+
+        from dashraker.hw.verilog import write_verilog
+
+        self.build_dir.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{self.build_dir.name}.", dir=self.build_dir.parent))
+        try:
+            source = write_verilog(self.tile, work / f"{self.top}.v", self.top)
+            with _debian_verilator():
+                try:
+                    with _output_to(work / "verilator.log"):
+                        PyVerilator.build(str(source), preceding_files=str(LINT_WAIVERS), build_dir=str(work),
+                                          gen_only=True, quiet=True,
+                                          args=["--prefix", f"V{self.top}", "--top-module", self.top,
+                                                "--x-assign", "fast", "--x-initial", "fast", "-O3"])
+                except subprocess.CalledProcessError as error:
+                    raise CosimBuildError(f"{self.design}: Verilator failed on {source} "
+                                          f"(see {work / 'verilator.log'})") from error
+                wrapper = work / "pyverilator_wrapper.cpp"
+                text = wrapper.read_text()
+                ports = {**_wrapper_ports(text, "inputs"), **_wrapper_ports(text, "outputs")}
+                wrapper.write_text(text + _EXTENSION.format(
+                    top=f"V{self.top}",
+                    set_payload=_port_code(*ports["steps__payload"], setter=True),
+                    get_payload=_port_code(*ports["results__payload"], setter=False),
+                    in_valid=ports["steps__valid"][0], in_ready=ports["steps__ready"][0],
+                    out_valid=ports["results__valid"][0], out_ready=ports["results__ready"][0],
+                ))
+                _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{self.top}.mk",
+                      "LDFLAGS=-fPIC -shared", "OPT_FAST=-O2", "OPT_GLOBAL=-O2"], f"{self.design}: C++ build")
+            (work / "params.json").write_text(json.dumps({"design": self.design, **self.params}, indent=1))
+            try:
+                os.replace(work, self.build_dir)
+            except OSError:
+                if not (self.build_dir / f"V{self.top}").exists():  # not another process's finished build
+                    raise
+        finally:
+            if work.exists():
+                shutil.rmtree(work, ignore_errors=True)
+
+    def _load(self, so_file):
+        from pyverilator import PyVerilator
+
+        self.sim = PyVerilator(str(so_file))
+        self.in_words = (self.in_layout.size + 31) // 32
+        self.out_words = (self.out_layout.size + 31) // 32
+        pointer = np.ctypeslib.ndpointer
+        stream = self.sim.lib.cosim_stream
+        stream.argtypes = [ctypes.c_void_p, pointer(np.uint32, flags="C"), ctypes.c_long, ctypes.c_long,
+                           pointer(np.uint32, flags="C"), ctypes.c_long, ctypes.c_long,
+                           pointer(np.int64, flags="C"), pointer(np.int64, flags="C"), ctypes.c_long]
+        stream.restype = ctypes.c_long
+        self._stream = stream
+        self.sim.lib.cosim_reset.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        self.sim.lib.cosim_reset(self.sim.model, 2)
+
+    def bits(self, values):
+        """Operand bit patterns (int64) of fp32 values already in the operand format."""
+        import torch
+
+        from dashraker.models.numerics import fp32_bits, to_bf16_bits
+
+        values = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32))
+        return (to_bf16_bits(values) if self.width == 16 else fp32_bits(values)).numpy().astype(np.int64)
+
+    def run(self, scheduled, other):
+        """Run passes: ``scheduled`` [P, rows, steps, lanes] (row side) and ``other`` [P, cols, steps, lanes]
+        fp32 values in the operand format. Returns a ``TileRun``."""
+        scheduled, other = np.asarray(scheduled), np.asarray(other)
+        passes, rows, steps, lanes = scheduled.shape
+        expect = (self.tile.rows, self.tile.cols, self.tile.lanes)
+        if (rows, other.shape[1], lanes) != expect or other.shape != (passes, other.shape[1], steps, lanes):
+            raise ValueError(f"{self.design} tile is rows x cols x lanes {expect}; passes have scheduled "
+                             f"{scheduled.shape} and other {other.shape} ([passes, rows|cols, steps, lanes])")
+        if steps < 1:
+            raise ValueError("every pass needs at least one step")
+        transfers = stream_words(self.in_layout, self.bits(scheduled), self.bits(other), self.width)
+        results = np.zeros((passes, self.out_words), np.uint32)
+        accepted = np.full(len(transfers), -1, np.int64)
+        arrived = np.full(passes, -1, np.int64)
+        limit = 64 * passes * steps + 4 * (self.tile.latency + 8) * passes + 1000
+        cycles = self._stream(self.sim.model, transfers, len(transfers), self.in_words,
+                              results, passes, self.out_words, accepted, arrived, limit)
+        if arrived[-1] < 0:
+            got = int((arrived >= 0).sum())
+            raise RuntimeError(f"{self.design} tile returned {got} of {passes} results in {cycles} cycles "
+                               f"({int((accepted >= 0).sum())} of {len(transfers)} transfers accepted)")
+        outputs = results[:, : rows * other.shape[1]].reshape(passes, rows, other.shape[1])
+        members = dict(self.out_layout.members) if hasattr(self.out_layout, "members") else {}
+        if "cycles" in members:
+            field = self.out_layout["cycles"]
+            pass_cycles = results[:, field.offset // 32].astype(np.int64) & ((1 << field.shape.width) - 1)
+        else:  # one step per transfer: the span of the pass's accepted steps
+            per_pass = accepted.reshape(passes, steps)
+            pass_cycles = per_pass[:, -1] - per_pass[:, 0] + 1
+        return TileRun(outputs, pass_cycles, arrived, int(cycles))
