@@ -14,7 +14,7 @@ import numpy as np
 from dashraker.mapping import memory
 from dashraker.mapping.dataflow import operands, plan, problem_passes
 
-__all__ = ["spread", "map_op", "energy_pj", "COMPONENTS"]
+__all__ = ["spread", "map_op", "energy_pj", "COMPONENTS", "MEMORY"]
 
 # Hardware-action counts -> energy table entry; the report's components are these keys.
 COMPONENTS = {
@@ -31,6 +31,9 @@ COMPONENTS = {
     "global_sram_words": None,  # by global buffer size
     "dram_words": "dram_64b",
 }
+
+# Components of the memory system; the others make up the core (PEs, schedulers, encoders).
+MEMORY = ("tile_sram_words", "global_sram_words", "dram_words")
 
 FPRAKER_MAX_VALUES = 1 << 22  # values per FPRaker batch: its golden model holds several int64 copies
 TENSORDASH_MAX_VALUES = 1 << 23  # scheduled values per reference-scheduler call
@@ -202,6 +205,7 @@ def map_op(config, layer, tensors, op, plans=None):
     timing = memory.timing(config, cycles, traffic.dram_bytes)
     dense_timing = memory.timing(config, dense_cycles, traffic.dram_bytes)
     total, baseline_total = sum(energy.values()), sum(baseline_energy.values())
+    core, baseline_core = (sum(v for k, v in e.items() if k not in MEMORY) for e in (energy, baseline_energy))
     return {
         "layer": layer.name,
         "op": op,
@@ -222,6 +226,9 @@ def map_op(config, layer, tensors, op, plans=None):
         "energy_pj": total,
         "baseline_energy_pj": baseline_total,
         "energy_efficiency": baseline_total / total if total else 1.0,
+        "core_energy_pj": core,
+        "baseline_core_energy_pj": baseline_core,
+        "core_energy_efficiency": baseline_core / core if core else 1.0,
         "energy_breakdown_pj": energy,
         "counts": counts,
     }

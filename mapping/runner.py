@@ -1,4 +1,4 @@
-"""Maps a whole trace: one task per (step, layer), spread over local processes, with a progress bar."""
+"""Maps a whole trace: one task per (step, layer, operation), spread over local processes, with a progress bar."""
 
 import concurrent.futures
 import multiprocessing
@@ -17,13 +17,16 @@ def layer_ops(index):
     return [op for op in OPS if not (op == "bwd_input" and index == 0)]
 
 
-def map_layer(trace, configs, step, index):
-    """All operations of one layer at one step, on every configuration (a list of result rows)."""
+def map_layer(trace, configs, step, index, ops=None):
+    """Operations ``ops`` (default: all of ``layer_ops``) of one layer at one step on every configuration.
+
+    Returns a list of result rows (``map_op``'s figures plus ``step`` and ``layer_index``).
+    """
     layer = trace.layers[index]
     tensors = trace.load(layer.name, step)
     plans, rows = {}, []
-    for config in configs:
-        for op in layer_ops(index):
+    for op in layer_ops(index) if ops is None else ops:
+        for config in configs:
             rows.append({"step": step, "layer_index": index, **map_op(config, layer, tensors, op, plans)})
     return rows
 
@@ -38,12 +41,12 @@ def _worker_init():
     torch.set_num_threads(1)
 
 
-def _task(trace_path, configs, step, index):
+def _task(trace_path, configs, step, index, op):
     from dashraker.trace import open_trace
 
     if trace_path not in _WORKER_TRACE:
         _WORKER_TRACE[trace_path] = open_trace(trace_path)
-    return map_layer(_WORKER_TRACE[trace_path], configs, step, index)
+    return map_layer(_WORKER_TRACE[trace_path], configs, step, index, [op])
 
 
 def _work(layer):
@@ -65,20 +68,20 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True):
     if missing:
         raise ValueError(f"{trace_path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
     tasks = sorted(
-        ((step, index) for step in steps for index in range(len(trace.layers))),
+        ((step, index, op) for step in steps for index in range(len(trace.layers)) for op in layer_ops(index)),
         key=lambda task: -_work(trace.layers[task[1]]),
     )
     jobs = min(jobs or os.cpu_count() or 1, len(tasks))
-    bar = tqdm(total=len(tasks), desc="map", unit="layer", disable=not progress)
+    bar = tqdm(total=len(tasks), desc="map", unit="op", disable=not progress)
     results = []
     if jobs <= 1:
-        for step, index in tasks:
-            results.extend(map_layer(trace, configs, step, index))
+        for step, index, op in tasks:
+            results.extend(map_layer(trace, configs, step, index, [op]))
             bar.update()
     else:
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init) as pool:
-            futures = [pool.submit(_task, str(trace_path), configs, step, index) for step, index in tasks]
+            futures = [pool.submit(_task, str(trace_path), configs, *task) for task in tasks]
             for future in concurrent.futures.as_completed(futures):
                 results.extend(future.result())
                 bar.update()
@@ -93,7 +96,8 @@ def _sum(rows, fields):
 
 def totals(rows):
     """Sums per design and operation (key ``(design, op)``) and per design over all operations (``op`` "all")."""
-    fields = ("dense_cycles", "cycles", "values_scheduled", "energy_pj", "baseline_energy_pj", "time_s", "dram_bytes")
+    fields = ("dense_cycles", "cycles", "values_scheduled", "energy_pj", "baseline_energy_pj", "core_energy_pj",
+              "baseline_core_energy_pj", "time_s", "dram_bytes")
     out = {}
     for design in dict.fromkeys(row["design"] for row in rows):
         for op in (*OPS, "all"):
@@ -104,6 +108,9 @@ def totals(rows):
             total["speedup"] = total["dense_cycles"] / total["cycles"] if total["cycles"] else 1.0
             total["energy_efficiency"] = (
                 total["baseline_energy_pj"] / total["energy_pj"] if total["energy_pj"] else 1.0
+            )
+            total["core_energy_efficiency"] = (
+                total["baseline_core_energy_pj"] / total["core_energy_pj"] if total["core_energy_pj"] else 1.0
             )
             breakdown = {}
             for row in group:
