@@ -29,3 +29,13 @@ test-quick: setup
 
 clean:
 	rm -rf build
+
+# FPGA (slow, about an hour on 2 cores): the equal-lanes comparison of the designs (their default 16-lane
+# baseline/TensorDash configurations among them, bf16 and fp32) and FPRaker's default, placed and routed for
+# ECP5-85k. Throughput per LUT uses the speedups of `make demo`'s mapping when it exists (or FPGA_MAP=map.json).
+FPGA_OUT ?= build/fpga
+FPGA_MAP ?= $(wildcard $(DEMO_OUT)/map/map.json)
+.PHONY: fpga
+fpga: setup
+	$(BIN)/dashraker fpga compare --out $(FPGA_OUT) $(if $(FPGA_MAP),--map $(FPGA_MAP)) $(FPGA_ARGS)
+	$(BIN)/dashraker fpga fpraker --out $(FPGA_OUT)/fpraker-default

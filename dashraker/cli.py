@@ -12,6 +12,7 @@ COMMANDS = {
     "verilog": "dashraker.hw.cli",
     "trace": "dashraker.trace.cli",
     "map": "dashraker.mapping.cli",
+    "fpga": "dashraker.fpga.cli",
     "cosim": "dashraker.sim.cosim_cli",
     "demo": "dashraker.demo",
 }

@@ -1,0 +1,100 @@
+"""``dashraker fpga DESIGN ...`` and ``dashraker fpga compare``: synthesis, place and route, reports."""
+
+import importlib
+from pathlib import Path
+
+from dashraker.cli import CliError
+from dashraker.hw.cli import DESIGNS
+
+__all__ = ["register", "add_design_arguments"]
+
+DEFAULT_DEVICE = "ecp5-85k"
+DEFAULT_CLOCK_MHZ = 100.0
+# Arguments that are not the design's generator parameters.
+_FLOW_ARGUMENTS = {"command", "design", "func", "builder", "device", "clock", "out", "word_bits", "keep_depth",
+                   "seed", "no_progress"}
+
+
+def add_design_arguments(parser):
+    """The tile arguments every design takes (as ``dashraker verilog``)."""
+    parser.add_argument("--rows", type=int, default=1, help="PE rows R of the tile (default 1)")
+    parser.add_argument("--cols", type=int, default=1, help="PE columns C of the tile (default 1)")
+    parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16", help="operand format")
+
+
+def add_flow_arguments(parser, out_help):
+    from dashraker.fpga.devices import DEVICES
+
+    parser.add_argument("--device", default=DEFAULT_DEVICE,
+                        help=f"target part: {', '.join(DEVICES)} (default {DEFAULT_DEVICE})")
+    parser.add_argument("--clock", type=float, default=DEFAULT_CLOCK_MHZ,
+                        help=f"target clock in MHz for place and route (default {DEFAULT_CLOCK_MHZ:g})")
+    parser.add_argument("--word-bits", type=int, default=16, help="width of the wrapper's pin words (default 16)")
+    parser.add_argument("--keep-depth", type=int, default=3,
+                        help="module levels below the top kept through synthesis for the per-instance "
+                             "breakdown (default 3: wrapper, tile, PEs, their units)")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    parser.add_argument("--out", type=Path, required=True, help=out_help)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "fpga", help="synthesise, place and route a design for an FPGA; compare the designs",
+        description="Wrap a generated design in a device top level (narrow registered word streams), synthesise "
+        "it with Yosys, place and route it with nextpnr at a target clock, and report LUTs, flip-flops, DSP "
+        "blocks, block RAM, Fmax and the critical path (report.json, report.md).")
+    designs = parser.add_subparsers(dest="design", required=True, metavar="DESIGN")
+    for name, module in DESIGNS.items():
+        design = importlib.import_module(module)
+        sub = designs.add_parser(name, help=f"the {name} tile", description=design.__doc__)
+        add_design_arguments(sub)
+        design.add_arguments(sub)
+        add_flow_arguments(sub, "folder for the netlists, logs and report.json / report.md")
+        sub.set_defaults(func=_run_design, builder=design.from_arguments)
+    from dashraker.fpga.compare import register as register_compare
+
+    register_compare(designs)
+
+
+def check_flow_arguments(args):
+    """``CliError`` for a device, clock or word width the flow cannot take."""
+    from dashraker.fpga.devices import device
+    from dashraker.fpga.flow import MAX_CLOCK_MHZ
+
+    try:
+        device(args.device)
+    except ValueError as error:
+        raise CliError(f"--device: {error}") from None
+    if not 0 < args.clock <= MAX_CLOCK_MHZ:
+        raise CliError(f"--clock must be a frequency in MHz in (0, {MAX_CLOCK_MHZ}], not {args.clock:g}")
+    if args.word_bits < 1:
+        raise CliError(f"--word-bits must be a positive integer, not {args.word_bits}")
+    if args.keep_depth < 1:
+        raise CliError(f"--keep-depth must be at least 1, not {args.keep_depth}")
+
+
+def flow(component, args, design, params, out):
+    """Run the flow with the command line's options; ``FlowError`` becomes ``CliError``."""
+    from dashraker.fpga.flow import FlowError, run_flow
+
+    try:
+        return run_flow(component, args.device, args.clock, out, design=design, params=params,
+                        word_bits=args.word_bits, keep_depth=args.keep_depth, seed=args.seed,
+                        progress=not args.no_progress)
+    except FlowError as error:
+        raise CliError(str(error)) from None
+
+
+def _run_design(args):
+    from dashraker.fpga.report import summary
+
+    check_flow_arguments(args)
+    try:
+        component = args.builder(args)
+    except (TypeError, ValueError) as error:
+        raise CliError(f"{args.design}: {error}") from None
+    params = {key: value for key, value in vars(args).items() if key not in _FLOW_ARGUMENTS}
+    report = flow(component, args, args.design, params, args.out)
+    print(summary(report))
+    print(f"reports: {args.out / 'report.json'}, {args.out / 'report.md'}")

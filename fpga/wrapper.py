@@ -1,0 +1,119 @@
+"""Device top level: any stream design behind a narrow, fully registered word interface."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["StreamTop", "payload_bits", "words_per"]
+
+
+def payload_bits(port):
+    """Width in bits of a stream port's payload."""
+    return len(port.payload.as_value())
+
+
+def words_per(bits, word_bits):
+    """Words of ``word_bits`` that carry ``bits`` bits (at least one)."""
+    return max(1, -(-bits // word_bits))
+
+
+class StreamTop(wiring.Component):
+    """Wraps a design with stream ports ``steps`` (in) and ``results`` (out) for a real device.
+
+    A tile's step payload is thousands of bits wide; no package has that many pins.
+    The wrapper deserialises each step from ``ceil(step bits / W)`` words (first word
+    = least significant bits) into a register, hands it to the design, and
+    serialises every result transfer back out the same way. Every input pin is
+    captured by a flip-flop before any logic and every output pin is driven by a
+    flip-flop, so the pins add no logic to the design's timing paths.
+
+    Pin protocols:
+
+    * ``rx`` is an ordinary stream: a word transfers on a clock edge where
+      ``valid`` and ``ready`` are both high. ``ready`` is a register.
+    * ``tx`` has a ready latency of two cycles: ``tx.valid`` is high in a cycle only
+      if ``tx.ready`` was high two cycles before, and every word presented with
+      ``tx.valid`` high is taken. Words of one result come out in order.
+
+    The interface moves one word per cycle; a step of K words takes about K + 3
+    cycles, so the wrapper is for fitting and timing the design, not for feeding it
+    at full rate.
+
+    Parameters
+    ----------
+    design : wiring.Component
+        A component with ``steps: In(stream.Signature(...))`` and
+        ``results: Out(stream.Signature(...))``.
+    word_bits : int
+        W, the width of the pin words (default 16).
+
+    Attributes
+    ----------
+    step_words, result_words : int
+        Words per step and per result transfer.
+
+    Ports
+    -----
+    rx : In(stream.Signature(word_bits))
+        Step words.
+    tx : Out(stream.Signature(word_bits))
+        Result words (ready latency 2).
+    """
+
+    def __init__(self, design, word_bits=16):
+        if not isinstance(word_bits, int) or word_bits < 1:
+            raise ValueError(f"word_bits must be a positive integer, not {word_bits!r}")
+        members = getattr(getattr(design, "signature", None), "members", {})
+        if "steps" not in members or "results" not in members:
+            raise TypeError(f"the design must be a component with 'steps' and 'results' stream ports, not {design!r}")
+        self.design = design
+        self.word_bits = word_bits
+        self.step_bits = payload_bits(design.steps)
+        self.result_bits = payload_bits(design.results)
+        self.step_words = words_per(self.step_bits, word_bits)
+        self.result_words = words_per(self.result_bits, word_bits)
+        super().__init__({
+            "rx": In(stream.Signature(word_bits)),
+            "tx": Out(stream.Signature(word_bits)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.design = design = self.design
+        self._deserialise(m, design.steps)
+        self._serialise(m, design.results)
+        return m
+
+    def _deserialise(self, m, steps):
+        w, k = self.word_bits, self.step_words
+        word, word_valid = Signal(w), Signal()  # the input pins, registered
+        m.d.sync += [word.eq(self.rx.payload), word_valid.eq(self.rx.valid & self.rx.ready)]
+        buffer = Signal(k * w)
+        count = Signal(range(k + 1))
+        full = count == k
+        consume = full & steps.ready
+        m.d.comb += [steps.valid.eq(full), steps.payload.as_value().eq(buffer[:self.step_bits])]
+        with m.If(word_valid):
+            m.d.sync += [buffer.eq(Cat(buffer[w:], word)), count.eq(count + 1)]
+        with m.Elif(consume):
+            m.d.sync += count.eq(0)
+        # Words that will be in the buffer two edges from now, before any consumption then:
+        # a word taken now is shifted in two edges later, so ready must leave room for it.
+        committed = Mux(consume, 0, count) + word_valid + (self.rx.valid & self.rx.ready)
+        m.d.sync += self.rx.ready.eq(committed < k)
+
+    def _serialise(self, m, results):
+        w, k = self.word_bits, self.result_words
+        ready = Signal()  # the output pin's ready, registered
+        m.d.sync += ready.eq(self.tx.ready)
+        buffer = Signal(k * w)
+        remaining = Signal(range(k + 1))
+        load = results.valid & (remaining == 0)
+        sending = self.tx.valid  # ready latency 2: every word presented is taken
+        m.d.comb += [results.ready.eq(remaining == 0), self.tx.payload.eq(buffer[:w])]
+        with m.If(load):
+            m.d.sync += [buffer.eq(results.payload.as_value()), remaining.eq(k)]
+        with m.Elif(sending):
+            m.d.sync += [buffer.eq(buffer[w:]), remaining.eq(remaining - 1)]
+        after = Mux(load, k, remaining - sending)
+        m.d.sync += self.tx.valid.eq(ready & (after != 0))

@@ -1,0 +1,92 @@
+"""Small configurations of every design through the whole flow (wrap, Yosys, nextpnr, report); CLI errors."""
+
+import json
+
+import pytest
+
+from dashraker.cli import main
+from dashraker.fpga.devices import DEVICES
+from dashraker.fpga.flow import pin_count
+from dashraker.hw.cli import DESIGNS
+
+# The smallest configurations that still have every part of the design (TensorDash: muxes and a scheduler).
+SMALL = {
+    "baseline": ["--lanes", "1"],
+    "tensordash": ["--lanes", "2", "--lookahead", "1", "--pattern", "(0,0),(1,0),(1,1)"],
+    "fpraker": ["--lanes", "1"],
+}
+# Instances the per-instance breakdown must show for each design.
+PARTS = {
+    "baseline": {"design", "design.pe0_0"},
+    "tensordash": {"design", "design.pe0_0", "design.pe0_0.mac", "design.window", "design.window.scheduler0"},
+    "fpraker": {"design", "design.pe0_0", "design.encoder0_0", "design.rounder0_0"},
+}
+CASES = [(name, "ecp5-85k") for name in SMALL if name in DESIGNS] + [("baseline", "ice40-hx8k")]
+
+
+def run_cli(capsys, *args):
+    status = main(["fpga", *args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.parametrize("design,device", CASES, ids=[f"{d}-{v}" for d, v in CASES])
+def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
+    out = tmp_path / "flow"
+    status, printed, err = run_cli(capsys, design, *SMALL[design], "--device", device, "--clock", "40",
+                                   "--out", str(out), "--no-progress")
+    assert status == 0, err
+    report = json.loads((out / "report.json").read_text())
+    capacity = DEVICES[device].capacity
+    used = report["utilisation"]
+    for resource in ("lut", "dsp", "bram"):
+        assert used[resource]["available"] == capacity[resource], resource
+    assert 0 < used["lut"]["used"] <= used["lut"]["available"]
+    assert 0 < used["ff"]["used"]
+    # the narrow registered interface: only the wrapper's pins reach the package
+    assert used["io"]["used"] == pin_count(16) == report["wrapper"]["pins"]
+    assert report["synthesis"]["lut"] > 0 and report["synthesis"]["ff"] > 0
+    assert report["fmax_mhz"] > 0 and report["timing_met"] == (report["fmax_mhz"] >= 40)
+    path = report["critical_path"]
+    assert path["delay_ns"] == pytest.approx(path["logic_ns"] + path["routing_ns"], abs=1e-2)
+    assert path["logic_levels"] > 0 and path["instances"]
+    assert 1000 / path["delay_ns"] == pytest.approx(report["fmax_mhz"], rel=0.15)
+    instances = {row["instance"] for row in report["hierarchy"]}
+    assert PARTS[design] <= instances
+    tile = next(row for row in report["hierarchy"] if row["instance"] == "design")
+    assert tile["lut"] <= report["synthesis"]["lut"]
+    assert set(report["stages_s"]) == {"verilog", "synthesis", "fit", "place & route", "report"}
+    assert f"# FPGA report: {design} on {device}" in (out / "report.md").read_text()
+    assert "Fmax" in printed and "critical path" in printed
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--device", "ecp5-99k"], "--device: unknown device 'ecp5-99k'; choose from"),
+    (["--clock", "0"], "--clock must be a frequency in MHz in (0, 1000], not 0"),
+    (["--clock", "-5"], "--clock must be a frequency in MHz in (0, 1000], not -5"),
+    (["--clock", "5000"], "not 5000"),
+    (["--word-bits", "0"], "--word-bits must be a positive integer, not 0"),
+    (["--lanes", "0"], "baseline: Tile lanes must be a positive integer, not 0"),
+])
+def test_bad_arguments_are_clear_errors(args, message, tmp_path, capsys):
+    status, _, err = run_cli(capsys, "baseline", *args, "--out", str(tmp_path / "x"), "--no-progress")
+    assert status == 2
+    assert message in err
+    assert not (tmp_path / "x" / "report.json").exists()
+
+
+def test_too_many_pins_fail_before_synthesis(tmp_path, capsys):
+    status, _, err = run_cli(capsys, "baseline", "--lanes", "1", "--device", "ice40-up5k", "--word-bits", "32",
+                             "--out", str(tmp_path / "x"), "--no-progress")
+    assert status == 2
+    assert f"baseline does not fit ice40-up5k: {pin_count(32)} pins needed, 39 available" in err
+    assert not (tmp_path / "x" / "yosys.log").exists()
+
+
+@pytest.mark.slow
+def test_design_too_big_for_the_device(tmp_path, capsys):
+    status, _, err = run_cli(capsys, "baseline", "--lanes", "4", "--dtype", "fp32", "--device", "ice40-hx1k",
+                             "--out", str(tmp_path / "x"), "--no-progress")
+    assert status == 2
+    assert "baseline does not fit ice40-hx1k:" in err and "LUTs needed, 1,280 available" in err
+    assert "choose a larger device or a smaller configuration" in err
