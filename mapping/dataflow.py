@@ -115,7 +115,7 @@ def _to_nchw(x, shape):
 
 
 def _quantized(x, fmt, rounding):
-    return quantize(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), fmt, rounding).numpy()
+    return quantize(torch.from_numpy(np.array(x, dtype=np.float32)), fmt, rounding).numpy()  # a writable copy
 
 
 def _pad_lanes(x, lanes):

@@ -49,4 +49,4 @@ def mobilenet_trace(tmp_path_factory):
     from dashraker.trace import record
 
     folder = tmp_path_factory.mktemp("trace") / "mobilenet"
-    return record("mobilenet", "digits", steps=[1], samples=2, out=folder, progress=False)
+    return record("mobilenet", "digits", steps=[1], samples=1, out=folder, progress=False)

@@ -1,0 +1,120 @@
+"""``dashraker map`` end to end on a real recorded trace, the configuration checks and the user errors."""
+
+import csv
+import json
+
+import pytest
+import yaml
+
+from dashraker.cli import main
+from dashraker.mapping.config import ConfigError, default_config_path, load_config, load_energy_table
+from dashraker.mapping.runner import layer_ops, map_layer
+
+
+def _write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return path
+
+
+def _default():
+    data = yaml.safe_load(default_config_path().read_text())
+    data["energy_table"] = "horowitz45"
+    return data
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d.pop("memory"), "'memory': missing"),
+        (lambda d: d.update(rows="four"), "'rows': must be an integer"),
+        (lambda d: d.update(lanes=0), "'lanes': must be at least 1"),
+        (lambda d: d.update(design="eyeriss"), "'design': must be one of"),
+        (lambda d: d["tensordash"].update(lookahed=2), "'tensordash.lookahed': unknown field"),
+        (lambda d: d["memory"].update(dram_gbps="fast"), "'memory.dram_gbps': must be a number"),
+        (lambda d: d.update(design="fpraker", operand_format="fp32"), "'operand_format': FPRaker"),
+        (lambda d: d.update(energy_table="missing.yaml"), "missing.yaml: cannot read energy table"),
+    ],
+)
+def test_config_errors_name_file_and_field(tmp_path, change, field):
+    data = _default()
+    change(data)
+    path = _write(tmp_path, "accel.yaml", data)
+    with pytest.raises(ConfigError, match="accel.yaml|missing.yaml") as error:
+        load_config(path)
+    assert field in str(error.value)
+
+
+def test_energy_table_errors_and_values(tmp_path):
+    table = load_energy_table("horowitz45")
+    assert [round(table.sram_pj(kib), 6) for kib in (8, 32, 1024)] == [10.0, 20.0, 100.0]  # Horowitz's points
+    assert table.sram_pj(2) == pytest.approx(5.0)  # square-root extrapolation below 8 KB
+    data = yaml.safe_load(open(table.path).read())
+    del data["entries"]["mul_bf16"]["source"]
+    with pytest.raises(ConfigError, match=r"bad\.yaml: field 'entries\.mul_bf16\.source': missing"):
+        load_energy_table(_write(tmp_path, "bad.yaml", data))
+    data["entries"]["mul_bf16"]["source"] = "nobody2020"
+    with pytest.raises(ConfigError, match="names no entry of 'sources'"):
+        load_energy_table(_write(tmp_path, "bad.yaml", data))
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(_write(tmp_path, "broken.yaml", "design: [baseline"))
+
+
+def test_cli_maps_a_real_trace(tmp_path, mobilenet_trace, capsys):
+    out = tmp_path / "out"
+    assert main(["map", str(mobilenet_trace), "--design", "baseline,tensordash", "--out", str(out),
+                 "--jobs", "2", "--no-progress"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "== tensordash ==" in printed and "speedup" in printed
+    rows = list(csv.DictReader(open(out / "map.csv")))
+    report = json.load(open(out / "map.json"))
+    assert len(rows) == len(report["rows"]) and {r["design"] for r in rows} == {"baseline", "tensordash"}
+    assert {(t["design"], t["op"]) for t in report["totals"]} >= {("tensordash", "all"), ("baseline", "fwd")}
+    for name in ("speedup.png", "energy.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary files left
+    for row in report["rows"]:
+        if row["design"] == "tensordash":  # SPEC 3: between dense/(H+1) and dense
+            assert -(-row["dense_cycles"] // 3) <= row["cycles"] <= row["dense_cycles"], row["layer"]
+    assert {r["op"] for r in report["rows"] if r["layer_index"] == 0} == {"fwd", "bwd_weight"}  # no dA for layer 0
+    assert layer_ops(1) == ["fwd", "bwd_input", "bwd_weight"]
+
+    # the same figures in this process: spreading the work over processes changes nothing
+    from dashraker.trace import open_trace
+
+    trace = open_trace(mobilenet_trace)
+    configs = [load_config(None, d) for d in ("baseline", "tensordash")]
+    for index in (0, 4, len(trace.layers) - 1):
+        again = json.loads(json.dumps(map_layer(trace, configs, trace.steps[0], index)))
+        got = [r for r in report["rows"] if r["layer_index"] == index]
+        key = lambda r: (r["design"], r["op"])  # noqa: E731
+        assert sorted(again, key=key) == sorted(got, key=key)
+
+
+def test_fpraker_on_real_layers(mobilenet_trace):
+    from dashraker.trace import open_trace
+
+    trace = open_trace(mobilenet_trace)
+    config = load_config(None, "fpraker")
+    depthwise = max(i for i, layer in enumerate(trace.layers) if layer.groups > 1 and layer.stride[0] == 2)
+    for index in (depthwise, len(trace.layers) - 1):  # a strided depthwise conv and the Linear
+        for row in map_layer(trace, [config], trace.steps[0], index):
+            assert row["dense_cycles"] <= row["cycles"] <= 5 * row["dense_cycles"]
+            assert 0 < row["counts"]["terms"] <= 5 * row["counts"]["term_encodes"] * config.cols
+
+
+def test_cli_user_errors(tmp_path, mobilenet_trace, capsys):
+    assert main(["map", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    assert "not a trace folder" in capsys.readouterr().err
+    assert main(["map", str(mobilenet_trace), "--design", "eyeriss", "--out", str(tmp_path / "o")]) == 2
+    assert "unknown design 'eyeriss'" in capsys.readouterr().err
+    bad = _write(tmp_path, "accel.yaml", {**_default(), "tiles": -1})
+    assert main(["map", str(mobilenet_trace), "--config", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "accel.yaml: field 'tiles': must be at least 1" in capsys.readouterr().err
+    assert main(["map", str(mobilenet_trace), "--step", "7", "--out", str(tmp_path / "o"), "--jobs", "1"]) == 2
+    assert "step 7 is not recorded" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{")
+    assert main(["map", str(broken), "--out", str(tmp_path / "o")]) == 2
+    assert "manifest.json" in capsys.readouterr().err
