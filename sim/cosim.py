@@ -10,8 +10,8 @@ port) into the ``steps`` port and collects every ``results`` transfer, with the
 clock cycle of each. One call runs any number of passes.
 
 Builds are cached in ``build_root/<design>-<params>-<hash>``, the hash covering
-the generator sources, so a changed generator is rebuilt and an unchanged one is
-reused across sessions.
+the design's generator sources, so a changed generator is rebuilt and an unchanged
+one is reused across sessions.
 """
 
 import argparse
@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from amaranth.hdl import Shape
 
 from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
 
-__all__ = ["DESIGNS", "Cosim", "TileRun", "CosimBuildError", "design_params", "stream_words"]
+__all__ = ["DESIGNS", "Cosim", "TileRun", "CosimBuildError", "design_params", "build_tile", "stream_words"]
 
 DESIGNS = ("baseline", "tensordash", "fpraker")
 _COMMON = {"rows": 1, "cols": 1, "dtype": "bf16"}
@@ -60,6 +61,14 @@ def design_params(design, **overrides):
         raise ValueError(f"design {design!r} has no parameter {unknown[0]!r}; its parameters are {sorted(params)}")
     params.update(overrides)
     return params
+
+
+def build_tile(design, params):
+    """The Amaranth tile of ``design`` with full ``params`` (``design_params``), as ``dashraker verilog`` builds it."""
+    try:
+        return _design_module(design).from_arguments(argparse.Namespace(**params))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{design}: {error}") from None
 
 
 def _design_module(design):
@@ -134,7 +143,8 @@ def stream_words(layout, scheduled_bits, other_bits, width):
     counts = np.full((transfers, 1), size)
     counts[-1] = total - (transfers - 1) * size
     count = layout["count"]
-    chunks[:, count.offset : count.offset + count.shape.width] = _bit_matrix(counts, count.shape.width)
+    count_width = Shape.cast(count.shape).width
+    chunks[:, count.offset : count.offset + count_width] = _bit_matrix(counts, count_width)
     return _words(chunks)
 
 
@@ -234,14 +244,19 @@ def _output_to(path):
                 os.close(fd)
 
 
-def _generator_hash():
-    """Hash of the hardware generator sources, so cached models follow the generators."""
+def _generator_hash(design):
+    """Hash of the sources a design's generator is made of (its package, the shared hardware, formats,
+    its reference model's constants), so cached models follow the generators and other designs' edits
+    leave them alone."""
     import dashraker.formats
     import dashraker.hw
+    import dashraker.models
 
+    hw, models = Path(dashraker.hw.__file__).parent, Path(dashraker.models.__file__).parent
+    paths = [*hw.glob("*.py"), *(hw / "numerics").rglob("*.py"), *(hw / "baseline").rglob("*.py"),
+             *(hw / design).rglob("*.py"), *models.glob(f"{design}.py"), Path(dashraker.formats.__file__)]
     digest = hashlib.sha256(str(_EXTENSION_VERSION).encode())
-    root = Path(dashraker.hw.__file__).parent
-    for path in sorted([*root.rglob("*.py"), Path(dashraker.formats.__file__)]):
+    for path in sorted(set(paths)):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
@@ -265,6 +280,9 @@ class Cosim:
         Folder holding the cached builds (default ``build/cosim``).
     jobs : int
         Parallel C++ compile jobs of a build (default 2).
+    optimize : str
+        C++ optimisation flag of the model (default ``-O2``; ``-O0`` compiles several times faster,
+        for short runs).
 
     Attributes
     ----------
@@ -273,20 +291,17 @@ class Cosim:
     built : bool, whether this instance compiled the model (False: reused a cached one).
     """
 
-    def __init__(self, design, params=None, build_root="build/cosim", jobs=2):
+    def __init__(self, design, params=None, build_root="build/cosim", jobs=2, optimize="-O2"):
         self.design = design
         self.params = design_params(design, **(params or {}))
-        args = argparse.Namespace(**self.params)
-        try:
-            self.tile = _design_module(design).from_arguments(args)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"{design}: {error}") from None
+        self.tile = build_tile(design, self.params)
         self.width = 16 if self.params["dtype"] == "bf16" else 32
         self.in_layout = _payload_layout(self.tile, "steps")
         self.out_layout = _payload_layout(self.tile, "results")
-        label = "-".join(f"{key}{value}" for key, value in sorted(self.params.items()))
+        self.optimize = optimize
+        label = "-".join(f"{key}{value}" for key, value in sorted({**self.params, "opt": optimize}.items()))
         label = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
-        self.build_dir = Path(build_root) / f"{design}-{label}-{_generator_hash()}"
+        self.build_dir = Path(build_root) / f"{design}-{label}-{_generator_hash(design)}"
         self.top = f"{design}_tile"
         self.built = False
         so_file = self.build_dir / f"V{self.top}"
@@ -325,7 +340,7 @@ class Cosim:
                     out_valid=ports["results__valid"][0], out_ready=ports["results__ready"][0],
                 ))
                 _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{self.top}.mk",
-                      "LDFLAGS=-fPIC -shared", "OPT_FAST=-O2", "OPT_GLOBAL=-O2"], f"{self.design}: C++ build")
+                      "LDFLAGS=-fPIC -shared", f"OPT_FAST={self.optimize}", f"OPT_GLOBAL={self.optimize}"], f"{self.design}: C++ build")
             (work / "params.json").write_text(json.dumps({"design": self.design, **self.params}, indent=1))
             try:
                 os.replace(work, self.build_dir)
@@ -383,12 +398,18 @@ class Cosim:
             got = int((arrived >= 0).sum())
             raise RuntimeError(f"{self.design} tile returned {got} of {passes} results in {cycles} cycles "
                                f"({int((accepted >= 0).sum())} of {len(transfers)} transfers accepted)")
-        outputs = results[:, : rows * other.shape[1]].reshape(passes, rows, other.shape[1])
-        members = dict(self.out_layout.members) if hasattr(self.out_layout, "members") else {}
-        if "cycles" in members:
-            field = self.out_layout["cycles"]
-            pass_cycles = results[:, field.offset // 32].astype(np.int64) & ((1 << field.shape.width) - 1)
-        else:  # one step per transfer: the span of the pass's accepted steps
+        outputs, pass_cycles = self.decode(results)
+        if pass_cycles is None:  # one step per transfer: the span of the pass's accepted steps
             per_pass = accepted.reshape(passes, steps)
             pass_cycles = per_pass[:, -1] - per_pass[:, 0] + 1
         return TileRun(outputs, pass_cycles, arrived, int(cycles))
+
+    def decode(self, results):
+        """Result transfers uint32 [P, words] -> (fp32 output bits [P, rows, cols], the reported cycles [P] or None)."""
+        rows, cols = self.tile.rows, self.tile.cols
+        outputs = results[:, : rows * cols].reshape(len(results), rows, cols)
+        members = dict(self.out_layout.members) if hasattr(self.out_layout, "members") else {}
+        if "cycles" not in members:
+            return outputs, None
+        field = self.out_layout["cycles"]
+        return outputs, results[:, field.offset // 32].astype(np.int64) & ((1 << Shape.cast(field.shape).width) - 1)
