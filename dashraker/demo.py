@@ -32,8 +32,9 @@ def _stage(title, argv):
 
 
 def run(args):
+    from dashraker.cli import CliError
     from dashraker.hw.cli import DESIGNS
-    from dashraker.sim.toolchain import lint
+    from dashraker.sim.toolchain import LintError, lint
 
     out = args.out
     trace = out / "trace"
@@ -44,7 +45,10 @@ def run(args):
     for design in DESIGNS:
         verilog = out / "verilog" / f"{design}.v"
         _stage(f"generate the {design} tile", ["verilog", design, *DESIGN_ARGS, "-o", str(verilog)])
-        lint(verilog)
+        try:
+            lint(verilog)
+        except LintError as error:
+            raise CliError(str(error)) from None
         print(f"{verilog}: Verilator -Wall lint clean")
     _stage("map the trace onto the three designs", ["map", str(trace), "--design", "all", "--out", str(out / "map")])
     print(f"\ndemo done: everything is under {out}/")
