@@ -112,3 +112,24 @@ async def cycle_exact_pass_timing(dut):
     last_steps = np.cumsum([a.shape[1] for a, _ in passes]) - 1
     latency = np.round(np.array(tb.sink.times) / period) - accepted[last_steps]
     assert np.all(latency == config["latency"]), f"result latency {latency}, expected {config['latency']}"
+
+
+@cocotb.test()
+async def sustained_stream(dut):
+    """A long stream of back-to-back passes, checked like the others and timed (simulated cycles per second)."""
+    import json
+    import time
+
+    config = tb_config()
+    tb = TileTB(dut, config, stall=0.0)
+    await tb.reset()
+    rng = np.random.default_rng(config["seed"] + 3)
+    steps, count = 16, config.get("stream_passes", 4)
+    passes = [(rng.standard_normal((config["rows"], steps, config["lanes"])).astype(np.float32),
+               rng.standard_normal((config["cols"], steps, config["lanes"])).astype(np.float32)) for _ in range(count)]
+    start = time.perf_counter()
+    await tb.run_passes(passes)
+    seconds = time.perf_counter() - start
+    if "speed_report" in config:
+        with open(config["speed_report"], "w") as report:
+            json.dump({"cycles": steps * count, "seconds": seconds}, report)

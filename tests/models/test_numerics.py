@@ -1,0 +1,83 @@
+"""bf16/fp32 helpers and the dense golden model, against bit arithmetic written out independently."""
+
+import numpy as np
+import pytest
+import torch
+
+from dashraker.models.baseline import adder_tree, dense_tile
+from dashraker.models.numerics import (
+    CANONICAL_NAN_BITS, bf16_bits_to_fp32, fp32_add, fp32_bits, fp32_from_bits, fp32_mul, split, to_bf16_bits,
+)
+
+
+def _random_bits(count, seed=0):
+    return np.random.default_rng(seed).integers(0, 2**32, count, dtype=np.int64)
+
+
+def test_bf16_round_to_nearest_even_matches_bit_formula():
+    bits = _random_bits(200_000)
+    got = to_bf16_bits(fp32_from_bits(bits)).numpy()
+    want = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    exponent = (bits >> 23) & 0xFF
+    nan = (exponent == 0xFF) & ((bits & 0x7FFFFF) != 0)
+    want = np.where(nan, CANONICAL_NAN_BITS >> 16, want)
+    want = np.where((want & 0x7F80) == 0, want & 0x8000, want)  # FTZ after rounding
+    assert np.array_equal(got, want)
+
+
+def test_bf16_truncation_keeps_high_half():
+    bits = _random_bits(10_000, seed=1)
+    bits = bits[((bits >> 23) & 0xFF) != 0xFF]
+    got = to_bf16_bits(fp32_from_bits(bits), rounding="truncate").numpy()
+    want = np.where(((bits >> 23) & 0xFF) == 0, (bits >> 16) & 0x8000, bits >> 16)
+    assert np.array_equal(got, want)
+
+
+def test_bad_rounding_is_refused():
+    with pytest.raises(ValueError, match="rounding must be"):
+        to_bf16_bits(torch.ones(1), rounding="up")
+
+
+@pytest.mark.parametrize("fmt,width", [("bf16", 16), ("fp32", 32)])
+def test_split_rebuilds_normal_values(fmt, width):
+    bits = _random_bits(10_000, seed=2) >> (32 - width)
+    sign, exponent, significand = (t.numpy() for t in split(torch.from_numpy(bits), fmt))
+    frac_bits = 7 if fmt == "bf16" else 23
+    normal = (exponent != 0) & (exponent != 255)
+    value = (-1.0) ** sign * significand * 2.0 ** (exponent.astype(np.float64) - 127 - frac_bits)
+    as_float = (bf16_bits_to_fp32(bits) if fmt == "bf16" else fp32_from_bits(bits)).double().numpy()
+    assert np.array_equal(value[normal], as_float[normal])
+    assert np.all(significand[exponent == 0] == 0)
+
+
+def test_ieee_specials_flush_and_canonical_nan():
+    inf, tiny = float("inf"), 2.0**-126
+    a = torch.tensor([inf, inf, tiny, 1e-40, -1.5 * tiny, 1.0, -0.0, -0.0], dtype=torch.float32)
+    b = torch.tensor([-inf, 0.0, 0.5, 1.0, tiny, -1.0, -0.0, 0.0], dtype=torch.float32)
+    added = fp32_bits(fp32_add(a, b)).tolist()
+    assert added[0] == CANONICAL_NAN_BITS  # Inf - Inf
+    assert added[3] == 0x3F800000  # subnormal input read as zero
+    assert added[4] == 0x80000000  # tiny result flushed to a zero of its sign
+    assert added[5] == 0x00000000  # x + (-x) = +0
+    assert added[6] == 0x80000000 and added[7] == 0x00000000
+    multiplied = fp32_bits(fp32_mul(a, b)).tolist()
+    assert multiplied[1] == CANONICAL_NAN_BITS  # Inf * 0
+    assert multiplied[2] == 0x00000000  # product below the normal range flushed
+
+
+def test_adder_tree_pairs_neighbours_level_by_level():
+    # (1e8 + 1) + (-1e8 + 1) rounds both inner sums away from the ones: the tree gives 0,
+    # a sequential sum would give 1.
+    assert adder_tree(torch.tensor([1e8, 1.0, -1e8, 1.0])).item() == 0.0
+    # An odd operand passes up a level unchanged: ((a + b) + c).
+    assert adder_tree(torch.tensor([1e8, -1e8, 1.0])).item() == 1.0
+
+
+def test_dense_tile_matches_float64_dot_products_within_rounding():
+    rng = np.random.default_rng(3)
+    a = torch.from_numpy(rng.standard_normal((3, 7, 16)).astype(np.float32))
+    b = torch.from_numpy(rng.standard_normal((2, 7, 16)).astype(np.float32))
+    got = dense_tile(a, b, "bf16").double()
+    exact = torch.einsum("rsn,csn->rc", a.bfloat16().double(), b.bfloat16().double())
+    assert torch.allclose(got, exact, rtol=1e-5, atol=1e-5)
+    assert not torch.equal(dense_tile(a, b, "fp32"), got)  # fp32 operands are not rounded to bf16
