@@ -123,19 +123,21 @@ def _tensordash(problems, config):
     return _across_problems(problems, chunks, evaluate, TENSORDASH_MAX_VALUES)
 
 
+def _bf16_bits(values):
+    """bf16 bit patterns of values the dataflow already converted to bf16: the upper half of their fp32 bits."""
+    return (values.view(np.uint32) >> 16).astype(np.int64)
+
+
 def _fpraker(problems, config):
     """Per pass: cycles and in-bound terms (golden tile) and non-zero term-serial values, for each problem."""
     from dashraker.models import fpraker
-    from dashraker.models.numerics import to_bf16_bits
 
     def chunks(index, problem):
         for batch in problem_passes(index, problem, config.rows, config.cols, FPRAKER_MAX_VALUES):
             yield batch.scheduled, batch.other
 
     def evaluate(scheduled, other):
-        result = fpraker.tile(
-            to_bf16_bits(scheduled), to_bf16_bits(other), config.guard_bits, config.zero_block_cycles
-        )
+        result = fpraker.tile(_bf16_bits(scheduled), _bf16_bits(other), config.guard_bits, config.zero_block_cycles)
         return result.cycles.numpy(), result.terms.numpy(), np.count_nonzero(scheduled, axis=(1, 2, 3))
 
     return _across_problems(problems, chunks, evaluate, FPRAKER_MAX_VALUES)

@@ -113,3 +113,15 @@ def test_design_invariants(tmp_path, layer_case, case):
         assert fp["dense_cycles"] <= fp["cycles"] <= 5 * fp["dense_cycles"], op  # 1 to 5 terms per block
         again = map_op(config_file(tmp_path, "fpraker"), layer, tensors, op)
         assert again == fp  # deterministic
+
+
+def test_fpraker_operand_bits_match_numerics():
+    import torch
+
+    from dashraker.mapping.dataflow import _quantized
+    from dashraker.mapping.engine import _bf16_bits
+    from dashraker.models.numerics import to_bf16_bits
+
+    raw = np.concatenate([np.random.default_rng(0).standard_normal(1000) * 1e3, [0.0, -0.0, np.nan, np.inf, 1e-40]])
+    values = _quantized(raw.astype(np.float32), "bf16", "nearest")
+    assert np.array_equal(_bf16_bits(values), to_bf16_bits(torch.from_numpy(raw.astype(np.float32))).numpy())
