@@ -140,6 +140,8 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
              out / "nextpnr.log", _NEXTPNR_PHASE, bar)
         instances = [name.removeprefix(TOP + ".") for name in modules]
         routed = parse_nextpnr_report((out / "nextpnr.json").read_text(), family, instances)
+        if family.bels["ff"] == family.bels["lut"]:  # iCE40 logic cells hold both: count flip-flops from synthesis
+            routed["utilisation"]["ff"]["used"] = resources["ff"]
         done("place & route")
 
         report = {

@@ -180,7 +180,8 @@ def parse_nextpnr_report(text, family, instances=()):
     utilization = _field(report, "utilization", what)
     utilisation = {}
     for resource, bel in family.bels.items():
-        entry = _field(utilization, bel, f"{what} utilization")
+        # nextpnr lists only the bel types the part has (no ICESTORM_DSP on an HX8K)
+        entry = utilization.get(bel, {"used": 0, "available": 0})
         utilisation[resource] = {"used": _field(entry, "used", f"{what} {bel}"),
                                  "available": _field(entry, "available", f"{what} {bel}")}
     clocks = _field(report, "fmax", what)
