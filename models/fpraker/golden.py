@@ -74,6 +74,7 @@ _BF16_BIAS = 127
 _SIG_BITS = 8  # bf16 significand with the hidden one
 _TOP_TERM = 8  # highest term position of an 8-bit significand in NAF
 _NONE = -(1 << 24)  # exponent of lanes without a product: below every real one
+_DEAD = _NONE // 2  # product exponents below this have no product
 _CHUNK = 1 << 22  # elements per pass chunk (bounds the memory of the precomputed tensors)
 
 
@@ -112,30 +113,32 @@ def encode_terms(significand):
 
 
 @functools.lru_cache(maxsize=None)
-def _tables(guard_bits):
-    """Lookup tables over (operands, alignment distance d = 0 .. 25 + G) for a lane of the block.
+def _tables(guard_bits, count_bits):
+    """Lookup table over (operands, alignment distance d = 0 .. 25 + G) for a lane of a block.
 
-    ``contrib[((neg * 128 + ia) * 128 + ib) * (D + 1) + d]``: the lane's window
-    contribution, the sum over the in-bound terms ``s * 2**t`` of ``a = 128 + ia`` of
-    ``floor(sign * s * (128 + ib) * 2**(t + 9 + G - d))`` (sign negative when ``neg``).
-    ``inbound[ia * (D + 1) + d]``: its number of in-bound terms (``d <= t + 16 + G``).
-    At ``d = D = 25 + G`` every term is out of bounds, so larger distances clamp to D.
+    ``packed[(((sa * 2 + sb) * 128 + ia) * 128 + ib) * (D + 1) + d]`` holds, above its low
+    ``count_bits`` bits, the lane's window contribution: the sum over the in-bound
+    terms ``s * 2**t`` of ``a = 128 + ia`` of ``floor(sign * s * (128 + ib) * 2**(t + 9 + G - d))``
+    (sign negative when ``sa != sb``); in the low bits, the number of in-bound terms
+    (``d <= t + 16 + G``). Summing packed entries over a block's lanes sums both
+    fields at once, as long as the counts stay below ``2**count_bits``. At
+    ``d = D = 25 + G`` every term is out of bounds, so larger distances clamp to D.
+    Also returns the total term count of each significand and D.
     """
     g = guard_bits
     span = 26 + g
     sig = torch.arange(1 << (_SIG_BITS - 1), 1 << _SIG_BITS)
     positions, signs, count = encode_terms(sig)  # [128, 5]
     d = torch.arange(span)
-    sign = torch.tensor([1, -1])
+    sign = torch.tensor([1, -1, -1, 1])  # (sa, sb) = 00, 01, 10, 11
     t = positions[None, :, None, None, :]
-    # [neg, ia, ib, d, k]
+    # [sa * 2 + sb, ia, ib, d, k]
     value = sign[:, None, None, None, None] * signs[None, :, None, None, :] * (sig[None, None, :, None, None] << (t + 9 + g).clamp(min=0))
     floored = torch.div(value, 1 << d[None, None, None, :, None], rounding_mode="floor")
     in_bound = (signs[None, :, None, None, :] != 0) & (d[None, None, None, :, None] <= t + 16 + g)
     contrib = torch.where(in_bound, floored, 0).sum(-1)
-    inbound = in_bound[0, :, 0].sum(-1)  # [ia, d]
-    dtype = torch.int32 if contrib.abs().max() < 2**31 // 16 else torch.int64
-    return contrib.reshape(-1).to(dtype), inbound.reshape(-1).to(torch.int32), count, span - 1
+    packed = (contrib << count_bits) | in_bound.sum(-1)
+    return packed.reshape(-1), count, span - 1
 
 
 @dataclass
@@ -233,47 +236,48 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
 
 
 def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
-    contrib, inbound_table, total_table, far = _tables(g)
-    span = far + 1
     passes, rows, steps, lanes = a_bits.shape
+    count_bits = max(3, (MAX_TERMS * lanes).bit_length())
+    packed_table, total_table, far = _tables(g, count_bits)
+    span = far + 1
     cols = b_bits.shape[1]
     # step-major layout [S, P, R|1, 1|C, N]: each block is one contiguous slice
     a = _Operand(a_bits.permute(2, 0, 1, 3)[:, :, :, None])
     b = _Operand(b_bits.permute(2, 0, 1, 3)[:, :, None])
-    live = a.live & b.live  # [S, P, R, C, N]
-    product_exp = torch.where(live, (a.exp + b.exp - _BF16_BIAS).to(torch.int32), _NONE)
+    # a lane without a product gets an exponent far below every real one (< _DEAD)
+    product_exp = torch.where(a.live, a.exp - _BF16_BIAS, _NONE) + torch.where(b.live, b.exp, _NONE)
     block_max = product_exp.amax(-1)  # [S, P, R, C]
-    any_live = live.any(-1)
-    negative = a.sign ^ b.sign
-    operands = (negative * 128 + a.index) * 128 + b.index
-    contrib_base = (operands * span).contiguous()
-    inbound_base = (a.index * span).expand_as(contrib_base).contiguous()
-    total = torch.where(live, total_table[a.index], 0).sum((2, 3, 4))  # [S, P]
+    any_live = block_max > _DEAD
+    table_base = (a.sign * 2 * 128 * 128 + a.index * 128) * span + (b.sign * 128 * 128 + b.index) * span
+    # terms of live lanes, summed over the PEs: sum over lanes of (row terms) x (live columns)
+    row_terms = torch.where(a.live, total_table[a.index], 0).sum(2)  # [S, P, 1, N]
+    total = (row_terms * b.live.sum(3)).sum((2, 3))  # [S, P]
 
     shape = (passes, rows, cols)
     window = torch.zeros(shape, dtype=torch.int64)
-    acc_exp = torch.full(shape, _NONE, dtype=torch.int32)
+    acc_exp = torch.full(shape, _NONE, dtype=torch.int64)
     nonempty = torch.zeros(shape, dtype=torch.bool)
     block_cycles = torch.zeros((steps, passes), dtype=torch.int64)
     terms = torch.zeros((steps, passes), dtype=torch.int64)
     for s in range(steps):
         top = torch.maximum(block_max[s], acc_exp)  # acc_exp is _NONE while empty
         # with nothing to align to, every lane is out of bounds
-        top = torch.where(top == _NONE, -_NONE, top)
+        top = torch.where(top < _DEAD, -_NONE, top)
         distance = (top[..., None] - product_exp[s]).clamp_(max=far)
-        lane = contrib.take(contrib_base[s] + distance)
+        lane = packed_table.take(table_base[s] + distance)
+        packed_sum = lane.sum(-1)
         aligned = torch.where(nonempty, window >> (top - acc_exp).clamp(0, 63), 0)
-        total_sum = aligned + lane.sum(-1, dtype=torch.int64)
+        total_sum = aligned + (packed_sum >> count_bits)
         # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
         magnitude = torch.where(total_sum < 0, ~total_sum, total_sum)
         carry = (torch.frexp(magnitude.to(torch.float64)).exponent - (24 + g)).clamp_(min=0)
         window = total_sum >> carry
         nonempty = window != 0
         acc_exp = torch.where(nonempty, top + carry, _NONE)
-        in_bound = inbound_table.take(inbound_base[s] + distance)
-        pe_cycles = torch.where(any_live[s], in_bound.amax(-1).clamp(min=1), zero_block_cycles)
+        lane_terms = (lane & ((1 << count_bits) - 1)).amax(-1)
+        pe_cycles = torch.where(any_live[s], lane_terms.clamp(min=1), zero_block_cycles)
         block_cycles[s] = pe_cycles.flatten(1).amax(-1)
-        terms[s] = in_bound.flatten(1).sum(-1)
+        terms[s] = (packed_sum & ((1 << count_bits) - 1)).flatten(1).sum(-1)
 
     bits = torch.where(nonempty, _round_window(window, acc_exp.to(torch.int64), g), 0)
     if bool(a.special.any() or b.special.any()):
