@@ -308,6 +308,8 @@ class Cosim:
         if not so_file.exists():
             self._build(jobs)
             self.built = True
+        else:  # only its interface is needed: no "created but never used" warning
+            self.tile._MustUse__silence = True
         self._load(so_file)
 
     def _build(self, jobs):

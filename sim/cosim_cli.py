@@ -34,7 +34,8 @@ def register(subparsers):
     group.add_argument("--guard-bits", type=int, help="FPRaker guard bits G")
     group.add_argument("--zero-block-cycles", type=int, choices=[0, 1], help="FPRaker cost of an all-zero block")
     parser.add_argument("--build", default="build/cosim", help="folder of cached RTL builds (default build/cosim)")
-    parser.add_argument("--optimize", default="-O2", help="C++ optimisation flag of the model (default -O2)")
+    parser.add_argument("--opt-level", type=int, choices=range(4), default=2,
+                        help="C++ optimisation level of the model (default 2; 0 compiles fastest)")
     parser.add_argument("--json", default=None, help="also write the summary to this JSON file")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=_run)
@@ -90,7 +91,7 @@ def _run(args):
         raise CliError(f"--{name.replace('_', '-')} does not apply to design {args.design}")
     try:
         cosim = Cosim(args.design, {"rows": args.rows, "cols": args.cols, "dtype": args.dtype, **given},
-                      build_root=args.build, optimize=args.optimize)
+                      build_root=args.build, optimize=f"-O{args.opt_level}")
     except ValueError as error:
         raise CliError(str(error)) from None
     except CosimBuildError as error:

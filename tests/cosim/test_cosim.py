@@ -1,0 +1,136 @@
+"""pyverilator co-simulation of real trace passes: RTL outputs equal the golden models, RTL cycles the mapper's."""
+
+import numpy as np
+import pytest
+
+from dashraker.cli import main
+from dashraker.hw.baseline.tile import step_layout
+from dashraker.hw.tensordash.window import chunk_layout
+from dashraker.mapping.dataflow import passes as mapper_passes
+from dashraker.sim.cosim import Cosim, design_params, stream_words
+from dashraker.sim.cosim_check import OPS, cosimulate, trace_passes
+from dashraker.sim.payload import pack_array
+
+# Small tiles, so that each design builds in about a minute; C++ at -O0 compiles fastest.
+CONFIGS = {
+    "baseline": {"rows": 2, "cols": 1, "lanes": 4},
+    "tensordash": {"rows": 2, "cols": 1, "lanes": 8},
+    "fpraker": {"rows": 2, "cols": 1, "lanes": 4},
+}
+OPTIMIZE = "-O0"
+PASSES = 12
+
+
+@pytest.fixture(scope="session")
+def cosim_trace(tmp_path_factory):
+    """A real trace: MobileNet learning digits, one step, two samples (depthwise, strided and pointwise convolutions)."""
+    from dashraker.trace import open_trace, record
+
+    out = tmp_path_factory.mktemp("cosim_trace") / "mobilenet"
+    record("mobilenet", "digits", [1], 2, out, progress=False, threads=1)
+    return open_trace(out)
+
+
+@pytest.fixture(scope="session")
+def cosims(build_cache):
+    """One pyverilator model per design, built once per session."""
+    built = {}
+
+    def get(design):
+        if design not in built:
+            built[design] = Cosim(design, CONFIGS[design], build_root=build_cache / "cosim", optimize=OPTIMIZE)
+        return built[design]
+
+    return get
+
+
+# MobileNet layers: a pointwise convolution on 8x8 maps after a ReLU (sparse activations, short passes)
+# for the forward and weight gradient, a strided depthwise one for the input gradient (stride phases, groups).
+LAYERS = {"fwd": "features.24", "bwd_input": "features.21", "bwd_weight": "features.24"}
+
+
+def _layer(trace, op):
+    return next(layer for layer in trace.layers if layer.name == LAYERS[op])
+
+
+@pytest.mark.parametrize("op", list(OPS.values()))
+@pytest.mark.parametrize("design", list(CONFIGS))
+def test_trace_passes_agree(design, op, cosims, cosim_trace):
+    cosim = cosims(design)
+    layer = _layer(cosim_trace, op)
+    tensors = cosim_trace.load(layer.name, cosim_trace.steps[-1])
+    # Passes from the middle of the operation too, where ReLU zeros and padding vary.
+    report = cosimulate(cosim, layer, tensors, op, count=PASSES, chunk=5)
+    report.add(cosimulate(cosim, layer, tensors, op, count=PASSES, start=40, chunk=5))
+    assert report.passes == 2 * PASSES
+    assert report.ok, "\n".join(report.problems)
+    assert report.mapper_cycles == report.rtl_cycles > 0
+    if design == "baseline":
+        assert report.rtl_cycles == report.dense_steps
+
+
+def test_passes_are_the_mappers(cosim_trace):
+    """``trace_passes`` slices the mapper's own pass sequence, across its batches."""
+    layer = _layer(cosim_trace, "fwd")
+    tensors = cosim_trace.load(layer.name, cosim_trace.steps[-1])
+    every = [batch for batch in mapper_passes(layer, tensors, "fwd", 2, 1, 4)]
+    scheduled = np.concatenate([batch.scheduled for batch in every])
+    got = [a for _, a, _ in trace_passes(layer, tensors, "fwd", 2, 1, 4, count=7, start=3)]
+    assert np.array_equal(np.concatenate(got), scheduled[3:10])
+
+
+def test_a_wrong_model_is_caught(cosims, cosim_trace):
+    """Comparing against a golden model and mapper of another lookahead reports cycle mismatches."""
+    cosim = cosims("tensordash")
+    layer = _layer(cosim_trace, "fwd")
+    tensors = cosim_trace.load(layer.name, cosim_trace.steps[-1])
+    right = cosim.params["lookahead"]
+    cosim.params["lookahead"], cosim.params["pattern"] = 1, "T<1,0>"
+    try:
+        report = cosimulate(cosim, layer, tensors, "fwd", count=PASSES)
+    finally:
+        cosim.params["lookahead"], cosim.params["pattern"] = right, "T<2,5>"
+    assert not report.ok and report.cycle_mismatches > 0 and report.problems
+
+
+def test_stream_words_match_payload_packing():
+    """Step and TensorDash chunk transfers equal ``sim.payload`` packing of the same fields."""
+    rng = np.random.default_rng(3)
+    passes, rows, cols, steps, lanes = 3, 2, 3, 4, 5
+    a = rng.integers(0, 1 << 16, (passes, rows, steps, lanes))
+    b = rng.integers(0, 1 << 16, (passes, cols, steps, lanes))
+    layout = step_layout(rows, cols, lanes, "bf16")
+    expected = [pack_array(a[p, :, s], 16) | pack_array(b[p, :, s], 16) << layout["cols"].offset
+                | int(s == steps - 1) << layout["last"].offset for p in range(passes) for s in range(steps)]
+    words = stream_words(layout, a, b, 16)
+    assert [int.from_bytes(row.tobytes(), "little") for row in words] == expected
+
+    chunks = chunk_layout(rows, cols, lanes, 2, "bf16")
+    grouped = [expected[i : i + 3] for i in range(0, len(expected), 3)]
+    expected = [pack_array(group, layout.size) | len(group) << chunks["count"].offset for group in grouped]
+    words = stream_words(chunks, a, b, 16)
+    assert [int.from_bytes(row.tobytes(), "little") for row in words] == expected
+
+
+def test_design_params():
+    assert design_params("fpraker", rows=2)["lanes"] == 8
+    assert design_params("tensordash")["lookahead"] == 2
+    with pytest.raises(ValueError, match="'baseline' has no parameter 'lookahead'"):
+        design_params("baseline", lookahead=1)
+
+
+def test_cli(cosims, cosim_trace, build_cache, capsys):
+    cosims("baseline")  # built once; the command reuses it
+    layer = _layer(cosim_trace, "fwd").name
+    common = [str(cosim_trace.path), "--design", "baseline", "--rows", "2", "--cols", "1", "--lanes", "4",
+              "--build", str(build_cache / "cosim"), "--opt-level", OPTIMIZE[-1], "--no-progress"]
+    assert main(["cosim", *common, "--layer", layer, "--op", "bwd-weight", "--passes", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "passes 6" in out and "output mismatches 0" in out and "AGREE" in out
+
+    assert main(["cosim", *common, "--layer", "nope", "--op", "fwd"]) == 2
+    assert "no layer 'nope'" in capsys.readouterr().err
+    assert main(["cosim", *common, "--layer", cosim_trace.layers[0].name, "--op", "bwd-input"]) == 2
+    assert "first layer" in capsys.readouterr().err
+    assert main(["cosim", *common, "--layer", layer, "--op", "fwd", "--lookahead", "1"]) == 2
+    assert "--lookahead does not apply to design baseline" in capsys.readouterr().err
