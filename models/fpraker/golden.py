@@ -53,7 +53,7 @@ count, per PE and lane, the in-bound / out-of-bounds terms of live lanes.
 """
 
 import functools
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -232,7 +232,7 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
         _tile_chunk(a_bits[p : p + chunk], b_bits[p : p + chunk], guard_bits, zero_block_cycles)
         for p in range(0, passes, chunk)
     ] or [_tile_chunk(a_bits, b_bits, guard_bits, zero_block_cycles)]
-    return TileResult(*(torch.cat(field) for field in zip(*(astuple(part) for part in parts))))
+    return TileResult(*(torch.cat([getattr(part, field.name) for part in parts]) for field in fields(TileResult)))
 
 
 def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):

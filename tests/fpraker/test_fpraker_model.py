@@ -138,3 +138,16 @@ def test_rejects_bad_shapes_and_types():
         tile(a, a, guard_bits=-1)
     with pytest.raises(ValueError, match="zero_block_cycles"):
         tile(a, a, zero_block_cycles=2)
+
+
+def test_chunked_passes_equal_one_batch(monkeypatch):
+    from dashraker.models.fpraker import golden
+
+    rng = np.random.default_rng(9)
+    a, b = random_bits(rng, (7, 2, 5, 4), 8, 0.3), random_bits(rng, (7, 3, 5, 4), 8, 0.3)
+    whole = tile(a, b)
+    monkeypatch.setattr(golden, "_CHUNK", 2 * 3 * 5 * 4 * 2)  # two passes per chunk
+    parts = tile(a, b)
+    assert torch.equal(fp32_bits(whole.outputs), fp32_bits(parts.outputs))
+    for name in ("cycles", "terms", "skipped_terms", "block_cycles"):
+        assert torch.equal(getattr(whole, name), getattr(parts, name)), name
