@@ -83,24 +83,26 @@ def _across_problems(problems, chunks, evaluate, limit):
     (groups, kernel offsets) thus costs the reference models a few large calls, not many small ones.
     """
     results = [[] for _ in problems]
-    by_steps = {}
-    for index, problem in enumerate(problems):
-        by_steps.setdefault(problem.steps, []).append(index)
-    for indices in by_steps.values():
-        pending, owners, size = [], [], 0
-        for index in indices + [None]:
-            for chunk in chunks(index, problems[index]) if index is not None else [None]:
-                if chunk is not None:
-                    pending.append(chunk)
-                    owners.append((index, len(chunk[0])))
-                    size += sum(part.size for part in chunk)
-                if pending and (size >= limit or chunk is None):
-                    outputs = evaluate(*(np.concatenate(parts) for parts in zip(*pending)))
-                    offset = 0
-                    for owner, count in owners:
-                        results[owner].append(tuple(np.asarray(out)[offset : offset + count] for out in outputs))
-                        offset += count
-                    pending, owners, size = [], [], 0
+    pending = []  # (problem index, chunk) of one step count
+
+    def flush():
+        if pending:
+            outputs = evaluate(*(np.concatenate(parts) for parts in zip(*(chunk for _, chunk in pending))))
+            offset = 0
+            for owner, chunk in pending:
+                count = len(chunk[0])
+                results[owner].append(tuple(np.asarray(out)[offset : offset + count] for out in outputs))
+                offset += count
+            pending.clear()
+
+    for steps in dict.fromkeys(problem.steps for problem in problems):
+        for index, problem in enumerate(problems):
+            if problem.steps == steps:
+                for chunk in chunks(index, problem):
+                    pending.append((index, chunk))
+                    if sum(part.size for _, held in pending for part in held) >= limit:
+                        flush()
+        flush()
     return [tuple(np.concatenate(parts) for parts in zip(*result)) for result in results]
 
 

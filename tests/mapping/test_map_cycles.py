@@ -125,3 +125,17 @@ def test_fpraker_operand_bits_match_numerics():
     raw = np.concatenate([np.random.default_rng(0).standard_normal(1000) * 1e3, [0.0, -0.0, np.nan, np.inf, 1e-40]])
     values = _quantized(raw.astype(np.float32), "bf16", "nearest")
     assert np.array_equal(_bf16_bits(values), to_bf16_bits(torch.from_numpy(raw.astype(np.float32))).numpy())
+
+
+@pytest.mark.parametrize("design", ["tensordash", "fpraker"])
+def test_batching_across_problems_changes_nothing(tmp_path, layer_case, monkeypatch, design):
+    """Many problems of equal steps (depthwise groups, kernel offsets) batched together or one by one."""
+    from dashraker.mapping import engine
+
+    layer, tensors, _ = layer_case(n=1, c=8, m=8, size=6, groups=8, stride=2)
+    config = config_file(tmp_path, design)
+    together = [map_op(config, layer, tensors, op) for op in ("fwd", "bwd_input", "bwd_weight")]
+    monkeypatch.setattr(engine, "TENSORDASH_MAX_VALUES", 1)
+    monkeypatch.setattr(engine, "FPRAKER_MAX_VALUES", 1)
+    alone = [map_op(config, layer, tensors, op) for op in ("fwd", "bwd_input", "bwd_weight")]
+    assert alone == together
