@@ -35,7 +35,8 @@ _WORKER_TRACE = {}
 
 
 def _worker_init():
-    # One thread per process: the processes are the parallelism.
+    # One PyTorch thread per process: the processes are the parallelism, and spinning
+    # OpenMP threads slow small tensors down many times on a busy machine.
     import torch
 
     torch.set_num_threads(1)
@@ -75,9 +76,16 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True):
     bar = tqdm(total=len(tasks), desc="map", unit="op", disable=not progress)
     results = []
     if jobs <= 1:
-        for step, index, op in tasks:
-            results.extend(map_layer(trace, configs, step, index, [op]))
-            bar.update()
+        import torch
+
+        threads = torch.get_num_threads()
+        _worker_init()
+        try:
+            for step, index, op in tasks:
+                results.extend(map_layer(trace, configs, step, index, [op]))
+                bar.update()
+        finally:
+            torch.set_num_threads(threads)
     else:
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init) as pool:
