@@ -100,17 +100,22 @@ class TileRun:
 
 def _bit_matrix(values, width):
     """uint8 bits [..., k * width] of ``width``-bit integers [..., k], element 0 and bit 0 first."""
-    values = np.asarray(values, dtype=np.uint64)
-    bits = (values[..., None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)
+    values = np.asarray(values)
+    if width in (8, 16, 32, 64):  # byte-wide values: unpack their little-endian bytes directly
+        raw = np.ascontiguousarray(values.astype(f"<u{width // 8}")).view(np.uint8)
+        return np.unpackbits(raw, axis=-1, bitorder="little")
+    bits = (values.astype(np.uint64)[..., None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)
     return bits.astype(np.uint8).reshape(*values.shape[:-1], -1)
 
 
 def _words(bits):
-    """Rows of a bit matrix [T, B] as uint32 words [T, ceil(B / 32)], the way Verilator stores a wide port."""
-    pad = -bits.shape[1] % 32
-    if pad:
-        bits = np.pad(bits, ((0, 0), (0, pad)))
+    """Rows of a bit matrix [T, 32 * W] as uint32 words [T, W], the way Verilator stores a wide port."""
     return np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little").view("<u4"))
+
+
+def _word_bits(size):
+    """Bits of ``size`` rounded up to whole 32-bit words."""
+    return -(-size // 32) * 32
 
 
 def stream_words(layout, scheduled_bits, other_bits, width):
@@ -126,7 +131,7 @@ def stream_words(layout, scheduled_bits, other_bits, width):
     step = layout["steps"].shape.elem_shape if chunked else layout
     a = np.asarray(scheduled_bits).transpose(0, 2, 1, 3).reshape(passes * steps, -1)
     b = np.asarray(other_bits).transpose(0, 2, 1, 3).reshape(passes * steps, -1)
-    bits = np.zeros((passes * steps, step.size), np.uint8)
+    bits = np.zeros((passes * steps, step.size if chunked else _word_bits(step.size)), np.uint8)
     bits[:, : a.shape[1] * width] = _bit_matrix(a, width)
     offset = step["cols"].offset
     bits[:, offset : offset + b.shape[1] * width] = _bit_matrix(b, width)
@@ -136,7 +141,7 @@ def stream_words(layout, scheduled_bits, other_bits, width):
     size = layout["steps"].shape.length
     total = passes * steps
     transfers = -(-total // size)
-    chunks = np.zeros((transfers, layout.size), np.uint8)
+    chunks = np.zeros((transfers, _word_bits(layout.size)), np.uint8)
     padded = np.zeros((transfers * size, step.size), np.uint8)
     padded[:total] = bits
     chunks[:, : size * step.size] = padded.reshape(transfers, -1)
@@ -370,13 +375,13 @@ class Cosim:
         self.sim.lib.cosim_reset(self.sim.model, 2)
 
     def bits(self, values):
-        """Operand bit patterns (int64) of fp32 values already in the operand format."""
-        import torch
-
-        from dashraker.models.numerics import fp32_bits, to_bf16_bits
-
-        values = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32))
-        return (to_bf16_bits(values) if self.width == 16 else fp32_bits(values)).numpy().astype(np.int64)
+        """Operand bit patterns (uint32) of fp32 values already in the operand format."""
+        raw = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+        if self.width == 32:
+            return raw
+        if (raw & 0xFFFF).any():
+            raise ValueError("operands are not bf16 values: convert them first (models.numerics.quantize)")
+        return raw >> 16
 
     def run(self, scheduled, other):
         """Run passes: ``scheduled`` [P, rows, steps, lanes] (row side) and ``other`` [P, cols, steps, lanes]
