@@ -175,6 +175,7 @@ class StagingWindow(wiring.Component):
                         nonzero = [step.rows[r][lane].exp != 0 for lane in range(self.lanes)]
                         m.d.sync += flags[j][r].eq(Cat(*nonzero))
 
+
 def _any(values):
     """OR of one-bit values (an empty list gives 0)."""
     values = list(values)
