@@ -74,13 +74,6 @@ class ExponentUnit(wiring.Component):
         return m
 
 
-def _in_bound_mask(m, distance, guard_bits):
-    """Bit t set when a term at position t is in bounds: ``distance <= t + 16 + G``."""
-    mask = Signal(TERM_POSITIONS)
-    m.d.comb += mask.eq(sum((distance <= t + 16 + guard_bits) << t for t in range(TERM_POSITIONS)))
-    return mask
-
-
 def _shift_term(m, value, amount, guard_bits):
     """``floor(value * 2**amount)`` for ``amount`` in -7 .. 17 + G: the lane's barrel shifter."""
     width = 26 + guard_bits
@@ -101,10 +94,12 @@ class PE(wiring.Component):
 
     Each active cycle every lane issues its next in-bound term, most significant
     first: ``b`` shifted by ``t + 9 + G - d`` (floor), summed by an integer adder
-    tree into the running block sum. In a block's first cycle the exponent unit
-    aligns the block to the accumulator and masks off out-of-bounds terms, and the
-    accumulator is shifted into the running sum. At the block's end the sum is
-    renormalised into 25 + G signed bits. The tile sequences the PEs in lockstep.
+    tree into the running block sum. A lane's next term is picked from its digits
+    alone and issued if in bounds (``d <= t + 16 + G``); an out-of-bounds term ends
+    the lane, as every later term is out of bounds too. In a block's first cycle the
+    exponent unit aligns the block to the accumulator and the accumulator is shifted
+    into the running sum. At the block's end the sum is renormalised into 25 + G
+    signed bits. The tile sequences the PEs in lockstep.
 
     Parameters
     ----------
@@ -173,25 +168,28 @@ class PE(wiring.Component):
             m.d.comb += unit.exponents[n].eq(lane.exponent)
             d = Signal(signed(EXPONENT_BITS + 2), name=f"d{n}")
             m.d.comb += d.eq(Mux(self.first, unit.distances[n], distance[n]))
-            in_bound = Mux(self.first, _in_bound_mask(m, d, g) & lane.live.replicate(TERM_POSITIONS),
-                           Const((1 << TERM_POSITIONS) - 1, TERM_POSITIONS))
-            p = Signal(TERM_POSITIONS, name=f"p{n}")
-            q = Signal(TERM_POSITIONS, name=f"q{n}")
-            m.d.comb += [p.eq(plus[n] & in_bound), q.eq(minus[n] & in_bound)]
-            position, present = leading_term(m, p | q)
-            negative = q.bit_select(position, 1)
+            # the next term is picked from the digits alone, in parallel with the alignment
+            digits = plus[n] | minus[n]
+            position, present = leading_term(m, digits)
+            issue = Signal(name=f"issue{n}")
+            m.d.comb += issue.eq(present & (d <= position + 16 + g))  # in bounds
+            rest = Signal(TERM_POSITIONS, name=f"rest{n}")
+            m.d.comb += rest.eq(digits & ~(Const(1, TERM_POSITIONS) << position))
+            following, follows = leading_term(m, rest)
+            more.append(issue & follows & (d <= following + 16 + g))
+            negative = minus[n].bit_select(position, 1)
             term_b = Mux(negative, -lane.b, lane.b)
             value = _shift_term(m, term_b, position + 9 + g - d, g)
-            contributions.append(Mux(present, value, 0))
+            contributions.append(Mux(issue, value, 0))
             issued = Signal(TERM_POSITIONS, name=f"issued{n}")
-            m.d.comb += issued.eq(Mux(present, 1 << position, 0))
-            more.append(((p | q) & ~issued).any())
+            m.d.comb += issued.eq(Mux(issue, Const(1, TERM_POSITIONS) << position, 0))
             with m.If(self.active):
-                m.d.sync += [plus[n].eq(p & ~issued), minus[n].eq(q & ~issued)]
+                m.d.sync += [plus[n].eq(plus[n] & ~issued), minus[n].eq(minus[n] & ~issued)]
                 with m.If(self.first):
                     m.d.sync += distance[n].eq(d)
             with m.If(self.load):
-                m.d.sync += [plus[n].eq(self.block.lanes[n].plus), minus[n].eq(self.block.lanes[n].minus)]
+                live = self.block.lanes[n].live.replicate(TERM_POSITIONS)
+                m.d.sync += [plus[n].eq(self.block.lanes[n].plus & live), minus[n].eq(self.block.lanes[n].minus & live)]
         m.d.comb += self.more.eq(Cat(*more).any())
 
         shift = Signal(range(fit + 1))
@@ -212,7 +210,7 @@ class PE(wiring.Component):
             renormalised.eq(total >> carry),
             self.result.window.eq(renormalised),
             self.result.exponent.eq(top_now + carry),
-            self.result.nonempty.eq(renormalised != 0),
+            self.result.nonempty.eq(total != 0),  # a floor shift that was needed never reaches 0
         ]
 
         with m.If(self.active):
