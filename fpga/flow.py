@@ -45,7 +45,7 @@ def _tool(name):
 
 def _run(command, log_path, pattern, bar):
     """Run a tool, its whole output to ``log_path``, lines matching ``pattern`` as the bar's postfix."""
-    with open(log_path, "w") as log, subprocess.Popen(command, cwd=log_path.parent, stdout=subprocess.PIPE,
+    with open(log_path, "w", buffering=1) as log, subprocess.Popen(command, cwd=log_path.parent, stdout=subprocess.PIPE,
                                                      stderr=subprocess.STDOUT, text=True) as process:
         for line in process.stdout:
             log.write(line)
