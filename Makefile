@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
 DEMO_OUT ?= build/demo
 
-.PHONY: setup demo test test-quick clean
+.PHONY: setup demo test test-all clean
 
 setup: $(STAMP)
 	@scripts/install-system-packages.sh
@@ -21,11 +21,13 @@ $(STAMP): pyproject.toml setup.py
 demo: setup
 	$(BIN)/dashraker demo --out $(DEMO_OUT)
 
+# The suite without the cases marked slow (large tile builds, long formal proofs, full sweeps).
 test: setup
-	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
-
-test-quick: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+
+# Everything, slow cases included.
+test-all: setup
+	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 clean:
 	rm -rf build

@@ -22,7 +22,7 @@ from pathlib import Path
 from dashraker.hw.verilog import write_verilog
 from dashraker.sim.toolchain import LINT_WAIVERS, cocotb_verilator_env, require
 
-__all__ = ["SIMULATORS", "selected_simulators", "run_cocotb", "tb_config"]
+__all__ = ["SIMULATORS", "selected_simulators", "configuration_cases", "run_cocotb", "tb_config"]
 
 SIMULATORS = ("icarus", "verilator")
 _CONFIG_VARIABLE = "DASHRAKER_TB_CONFIG"
@@ -36,6 +36,22 @@ def selected_simulators():
     if unknown:
         raise ValueError(f"SIM names unknown simulator(s) {unknown}; expected some of {list(SIMULATORS)}")
     return names
+
+
+def configuration_cases(names, quick):
+    """pytest parameters ``(name, simulator)`` for every configuration on every selected simulator.
+
+    Pairs not in ``quick`` are marked slow, so the quick suite builds only the few
+    configurations each simulator handles fastest.
+    """
+    import pytest
+
+    return [
+        pytest.param(name, simulator, marks=[] if (name, simulator) in quick else [pytest.mark.slow],
+                     id=f"{simulator}-{name}")
+        for name in names
+        for simulator in selected_simulators()
+    ]
 
 
 def tb_config():

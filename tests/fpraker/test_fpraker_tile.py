@@ -6,7 +6,7 @@ import pytest
 
 from dashraker.cli import main
 from dashraker.hw.fpraker import Tile
-from dashraker.sim.runner import SIMULATORS, run_cocotb, selected_simulators
+from dashraker.sim.runner import configuration_cases, run_cocotb
 from dashraker.sim.toolchain import lint
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fpraker_tile.py")
@@ -21,15 +21,7 @@ CONFIGS = {
 QUICK = {("fpr_1x2x4_g0_z0", "icarus"), ("fpr_1x1x2_g3", "verilator")}
 
 
-def _cases():
-    for name in CONFIGS:
-        for simulator in SIMULATORS:
-            if simulator in selected_simulators():
-                marks = [] if (name, simulator) in QUICK else [pytest.mark.slow]
-                yield pytest.param(name, simulator, marks=marks, id=f"{simulator}-{name}")
-
-
-@pytest.mark.parametrize("name, sim_name", list(_cases()))
+@pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
 def test_fpraker_tile(name, sim_name, build_cache):
     params = CONFIGS[name]
     config = {**params, "seed": 7, "passes": 10}

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from dashraker.hw.baseline import Tile
-from dashraker.sim.runner import run_cocotb
+from dashraker.sim.runner import configuration_cases, run_cocotb
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_tile.py")
 
@@ -16,14 +16,13 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", [
-    "pe_16_bf16",
-    "tile_2x3x4_fp32",
-    pytest.param("tile_4x4x16_bf16", marks=pytest.mark.slow),
-])
-def test_baseline_tile(name, simulator, build_cache):
+QUICK = {(name, simulator) for name in ("pe_16_bf16", "tile_2x3x4_fp32") for simulator in ("icarus", "verilator")}
+
+
+@pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
+def test_baseline_tile(name, sim_name, build_cache):
     params = CONFIGS[name]
     config = {"rows": params["rows"], "cols": params["cols"], "lanes": params["lanes"], "format": params["fmt"],
               "latency": Tile(**params).latency, "seed": 11, "passes": 12}
     run_cocotb(lambda: Tile(**params), toplevel=name, test_module=COCOTB_MODULE,
-               build_dir=build_cache / name, simulator=simulator, config=config)
+               build_dir=build_cache / name, simulator=sim_name, config=config)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from dashraker.hw.tensordash import Tile
-from dashraker.sim.runner import SIMULATORS, run_cocotb, selected_simulators
+from dashraker.sim.runner import configuration_cases, run_cocotb
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_tensordash_tile.py")
 
@@ -19,15 +19,7 @@ CONFIGS = {
 QUICK = {("td_2x2x16_t25_bf16", "icarus"), ("td_1x3x8_h1_fp32", "verilator")}
 
 
-def _cases():
-    for name in CONFIGS:
-        for simulator in SIMULATORS:
-            if simulator in selected_simulators():
-                marks = [] if (name, simulator) in QUICK else [pytest.mark.slow]
-                yield pytest.param(name, simulator, marks=marks, id=f"{simulator}-{name}")
-
-
-@pytest.mark.parametrize("name, sim_name", list(_cases()))
+@pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
 def test_tensordash_tile(name, sim_name, build_cache):
     params = CONFIGS[name]
     config = {**{key: params[key] for key in ("rows", "cols", "lanes", "lookahead", "pattern")},
