@@ -32,9 +32,9 @@ test-all: setup
 clean:
 	rm -rf build
 
-# FPGA (slow: hours on 2 cores; finished configurations are reused): the equal-lanes comparison of the designs (their default 16-lane
-# baseline/TensorDash configurations among them, bf16 and fp32) and FPRaker's default, placed and routed for
-# ECP5-85k. Throughput per LUT uses the speedups of `make demo`'s mapping when it exists (or FPGA_MAP=map.json).
+# FPGA (slow: hours on 2 cores; finished configurations are reused): the equal-lanes comparison of
+# the designs (their default 16-lane baseline/TensorDash configurations among them, bf16 and fp32)
+# and FPRaker's default, placed and routed for ECP5-85k. Throughput per LUT uses the speedups of `make demo`'s mapping when it exists (or FPGA_MAP=map.json).
 FPGA_OUT ?= build/fpga
 FPGA_MAP ?= $(wildcard $(DEMO_OUT)/map/map.json)
 .PHONY: fpga
