@@ -6,7 +6,7 @@ a struct sit at the least significant end.
 
 import numpy as np
 
-__all__ = ["pack_array", "unpack_array"]
+__all__ = ["pack_array", "unpack_array", "step_payloads"]
 
 
 def pack_array(values, width):
@@ -24,3 +24,20 @@ def unpack_array(packed, width, shape):
     mask = (1 << width) - 1
     values = [(int(packed) >> (index * width)) & mask for index in range(count)]
     return np.array(values, dtype=np.int64).reshape(shape)
+
+
+def step_payloads(rows_bits, cols_bits, width):
+    """The ``steps`` transfers of one pass in ``hw.baseline.step_layout``: rows, columns, ``last``.
+
+    ``rows_bits`` [R, S, N] and ``cols_bits`` [C, S, N] are operand bit patterns of ``width`` bits.
+    """
+    rows_bits, cols_bits = np.asarray(rows_bits), np.asarray(cols_bits)
+    row_width = rows_bits.shape[0] * rows_bits.shape[2] * width
+    col_width = cols_bits.shape[0] * cols_bits.shape[2] * width
+    steps = rows_bits.shape[1]
+    return [
+        pack_array(rows_bits[:, step], width)
+        | pack_array(cols_bits[:, step], width) << row_width
+        | int(step == steps - 1) << (row_width + col_width)
+        for step in range(steps)
+    ]

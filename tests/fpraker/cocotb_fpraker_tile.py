@@ -7,7 +7,7 @@ from cocotb.triggers import RisingEdge
 
 from dashraker.models.fpraker import tile as golden_tile
 from dashraker.models.numerics import fp32_bits, to_bf16_bits
-from dashraker.sim.payload import pack_array, unpack_array
+from dashraker.sim.payload import step_payloads, unpack_array
 from dashraker.sim.runner import tb_config
 from dashraker.sim.stimulus import passes_from_matrices, training_step_tensors
 from dashraker.sim.streams import TB, StreamSink, StreamSource
@@ -23,18 +23,11 @@ class TileTB(TB):
         self.source = StreamSource(dut, "steps", dut.clk, stall=stall, seed=config["seed"])
         self.sink = StreamSink(dut, "results", dut.clk, stall=stall, seed=config["seed"] + 1)
 
-    def step_payloads(self, a, b):
-        """Transfers of one pass (a [R, S, N], b [C, S, N] bf16 patterns): rows, cols, ``last``."""
-        row_width, col_width = a.shape[0] * a.shape[2] * 16, b.shape[0] * b.shape[2] * 16
-        steps = a.shape[1]
-        return [pack_array(a[:, s], 16) | pack_array(b[:, s], 16) << row_width
-                | int(s == steps - 1) << (row_width + col_width) for s in range(steps)]
-
     async def run_passes(self, passes):
         """Stream every pass; each result and cycle count must equal the golden model's. Returns the cycles."""
         rows, cols = self.config["rows"], self.config["cols"]
         for a, b in passes:
-            self.source.send(self.step_payloads(a, b))
+            self.source.send(step_payloads(a, b, 16))
         cycles = []
         for index, (a, b) in enumerate(passes):
             payload = await self.sink.recv()

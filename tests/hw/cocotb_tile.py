@@ -9,7 +9,7 @@ from cocotb.triggers import RisingEdge
 
 from dashraker.models.baseline import dense_tile
 from dashraker.models.numerics import fp32_bits, fp32_from_bits, quantize, to_bf16_bits
-from dashraker.sim.payload import pack_array, unpack_array
+from dashraker.sim.payload import step_payloads, unpack_array
 from dashraker.sim.runner import tb_config
 from dashraker.sim.stimulus import passes_from_matrices, training_step_tensors
 from dashraker.sim.streams import TB, StreamSink, StreamSource
@@ -28,23 +28,11 @@ class TileTB(TB):
         self.source = StreamSource(dut, "steps", dut.clk, stall=stall, seed=config["seed"])
         self.sink = StreamSink(dut, "results", dut.clk, stall=stall, seed=config["seed"] + 1)
 
-    def step_payloads(self, a, b):
-        """The stream transfers of one pass: row then column operands, ``last`` on the final step."""
-        rows_bits, cols_bits = _bits(a, self.config["format"]), _bits(b, self.config["format"])
-        steps = a.shape[1]
-        row_width = a.shape[0] * a.shape[2] * self.width
-        col_width = b.shape[0] * b.shape[2] * self.width
-        return [
-            pack_array(rows_bits[:, step], self.width)
-            | pack_array(cols_bits[:, step], self.width) << row_width
-            | int(step == steps - 1) << (row_width + col_width)
-            for step in range(steps)
-        ]
-
     async def run_passes(self, passes):
         """Stream every pass, compare each result with the golden model; returns (accept, result) times."""
         for a, b in passes:
-            self.source.send(self.step_payloads(a, b))
+            fmt = self.config["format"]
+            self.source.send(step_payloads(_bits(a, fmt), _bits(b, fmt), self.width))
         for index, (a, b) in enumerate(passes):
             got = unpack_array(await self.sink.recv(), 32, (a.shape[0], b.shape[0]))
             want = fp32_bits(dense_tile(torch.from_numpy(a), torch.from_numpy(b), self.config["format"])).numpy()
