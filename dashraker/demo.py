@@ -18,7 +18,7 @@ def register(subparsers):
     parser.add_argument("--out", type=Path, default=Path("build/demo"), help="output folder (default build/demo)")
     parser.add_argument("--model", default="vgg", help="network to record (default vgg)")
     parser.add_argument("--steps", default="1,60", help="optimizer steps to record (default 1,60)")
-    parser.add_argument("--samples", default="4", help="samples per recorded batch (default 4)")
+    parser.add_argument("--samples", default="2", help="samples per recorded batch (default 2)")
     parser.set_defaults(func=run)
 
 
