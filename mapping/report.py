@@ -76,7 +76,8 @@ def _figure(designs, layers):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt.subplots(len(designs), 1, figsize=(max(8, 0.45 * len(layers) + 3), 3.2 * len(designs)), squeeze=False)
+    return plt.subplots(len(designs), 1, figsize=(max(8, 0.45 * len(layers) + 3), 3.6 * len(designs)), squeeze=False,
+                        layout="constrained")
 
 
 def _labels(rows):
