@@ -4,22 +4,15 @@ import importlib
 from pathlib import Path
 
 from dashraker.cli import CliError
-from dashraker.hw.cli import DESIGNS
+from dashraker.hw.cli import DESIGNS, add_tile_arguments
 
-__all__ = ["register", "add_design_arguments"]
+__all__ = ["register"]
 
 DEFAULT_DEVICE = "ecp5-85k"
 DEFAULT_CLOCK_MHZ = 100.0
 # Arguments that are not the design's generator parameters.
 _FLOW_ARGUMENTS = {"command", "design", "func", "builder", "device", "clock", "out", "word_bits", "keep_depth",
                    "seed", "no_progress"}
-
-
-def add_design_arguments(parser):
-    """The tile arguments every design takes (as ``dashraker verilog``)."""
-    parser.add_argument("--rows", type=int, default=1, help="PE rows R of the tile (default 1)")
-    parser.add_argument("--cols", type=int, default=1, help="PE columns C of the tile (default 1)")
-    parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16", help="operand format")
 
 
 def add_flow_arguments(parser, out_help):
@@ -48,7 +41,7 @@ def register(subparsers):
     for name, module in DESIGNS.items():
         design = importlib.import_module(module)
         sub = designs.add_parser(name, help=f"the {name} tile", description=design.__doc__)
-        add_design_arguments(sub)
+        add_tile_arguments(sub)
         design.add_arguments(sub)
         add_flow_arguments(sub, "folder for the netlists, logs and report.json / report.md")
         sub.set_defaults(func=_run_design, builder=design.from_arguments)

@@ -175,12 +175,11 @@ def _configuration(design, dtype, args):
     """The design built from its own command-line defaults with the compared lanes, tile and dtype."""
     import importlib
 
-    from dashraker.fpga.cli import add_design_arguments
-    from dashraker.hw.cli import DESIGNS
+    from dashraker.hw.cli import DESIGNS, add_tile_arguments
 
     module = importlib.import_module(DESIGNS[design])
     parser = argparse.ArgumentParser(prog=f"compare {design}")
-    add_design_arguments(parser)
+    add_tile_arguments(parser)
     module.add_arguments(parser)
     namespace = parser.parse_args(["--lanes", str(args.lanes), "--rows", str(args.rows), "--cols", str(args.cols),
                                    "--dtype", dtype])

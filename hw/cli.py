@@ -4,7 +4,7 @@ import importlib
 
 from dashraker.cli import CliError
 
-__all__ = ["register", "DESIGNS"]
+__all__ = ["register", "DESIGNS", "add_tile_arguments"]
 
 # Design name -> module with ``add_arguments(parser)`` and ``from_arguments(args) -> Component``.
 DESIGNS = {
@@ -14,6 +14,13 @@ DESIGNS = {
 }
 
 
+def add_tile_arguments(parser):
+    """The tile arguments every design takes (rows, columns, operand format)."""
+    parser.add_argument("--rows", type=int, default=1, help="PE rows R of the tile (default 1)")
+    parser.add_argument("--cols", type=int, default=1, help="PE columns C of the tile (default 1)")
+    parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16", help="operand format")
+
+
 def register(subparsers):
     parser = subparsers.add_parser("verilog", help="generate Verilog for a design",
                                    description="Generate synthesisable Verilog for a design.")
@@ -21,9 +28,7 @@ def register(subparsers):
     for name, module in DESIGNS.items():
         design = importlib.import_module(module)
         sub = designs.add_parser(name, help=f"the {name} tile", description=design.__doc__)
-        sub.add_argument("--rows", type=int, default=1, help="PE rows R of the tile (default 1)")
-        sub.add_argument("--cols", type=int, default=1, help="PE columns C of the tile (default 1)")
-        sub.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16", help="operand format")
+        add_tile_arguments(sub)
         sub.add_argument("--name", default=None, help="top module name (default: dashraker_DESIGN)")
         sub.add_argument("-o", "--output", required=True, help="Verilog file to write")
         design.add_arguments(sub)
