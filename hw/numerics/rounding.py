@@ -1,19 +1,33 @@
 """Normalisation and rounding helpers shared by the FP units."""
 
-from amaranth.hdl import Signal, signed
+from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
 __all__ = ["leading_zeros", "round_nearest_even"]
 
 
 def leading_zeros(m, value):
-    """A signal counting the leading zeros of ``value`` (its width when all zero)."""
+    """A signal counting the leading zeros of ``value`` (its width when all zero).
+
+    Built as a balanced tree (each node joins the counts of its two halves), so its
+    depth grows with log2 of the width instead of a priority chain per bit.
+    """
     width = len(value)
-    count = Signal(range(width + 1), init=width)
-    m.d.comb += count.eq(width)
-    for bit in range(width):  # later (higher) bits take priority
-        with m.If(value[bit]):
-            m.d.comb += count.eq(width - 1 - bit)
-    return count
+    padded = 1 << max(0, (width - 1).bit_length())
+    # Pad with ones below the LSB: they never add leading zeros beyond the width.
+    zeros, empty = _zeros_and_empty(Cat(Const((1 << (padded - width)) - 1, padded - width), value))
+    result = Signal(range(width + 1))
+    m.d.comb += result.eq(Mux(empty, width, zeros))
+    return result
+
+
+def _zeros_and_empty(bits):
+    """(leading zeros, all zero) of a power-of-two wide value; the count is exact unless it is all zero."""
+    if len(bits) == 1:
+        return Const(0, 0), ~bits[0]
+    half = len(bits) // 2
+    high_zeros, high_empty = _zeros_and_empty(bits[half:])
+    low_zeros, low_empty = _zeros_and_empty(bits[:half])
+    return Mux(high_empty, Cat(low_zeros, Const(1, 1)), Cat(high_zeros, Const(0, 1))), high_empty & low_empty
 
 
 def round_nearest_even(m, mantissa, exponent, *, guard, sticky):
