@@ -71,7 +71,7 @@ class FPAdder(wiring.Component):
 
         # Close path: |big - small| in a 25-bit frame, exact.
         close_big = Cat(C(0, 1), big_sig)
-        close_small = Mux(distance[0], small_sig, Cat(C(0, 1), small_sig))
+        close_small = Mux(a_minus_b[0], small_sig, Cat(C(0, 1), small_sig))  # odd difference: one place apart
         forward = Signal(_CLOSE + 1)
         backward = Signal(_CLOSE + 1)
         m.d.comb += [forward.eq(close_big - close_small), backward.eq(close_small - close_big)]
@@ -87,11 +87,8 @@ class FPAdder(wiring.Component):
         ]
         use_close = subtract & (distance <= 1) & ~close[_CLOSE - 1]
 
-        # Far path: align the smaller significand; what is shifted out collapses into the sticky bit.
-        # Shifts of 27 to 31 places already leave only the sticky bit; 32 or more skip the shifter.
-        wide = Cat(C(0, _WIDTH), C(0, 3), small_sig) >> distance[:5]
-        shifted = Cat(wide[_WIDTH] | wide[:_WIDTH].any(), wide[_WIDTH + 1 : 2 * _WIDTH])
-        aligned = Mux(distance[5:].any(), small_sig.any(), shifted)
+        # Far path: both alignments are computed beside the ordering, from the raw differences.
+        aligned = Mux(a_big, _align(significand(b), a_minus_b[:8]), _align(significand(a), b_minus_a[:8]))
         big_ext = Cat(C(0, 3), big_sig)
         total = Signal(_WIDTH + 1)
         m.d.comb += total.eq(Mux(subtract, big_ext - aligned, big_ext + aligned))
@@ -135,3 +132,16 @@ class FPAdder(wiring.Component):
                 self.sum.frac.eq(Mux(use_close, close_normalized[1:24], far_mantissa[:23])),
             ]
         return m
+
+
+def _align(significand, distance):
+    """The 24-bit ``significand`` shifted right by ``distance`` into the far path's 27-bit frame.
+
+    Bits shifted below the frame collapse into its sticky LSB, computed from a mask
+    of the distance beside the shifter; 27 places or more leave only the sticky bit.
+    """
+    places = distance[:5]
+    shifted = (Cat(C(0, 3), significand) >> places)[1:_WIDTH]
+    below = Cat(*(places >= position + 3 for position in range(24)))
+    sticky = (significand & below).any()
+    return Mux(distance[5:].any(), significand.any(), Cat(sticky, shifted))
