@@ -32,12 +32,15 @@ test-all: setup
 clean:
 	rm -rf build
 
-# FPGA (slow: hours on 2 cores; finished configurations are reused): the equal-lanes comparison of
-# the designs (their default 16-lane baseline/TensorDash configurations among them, bf16 and fp32)
-# and FPRaker's default, placed and routed for ECP5-85k. Throughput per LUT uses the speedups of `make demo`'s mapping when it exists (or FPGA_MAP=map.json).
+# FPGA (slow: about two hours on 2 cores; finished configurations are reused), placed and routed for
+# ECP5-85k: the designs compared at 8 lanes in bf16 and fp32 (FPRaker's default among them), at 16
+# lanes in bf16 (the baseline's and TensorDash's defaults), and the loops and units that bound Fmax
+# alone. Throughput per LUT uses the speedups of `make demo`'s mapping when it exists (or FPGA_MAP=map.json).
 FPGA_OUT ?= build/fpga
 FPGA_MAP ?= $(wildcard $(DEMO_OUT)/map/map.json)
+FPGA_COMPARE = $(BIN)/dashraker fpga compare $(if $(FPGA_MAP),--map $(FPGA_MAP)) $(FPGA_ARGS)
 .PHONY: fpga
 fpga: setup
-	$(BIN)/dashraker fpga compare --out $(FPGA_OUT) $(if $(FPGA_MAP),--map $(FPGA_MAP)) $(FPGA_ARGS)
-	$(BIN)/dashraker fpga fpraker --out $(FPGA_OUT)/fpraker-default
+	$(FPGA_COMPARE) --lanes 8 --dtypes bf16,fp32 --out $(FPGA_OUT)/lanes8
+	$(FPGA_COMPARE) --lanes 16 --dtypes bf16 --out $(FPGA_OUT)/lanes16
+	$(BIN)/python bench/fpga_units.py --out $(FPGA_OUT)/units

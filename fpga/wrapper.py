@@ -35,7 +35,7 @@ class StreamTop(wiring.Component):
       if ``tx.ready`` was high two cycles before, and every word presented with
       ``tx.valid`` high is taken. Words of one result come out in order.
 
-    The interface moves one word per cycle; a step of K words takes about K + 3
+    The interface moves one word per cycle; a step of K words takes about K + 4
     cycles, so the wrapper is for fitting and timing the design, not for feeding it
     at full rate.
 
@@ -90,16 +90,20 @@ class StreamTop(wiring.Component):
         m.d.sync += [word.eq(self.rx.payload), word_valid.eq(self.rx.valid & self.rx.ready)]
         buffer = Signal(k * w)
         count = Signal(range(k + 1))
+        # `taken`: the design took the buffered step at the last edge. Only this register
+        # listens to the design's `ready`, so the design's handshake logic ends there
+        # instead of running on into the word counting (one idle cycle per step).
+        taken = Signal()
         full = count == k
-        consume = full & steps.ready
-        m.d.comb += [steps.valid.eq(full), steps.payload.as_value().eq(buffer[:self.step_bits])]
+        m.d.comb += [steps.valid.eq(full & ~taken), steps.payload.as_value().eq(buffer[:self.step_bits])]
+        m.d.sync += taken.eq(steps.valid & steps.ready)
         with m.If(word_valid):
             m.d.sync += [buffer.eq(Cat(buffer[w:], word)), count.eq(count + 1)]
-        with m.Elif(consume):
+        with m.Elif(taken):
             m.d.sync += count.eq(0)
         # Words that will be in the buffer two edges from now, before any consumption then:
         # a word taken now is shifted in two edges later, so ready must leave room for it.
-        committed = Mux(consume, 0, count) + word_valid + (self.rx.valid & self.rx.ready)
+        committed = Mux(taken, 0, count) + word_valid + (self.rx.valid & self.rx.ready)
         m.d.sync += self.rx.ready.eq(committed < k)
 
     def _serialise(self, m, results):

@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["training_step_tensors", "passes_from_matrices"]
+__all__ = ["training_step_tensors", "passes_from_matrices", "training_step_passes"]
 
 
 @functools.lru_cache(maxsize=4)
@@ -62,3 +62,18 @@ def passes_from_matrices(row_vectors, col_vectors, rows, cols, lanes):
         return padded.reshape(-1, count, steps, lanes)
 
     return [(a, b) for a in tiles(row_vectors, rows) for b in tiles(col_vectors, cols)]
+
+
+def training_step_passes(rows, cols, lanes, forward_tiles=1):
+    """Passes of the two products of a real training step (``training_step_tensors``).
+
+    The forward product (activations x weights, its first ``forward_tiles`` tiles of
+    rows and of columns), then the weight gradient (output gradients x activations,
+    dot products over the batch), cut by ``passes_from_matrices``.
+    """
+    tensors = training_step_tensors()
+    forward = passes_from_matrices(tensors["activations"][: forward_tiles * rows],
+                                   tensors["weights"][: forward_tiles * cols], rows, cols, lanes)
+    weight_grad = passes_from_matrices(tensors["output_grad"].T[:rows], tensors["activations"].T[:cols],
+                                       rows, cols, lanes)
+    return forward + weight_grad

@@ -9,7 +9,7 @@ from dashraker.models.fpraker import tile as golden_tile
 from dashraker.models.numerics import fp32_bits, to_bf16_bits
 from dashraker.sim.payload import step_payloads, unpack_array
 from dashraker.sim.runner import tb_config
-from dashraker.sim.stimulus import passes_from_matrices, training_step_tensors
+from dashraker.sim.stimulus import training_step_passes
 from dashraker.sim.streams import TB, StreamSink, StreamSource
 from fpraker_stimulus import FIVE_TERM_SIGNIFICANDS, random_bits, real_bits
 
@@ -69,10 +69,7 @@ def _random_passes(config, rng, count):
 def _real_passes(config, rng):
     """Slices of real training tensors: a forward and a weight-gradient pass, and random picks."""
     rows, cols, lanes = config["rows"], config["cols"], config["lanes"]
-    tensors = training_step_tensors()
-    cut = [(a, b) for a, b in passes_from_matrices(tensors["activations"][:rows], tensors["weights"][:cols],
-                                                   rows, cols, lanes)]
-    cut += passes_from_matrices(tensors["output_grad"].T[:rows], tensors["activations"].T[:cols], rows, cols, lanes)
+    cut = training_step_passes(rows, cols, lanes)
     bits = [(to_bf16_bits(torch.from_numpy(a)).numpy(), to_bf16_bits(torch.from_numpy(b)).numpy()) for a, b in cut]
     bits.append((real_bits(rng, (rows, 6, lanes)), real_bits(rng, (cols, 6, lanes))))
     return bits

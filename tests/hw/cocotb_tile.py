@@ -11,7 +11,7 @@ from dashraker.models.baseline import dense_tile
 from dashraker.models.numerics import fp32_bits, fp32_from_bits, quantize, to_bf16_bits
 from dashraker.sim.payload import step_payloads, unpack_array
 from dashraker.sim.runner import tb_config
-from dashraker.sim.stimulus import passes_from_matrices, training_step_tensors
+from dashraker.sim.stimulus import training_step_passes
 from dashraker.sim.streams import TB, StreamSink, StreamSource
 
 
@@ -58,14 +58,6 @@ def _random_passes(config, rng, count):
     return passes
 
 
-def _real_passes(config):
-    tensors = training_step_tensors()
-    rows, cols, lanes = config["rows"], config["cols"], config["lanes"]
-    forward = passes_from_matrices(tensors["activations"][: 2 * rows], tensors["weights"][: 2 * cols], rows, cols, lanes)
-    weight_grad = passes_from_matrices(tensors["output_grad"].T[:rows], tensors["activations"].T[:cols], rows, cols, lanes)
-    return forward + weight_grad
-
-
 @cocotb.test()
 async def random_and_special_values(dut):
     config = tb_config()
@@ -79,7 +71,7 @@ async def real_training_tensors_with_stalls(dut):
     config = tb_config()
     tb = TileTB(dut, config, stall=0.3)
     await tb.reset()
-    await tb.run_passes(_real_passes(config))
+    await tb.run_passes(training_step_passes(config["rows"], config["cols"], config["lanes"], forward_tiles=2))
 
 
 @cocotb.test()
