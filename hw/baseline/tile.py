@@ -1,6 +1,6 @@
 """Dense baseline: an R x C tile of N-lane MAC PEs with stream interfaces."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -31,7 +31,8 @@ class Tile(wiring.Component):
     PE (r, c) accumulates ``rows[r] . cols[c]`` step by step (``MacUnit``). A step is
     accepted every cycle unless a finished pass result waits on a stalled output, so a
     pass of S steps takes S cycles and its result comes out ``latency`` cycles after
-    its last step. A 1 x 1 tile is the single PE.
+    its last step. Each step is registered once before it fans out to the PEs, so the
+    producer's wires never join the multipliers' paths. A 1 x 1 tile is the single PE.
 
     Parameters
     ----------
@@ -45,7 +46,8 @@ class Tile(wiring.Component):
     Attributes
     ----------
     latency : int
-        Cycles from accepting a pass's last step to its result being valid.
+        Cycles from accepting a pass's last step to its result being valid:
+        ``1 + mac_latency(lanes)``.
 
     Ports
     -----
@@ -61,7 +63,7 @@ class Tile(wiring.Component):
                 raise ValueError(f"Tile {name} must be a positive integer, not {value!r}")
         self.rows, self.cols, self.lanes = rows, cols, lanes
         self.format = float_format(fmt)
-        self.latency = mac_latency(lanes)
+        self.latency = 1 + mac_latency(lanes)
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, fmt))),
             "results": Out(stream.Signature(result_layout(rows, cols))),
@@ -72,15 +74,19 @@ class Tile(wiring.Component):
         # Everything advances unless a result is waiting for the consumer.
         enable = ~self.results.valid | self.results.ready
         m.d.comb += self.steps.ready.eq(enable)
+        step = Signal.like(self.steps.payload)
+        step_valid = Signal()
+        with m.If(enable):
+            m.d.sync += [step.eq(self.steps.payload), step_valid.eq(self.steps.valid)]
         for row in range(self.rows):
             for col in range(self.cols):
                 pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format)
                 m.d.comb += [
                     pe.en.eq(enable),
-                    pe.valid.eq(self.steps.valid),
-                    pe.last.eq(self.steps.payload.last),
-                    pe.a.eq(self.steps.payload.rows[row]),
-                    pe.b.eq(self.steps.payload.cols[col]),
+                    pe.valid.eq(step_valid),
+                    pe.last.eq(step.last),
+                    pe.a.eq(step.rows[row]),
+                    pe.b.eq(step.cols[col]),
                     self.results.payload[row][col].eq(pe.result),
                 ]
                 if row == col == 0:
