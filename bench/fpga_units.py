@@ -54,6 +54,8 @@ class Registered(wiring.Component):
         m.submodules.unit = unit = self.unit()
         operands = Signal.like(self.steps.payload)
         m.d.comb += [unit.a.eq(operands.a), unit.b.eq(operands.b), self.steps.ready.eq(1), self.results.valid.eq(1)]
+        if getattr(unit, "latency", 0):  # a unit with registers of its own
+            m.d.comb += unit.en.eq(1)
         m.d.sync += [operands.eq(self.steps.payload), self.results.payload.eq(getattr(unit, self.output))]
         return m
 
@@ -88,6 +90,8 @@ UNITS = {
     "adder": ("fp32 adder between registers (an adder-tree level)", lambda: Registered(FPAdder, "fp32", "sum")),
     "mul-bf16": ("bf16 multiplier between registers", lambda: Registered(lambda: FPMultiplier("bf16"), "bf16", "product")),
     "mul-fp32": ("fp32 multiplier between registers", lambda: Registered(lambda: FPMultiplier("fp32"), "fp32", "product")),
+    "mul-fp32-registered": ("fp32 multiplier with its own register (as MacUnit uses it)",
+                            lambda: Registered(lambda: FPMultiplier("fp32", registered=True), "fp32", "product")),
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
 }
 

@@ -47,7 +47,7 @@ class Tile(wiring.Component):
     ----------
     latency : int
         Cycles from accepting a pass's last step to its result being valid:
-        ``1 + mac_latency(lanes)``.
+        ``1 + mac_latency(lanes, fmt)``.
 
     Ports
     -----
@@ -63,7 +63,7 @@ class Tile(wiring.Component):
                 raise ValueError(f"Tile {name} must be a positive integer, not {value!r}")
         self.rows, self.cols, self.lanes = rows, cols, lanes
         self.format = float_format(fmt)
-        self.latency = 1 + mac_latency(lanes)
+        self.latency = 1 + mac_latency(lanes, self.format)
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, fmt))),
             "results": Out(stream.Signature(result_layout(rows, cols))),

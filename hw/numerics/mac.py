@@ -13,15 +13,21 @@ from dashraker.hw.numerics.fp_mul import FPMultiplier
 __all__ = ["MacUnit", "mac_latency"]
 
 
-def mac_latency(lanes):
+def mac_latency(lanes, fmt="bf16"):
     """Cycles from a step entering a ``MacUnit`` to its accumulated result."""
-    return 2 + tree_levels(lanes)
+    return 2 + _multiplier_stages(fmt) + tree_levels(lanes)
+
+
+def _multiplier_stages(fmt):
+    """fp32 multipliers take a register inside (``FPMultiplier(registered=True)``); bf16 ones need none."""
+    return int(float_format(fmt).precision > 8)
 
 
 class MacUnit(wiring.Component):
     """Accumulates, step by step, the adder-tree sum of N lane products into an fp32 accumulator.
 
-    Pipeline: one register after the multipliers, one per adder-tree level, then the
+    Pipeline: one register after the multipliers (fp32 ones have a second inside, after
+    the significand product), one per adder-tree level, then the
     accumulator, whose adder closes a one-cycle loop so that steps accumulate in
     order (``acc = (acc + sum0) + sum1 ...``, as the golden model). The accumulator
     starts at +0.0 and is cleared after the step flagged ``last``, whose result
@@ -38,7 +44,7 @@ class MacUnit(wiring.Component):
     Attributes
     ----------
     latency : int
-        ``2 + ceil(log2(lanes))``.
+        ``2 + ceil(log2(lanes))``, one more for fp32 (``mac_latency``).
 
     Ports
     -----
@@ -61,7 +67,7 @@ class MacUnit(wiring.Component):
             raise ValueError(f"MAC lanes must be a positive integer, not {lanes!r}")
         self.lanes = lanes
         self.format = float_format(fmt)
-        self.latency = mac_latency(lanes)
+        self.latency = mac_latency(lanes, self.format)
         operands = data.ArrayLayout(FloatLayout(self.format), lanes)
         super().__init__({
             "en": In(1),
@@ -80,14 +86,16 @@ class MacUnit(wiring.Component):
         m.d.comb += tree.en.eq(self.en)
 
         for lane in range(self.lanes):
-            mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format)
+            mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, registered=_multiplier_stages(self.format))
             m.d.comb += [mul.a.eq(self.a[lane]), mul.b.eq(self.b[lane])]
+            if mul.latency:
+                m.d.comb += mul.en.eq(self.en)
             with m.If(self.en):
                 m.d.sync += tree.operands[lane].eq(mul.product)
 
-        # valid/last travel beside the data: one stage for the multipliers, one per tree level.
+        # valid/last travel beside the data: through the multipliers' stages, then one per tree level.
         valid, last = self.valid, self.last
-        for stage in range(1 + tree.latency):
+        for stage in range(self.latency - 1):
             valid_reg = Signal(name=f"valid{stage}")
             last_reg = Signal(name=f"last{stage}")
             with m.If(self.en):

@@ -17,9 +17,9 @@ def window_layout(lanes, lookahead, fmt):
     return data.ArrayLayout(data.ArrayLayout(FloatLayout(fmt), lanes), lookahead + 1)
 
 
-def pe_latency(lanes):
+def pe_latency(lanes, fmt="bf16"):
     """Enabled cycles from a PE's inputs to the result of the pass they end: operand registers + MAC."""
-    return 1 + mac_latency(lanes)
+    return 1 + mac_latency(lanes, fmt)
 
 
 class PE(wiring.Component):
@@ -68,7 +68,7 @@ class PE(wiring.Component):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
-        self.latency = pe_latency(lanes)
+        self.latency = pe_latency(lanes, self.format)
         window = window_layout(lanes, lookahead, self.format)
         super().__init__({
             "en": In(1),

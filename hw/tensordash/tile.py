@@ -67,7 +67,7 @@ class Tile(wiring.Component):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.format = float_format(fmt)
-        self.latency = pe_latency(lanes)
+        self.latency = pe_latency(lanes, self.format)
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
             "results": Out(stream.Signature(tile_result_layout(rows, cols))),
