@@ -42,5 +42,5 @@ FPGA_COMPARE = $(BIN)/dashraker fpga compare $(if $(FPGA_MAP),--map $(FPGA_MAP))
 .PHONY: fpga
 fpga: setup
 	$(FPGA_COMPARE) --lanes 8 --dtypes bf16,fp32 --out $(FPGA_OUT)/lanes8
-	$(FPGA_COMPARE) --lanes 16 --dtypes bf16 --out $(FPGA_OUT)/lanes16
+	$(FPGA_COMPARE) --lanes 16 --dtypes bf16 --designs baseline,tensordash --out $(FPGA_OUT)/lanes16
 	$(BIN)/python bench/fpga_units.py --out $(FPGA_OUT)/units
