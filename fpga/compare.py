@@ -172,7 +172,8 @@ def _split(value, allowed, option):
 
 
 def _configuration(design, dtype, args):
-    """The design built from its own command-line defaults with the compared lanes, tile and dtype."""
+    """The design's parameters from its own command-line defaults with the compared lanes, tile and dtype,
+    and a function that builds it (called only when no finished report can be reused)."""
     import importlib
 
     from dashraker.hw.cli import DESIGNS, add_tile_arguments
@@ -183,7 +184,7 @@ def _configuration(design, dtype, args):
     module.add_arguments(parser)
     namespace = parser.parse_args(["--lanes", str(args.lanes), "--rows", str(args.rows), "--cols", str(args.cols),
                                    "--dtype", dtype])
-    return module.from_arguments(namespace), vars(namespace)
+    return vars(namespace), lambda: module.from_arguments(namespace)
 
 
 def _reusable(out, params, args):
@@ -218,14 +219,15 @@ def run(args):
     rows = []
     for dtype in dtypes:
         for design in designs:
-            try:
-                component, params = _configuration(design, dtype, args)
-            except ValueError as error:  # e.g. FPRaker takes bf16 only
-                print(f"skipping {design} {dtype}: {error}")
-                continue
+            params, build = _configuration(design, dtype, args)
             out = args.out / f"{design}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
             report = _reusable(out, params, args)
             if report is None:
+                try:
+                    component = build()
+                except ValueError as error:  # e.g. FPRaker takes bf16 only
+                    print(f"skipping {design} {dtype}: {error}")
+                    continue
                 print(f"{design} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}")
                 report = flow(component, args, design, params, out)
             else:

@@ -90,3 +90,28 @@ def test_design_too_big_for_the_device(tmp_path, capsys):
     assert status == 2
     assert "baseline does not fit ice40-hx1k:" in err and "LUTs needed, 1,280 available" in err
     assert "choose a larger device or a smaller configuration" in err
+
+
+def test_compare_runs_each_configuration_once_and_tabulates(tmp_path, capsys):
+    """Two formats of a 1-lane baseline through the flow, FPRaker's fp32 skipped, then every report reused."""
+    args = ["compare", "--lanes", "1", "--designs", "baseline,fpraker", "--dtypes", "bf16,fp32",
+            "--device", "ecp5-25k", "--speedup", "fpraker=0.25", "--out", str(tmp_path), "--no-progress"]
+    status, first, err = run_cli(capsys, *args)
+    assert status == 0, err
+    assert "skipping fpraker fp32: FPRaker takes bf16 operands only" in first
+    assert first.count("-> ") == 3  # baseline bf16, fpraker bf16, baseline fp32 went through the flow
+    status, second, err = run_cli(capsys, *args)
+    assert status == 0, err
+    assert second.count("reusing") == 3 and "-> " not in second.replace("reusing", "")
+    table = json.loads((tmp_path / "compare.json").read_text())
+    rows = {(row["design"], row["dtype"]): row for row in table["rows"]}
+    assert set(rows) == {("baseline", "bf16"), ("fpraker", "bf16"), ("baseline", "fp32")}
+    for row in rows.values():
+        report = json.loads((tmp_path / f"{row['design']}-{row['dtype']}-1l-1x1" / "report.json").read_text())
+        tile = next(part for part in report["hierarchy"] if part["instance"] == "design")
+        assert row["fmax_mhz"] == report["fmax_mhz"] and row["tile_lut"] == tile["lut"] > 0
+        assert row["macs_per_cycle_per_klut"] == pytest.approx(1000 * row["macs_per_cycle"] / row["tile_lut"])
+    assert rows["fpraker", "bf16"]["macs_per_cycle"] == 0.25 and rows["baseline", "fp32"]["macs_per_cycle"] == 1.0
+    assert rows["baseline", "fp32"]["tile_dsp"] > rows["baseline", "bf16"]["tile_dsp"]  # fp32 needs more MULT18X18D
+    assert (tmp_path / "compare.png").stat().st_size > 0
+    assert "| baseline | fp32 | 1 |" in (tmp_path / "compare.md").read_text()
