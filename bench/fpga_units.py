@@ -85,13 +85,17 @@ class WindowLoop(wiring.Component):
         return m
 
 
+def _multiplier(fmt, registered=False):
+    return Registered(lambda: FPMultiplier(fmt, registered=registered), fmt, "product")
+
+
 UNITS = {
     "adder-loop": ("fp32 accumulator loop (FPAdder, register to itself)", AccumulatorLoop),
     "adder": ("fp32 adder between registers (an adder-tree level)", lambda: Registered(FPAdder, "fp32", "sum")),
-    "mul-bf16": ("bf16 multiplier between registers", lambda: Registered(lambda: FPMultiplier("bf16"), "bf16", "product")),
-    "mul-fp32": ("fp32 multiplier between registers", lambda: Registered(lambda: FPMultiplier("fp32"), "fp32", "product")),
+    "mul-bf16": ("bf16 multiplier between registers", lambda: _multiplier("bf16")),
+    "mul-fp32": ("fp32 multiplier between registers", lambda: _multiplier("fp32")),
     "mul-fp32-registered": ("fp32 multiplier with its own register (as MacUnit uses it)",
-                            lambda: Registered(lambda: FPMultiplier("fp32", registered=True), "fp32", "product")),
+                            lambda: _multiplier("fp32", registered=True)),
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
 }
 
