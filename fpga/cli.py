@@ -12,11 +12,12 @@ DEFAULT_DEVICE = "ecp5-85k"
 DEFAULT_CLOCK_MHZ = 100.0
 # Arguments that are not the design's generator parameters.
 _FLOW_ARGUMENTS = {"command", "design", "func", "builder", "device", "clock", "out", "word_bits", "keep_depth",
-                   "seed", "no_progress"}
+                   "seed", "router", "no_progress"}
 
 
 def add_flow_arguments(parser, out_help):
     from dashraker.fpga.devices import DEVICES
+    from dashraker.fpga.flow import ROUTERS
 
     parser.add_argument("--device", default=DEFAULT_DEVICE,
                         help=f"target part: {', '.join(DEVICES)} (default {DEFAULT_DEVICE})")
@@ -27,6 +28,8 @@ def add_flow_arguments(parser, out_help):
                         help="module levels below the top kept through synthesis for the per-instance "
                              "breakdown (default 3: wrapper, tile, PEs, their units)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    parser.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
+                        help="nextpnr's router (default router1; router2 copes better with congested designs)")
     parser.add_argument("--out", type=Path, required=True, help=out_help)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -74,7 +77,7 @@ def flow(component, args, design, params, out):
     try:
         return run_flow(component, args.device, args.clock, out, design=design, params=params,
                         word_bits=args.word_bits, keep_depth=args.keep_depth, seed=args.seed,
-                        progress=not args.no_progress)
+                        router=args.router, progress=not args.no_progress)
     except FlowError as error:
         raise CliError(str(error)) from None
 

@@ -197,6 +197,7 @@ def _reusable(out, params, args):
     except json.JSONDecodeError:
         return None
     same = (report.get("params") == params and report.get("device") == args.device
+            and report.get("router", "router1") == args.router
             and report.get("clock_mhz") == args.clock and report.get("wrapper", {}).get("word_bits") == args.word_bits)
     return report if same else None
 

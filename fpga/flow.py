@@ -11,11 +11,12 @@ from dashraker.fpga.devices import device as find_device
 from dashraker.fpga.report import (fit_problems, hierarchy_breakdown, parse_nextpnr_report, synthesis_resources,
                                    write_report)
 
-__all__ = ["FlowError", "run_flow", "pin_count", "MAX_CLOCK_MHZ", "TOP"]
+__all__ = ["FlowError", "run_flow", "pin_count", "MAX_CLOCK_MHZ", "TOP", "ROUTERS"]
 
 TOP = "dashraker_fpga_top"
 MAX_CLOCK_MHZ = 1000  # far above anything these FPGAs reach; a larger target is a typo
 STAGES = ("verilog", "synthesis", "fit", "place & route", "report")
+ROUTERS = ("router1", "router2")  # nextpnr's routing algorithms
 
 # Progress lines worth showing: Yosys's numbered passes, nextpnr's phases.
 _YOSYS_PASS = re.compile(r"^[\d.]+ Executing (\S+)")
@@ -78,14 +79,15 @@ def _synthesis_script(family, kept):
 
 
 def run_flow(component, device, clock_mhz, out, design="design", params=None, word_bits=16, keep_depth=3,
-             seed=1, progress=True):
+             seed=1, router="router1", progress=True):
     """Wrap ``component`` (``StreamTop``), synthesise, place and route it for ``device`` at ``clock_mhz``.
 
     Writes into the folder ``out``: ``top.v``, ``synth.ys``, ``yosys.log``, ``netlist.json``,
     ``stat.json``, ``nextpnr.log``, ``nextpnr.json`` and the report ``report.json`` /
     ``report.md``. Modules down to ``keep_depth`` levels below the top keep their
     hierarchy through synthesis so that the report can break the resources down per
-    instance (tile, PEs, MAC units, scheduler). Returns the report (a dict).
+    instance (tile, PEs, MAC units, scheduler). ``router`` picks nextpnr's routing algorithm
+    (``ROUTERS``). Returns the report (a dict).
     Raises ``ValueError`` for bad arguments and ``FlowError`` when a stage fails or
     the design does not fit the device.
     """
@@ -95,6 +97,8 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
     from dashraker.hw.verilog import write_verilog
 
     target = find_device(device)
+    if router not in ROUTERS:
+        raise ValueError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
     if not isinstance(clock_mhz, (int, float)) or not 0 < clock_mhz <= MAX_CLOCK_MHZ:
         raise ValueError(f"clock must be a frequency in MHz in (0, {MAX_CLOCK_MHZ}], not {clock_mhz!r}")
     out = Path(out)
@@ -136,7 +140,8 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
         bar.set_description(f"fpga {design}: place & route")
         family = target.family
         _run([_tool(family.nextpnr), *target.options, "--json", "netlist.json", "--freq", f"{clock_mhz:g}",
-              "--report", "nextpnr.json", family.allow_unconstrained, "--timing-allow-fail", "--seed", str(seed)],
+              "--report", "nextpnr.json", family.allow_unconstrained, "--timing-allow-fail", "--seed", str(seed),
+              "--router", router],
              out / "nextpnr.log", _NEXTPNR_PHASE, bar)
         instances = [name.removeprefix(TOP + ".") for name in modules]
         routed = parse_nextpnr_report((out / "nextpnr.json").read_text(), family, instances)
@@ -149,6 +154,7 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
             "params": params or {},
             "device": target.name,
             "clock_mhz": clock_mhz,
+            "router": router,
             "wrapper": {"word_bits": word_bits, "pins": pin_count(word_bits), "step_bits": top.step_bits,
                         "step_words": top.step_words, "result_bits": top.result_bits,
                         "result_words": top.result_words},
