@@ -34,8 +34,8 @@ clean:
 
 # FPGA (slow: about two hours on 2 cores; finished configurations are reused), placed and routed for
 # ECP5-85k: the designs compared at 8 lanes in bf16 and fp32 (FPRaker's default among them), at 16
-# lanes in bf16 (the baseline's and TensorDash's defaults), and the loops and units that bound Fmax
-# alone. Throughput per LUT uses the speedups of `make demo`'s mapping when it exists (or FPGA_MAP=map.json).
+# lanes in bf16 (the baseline's and TensorDash's defaults; FPRaker routed by router2, which copes with
+# its congestion), and the loops and units that bound Fmax alone. Throughput per LUT uses the speedups of `make demo`'s mapping when it exists (or FPGA_MAP=map.json).
 FPGA_OUT ?= build/fpga
 FPGA_MAP ?= $(wildcard $(DEMO_OUT)/map/map.json)
 FPGA_COMPARE = $(BIN)/dashraker fpga compare $(if $(FPGA_MAP),--map $(FPGA_MAP)) $(FPGA_ARGS)
@@ -43,4 +43,5 @@ FPGA_COMPARE = $(BIN)/dashraker fpga compare $(if $(FPGA_MAP),--map $(FPGA_MAP))
 fpga: setup
 	$(FPGA_COMPARE) --lanes 8 --dtypes bf16,fp32 --out $(FPGA_OUT)/lanes8
 	$(FPGA_COMPARE) --lanes 16 --dtypes bf16 --designs baseline,tensordash --out $(FPGA_OUT)/lanes16
+	$(FPGA_COMPARE) --lanes 16 --dtypes bf16 --designs fpraker --router router2 --out $(FPGA_OUT)/lanes16-router2
 	$(BIN)/python bench/fpga_units.py --out $(FPGA_OUT)/units
