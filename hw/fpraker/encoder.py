@@ -4,6 +4,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from dashraker.hw.numerics.rounding import leading_zeros
+
 __all__ = ["TERM_POSITIONS", "TermEncoder", "leading_term"]
 
 TERM_POSITIONS = 9  # an 8-bit significand's NAF has digits at positions 0..8
@@ -45,9 +47,11 @@ class TermEncoder(wiring.Component):
 
 
 def leading_term(m, digits):
-    """(position, present) of the most significant set bit of ``digits`` (the next term, MSB first)."""
+    """(position, present) of the most significant set bit of ``digits`` (the next term, MSB first).
+
+    The position counts down from the top by the shared leading-zero tree; it is
+    meaningless when no digit is set (``present`` low).
+    """
     position = Signal(range(len(digits)))
-    for bit in range(len(digits)):  # later (higher) bits take priority
-        with m.If(digits[bit]):
-            m.d.comb += position.eq(bit)
+    m.d.comb += position.eq(len(digits) - 1 - leading_zeros(m, digits))
     return position, digits.any()
