@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dashraker.hw.baseline import Tile
-from dashraker.sim.runner import SIMULATORS, run_cocotb
+from dashraker.designs import DESIGNS
+from dashraker.sim.runner import SIMULATORS, run_tile
 
 TESTBENCH = Path(__file__).resolve().parent.parent / "tests" / "hw" / "cocotb_tile.py"
 
@@ -27,17 +27,17 @@ def main():
     parser.add_argument("--dtype", default="bf16")
     parser.add_argument("--passes", type=int, default=50)
     args = parser.parse_args()
-    tile = Tile(args.rows, args.cols, args.lanes, args.dtype)
+    design = DESIGNS["baseline"]
+    params = design.params(rows=args.rows, cols=args.cols, lanes=args.lanes, fmt=args.dtype)
     name = f"tile_{args.rows}x{args.cols}x{args.lanes}_{args.dtype}"
     print(f"{name}: {args.passes} passes x 16 steps")
     with tempfile.TemporaryDirectory() as tmp:
         for simulator in SIMULATORS:
             report = Path(tmp) / f"{simulator}.json"
-            config = {"rows": args.rows, "cols": args.cols, "lanes": args.lanes, "format": args.dtype,
-                      "latency": tile.latency, "seed": 5, "stream_passes": args.passes, "speed_report": str(report)}
             start = time.perf_counter()
-            run_cocotb(tile, toplevel=name, test_module=TESTBENCH, build_dir=Path(tmp) / "build",
-                       simulator=simulator, config=config, testcase="sustained_stream", optimize=True)
+            run_tile(design, params, toplevel=name, test_module=TESTBENCH, build_dir=Path(tmp) / "build",
+                     simulator=simulator, testcase="sustained_stream", optimize=True, seed=5,
+                     stream_passes=args.passes, speed_report=str(report))
             total = time.perf_counter() - start
             figures = json.loads(report.read_text())
             print(f"{simulator:10s} {figures['cycles'] / figures['seconds']:10.1f} simulated cycles/s "

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dashraker.sim.cosim import DESIGNS, Cosim, build_tile, stream_words
-from dashraker.sim.cosim_check import golden
+from dashraker.designs import DESIGNS
+from dashraker.sim.cosim import Cosim
 from dashraker.sim.runner import run_cocotb
 
 __all__ = ["stimulus", "main"]
@@ -29,7 +29,7 @@ COCOTB_MODULE = Path(__file__).with_name("cosim_cocotb.py")
 
 
 def stimulus(passes, rows, cols, steps, lanes, seed=0):
-    """(scheduled [P, R, S, N], other [P, C, S, N]) bf16-representable fp32 values, about half zeros."""
+    """(scheduled [P, R, S, N], partner [P, C, S, N]) bf16-representable fp32 values, about half zeros."""
     rng = np.random.default_rng(seed)
 
     def values(count):
@@ -45,7 +45,7 @@ def _cocotb(cosim, simulator, transfers, passes, build):
     folder.mkdir(parents=True, exist_ok=True)
     files = {name: folder / f"{simulator}-{name}" for name in ("stimulus.npz", "results.npy", "timing.json")}
     np.savez(files["stimulus.npz"], transfers=transfers, passes=passes, out_words=cosim.out_words)
-    run_cocotb(lambda: build_tile(cosim.design, cosim.params), toplevel=f"{cosim.design}_bench",
+    run_cocotb(lambda: cosim.design.tile(cosim.params), toplevel=f"{cosim.design.name}_bench",
                test_module=COCOTB_MODULE, build_dir=folder, simulator=simulator, optimize=True,
                config={"stimulus": str(files["stimulus.npz"]), "results": str(files["results.npy"]),
                        "timing": str(files["timing.json"])})
@@ -55,7 +55,7 @@ def _cocotb(cosim, simulator, transfers, passes, build):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--design", choices=DESIGNS, default="baseline")
+    parser.add_argument("--design", choices=list(DESIGNS), default="baseline")
     parser.add_argument("--rows", type=int, default=2)
     parser.add_argument("--cols", type=int, default=2)
     parser.add_argument("--lanes", type=int, default=8)
@@ -72,7 +72,7 @@ def main(argv=None):
     print(f"{args.design} {args.rows}x{args.cols} tile, {args.lanes} lanes: pyverilator model "
           f"{'built' if cosim.built else 'cached'} in {time.perf_counter() - began:.1f} s ({cosim.build_dir})")
     a, b = stimulus(args.passes, args.rows, args.cols, args.steps, args.lanes)
-    want, golden_cycles = golden(args.design, cosim.params, a, b)
+    want, golden_cycles = cosim.design.golden(cosim.params, cosim.bits(a), cosim.bits(b))
 
     first = cosim.run(a, b)  # warm-up, and the reference for the cocotb runs
     began, cycles = time.perf_counter(), 0
@@ -85,14 +85,14 @@ def main(argv=None):
     if golden_cycles is not None:
         assert np.array_equal(first.cycles, golden_cycles), "pyverilator cycles differ from the golden model"
 
-    transfers = stream_words(cosim.in_layout, cosim.bits(a), cosim.bits(b), cosim.width)
+    transfers = cosim.transfers(a, b)
     for simulator in [name for name in args.simulators.split(",") if name in ("verilator", "icarus")]:
         began = time.perf_counter()
         results, sim_cycles, seconds = _cocotb(cosim, simulator, transfers, args.passes, build)
-        outputs, reported = cosim.decode(results)
-        assert np.array_equal(outputs, want), f"cocotb + {simulator} outputs differ from the golden model"
-        if reported is not None:
-            assert np.array_equal(reported, first.cycles), f"cocotb + {simulator} cycles differ from pyverilator's"
+        decoded = cosim.decode(results)
+        assert np.array_equal(decoded["outputs"], want), f"cocotb + {simulator} outputs differ from the golden model"
+        if "cycles" in decoded:
+            assert np.array_equal(decoded["cycles"], first.cycles), f"cocotb + {simulator} cycles differ from pyverilator's"
         assert abs(sim_cycles - first.sim_cycles) <= 4, (
             f"cocotb + {simulator} took {sim_cycles} cycles, pyverilator {first.sim_cycles}")
         speeds[f"cocotb + {simulator}"] = (sim_cycles, seconds)

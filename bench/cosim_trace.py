@@ -15,7 +15,8 @@ import time
 from tqdm import tqdm
 
 from dashraker.mapping.runner import layer_ops
-from dashraker.sim.cosim import DESIGNS, Cosim
+from dashraker.designs import DESIGNS
+from dashraker.sim.cosim import Cosim
 from dashraker.sim.cosim_check import CosimReport, cosimulate
 from dashraker.trace import open_trace
 

@@ -1,9 +1,9 @@
-"""FPRaker error vs fp64 next to the dense fp32 tree, terms per value, skipped terms and cycles per block.
+"""FPRaker error vs fp64 next to the dense fp32 tree, terms per value, skipped terms and cycles per step.
 
 Usage: python bench/fpraker_error.py [--rows 64] [--seed 0]
 Random data and real tensors of one training step of the digits CNN
 (``dashraker.models.fpraker.training.capture_step``); the left operand of each
-matmul is the term-serial one. Dense baseline: 1 cycle per block.
+matmul is the term-serial one. Dense baseline: 1 cycle per step.
 """
 
 import argparse
@@ -23,8 +23,8 @@ COLUMNS = [
     ("terms/nz", "mean_terms_per_nonzero", "{:.2f}"),
     ("zeros", "zero_fraction", "{:.2f}"),
     ("skipped", "skipped_fraction", "{:.1e}"),
-    ("cyc/blk PE", "pe_cycles_per_block", "{:.2f}"),
-    ("cyc/blk tile", "tile_cycles_per_block", "{:.2f}"),
+    ("cyc/step PE", "pe_cycles_per_step", "{:.2f}"),
+    ("cyc/step tile", "tile_cycles_per_step", "{:.2f}"),
     ("FPRaker err med", "fpraker_error_median", "{:.1e}"),
     ("max", "fpraker_error_max", "{:.1e}"),
     ("fp32 tree err med", "baseline_error_median", "{:.1e}"),
@@ -62,7 +62,7 @@ def main(argv=None):
     print(header)
     for name, report in reports:
         print(f"{name:28}" + "".join(f"{fmt.format(report[key]):>18}" for _, key, fmt in COLUMNS))
-    print("errors: |y - y_fp64| / sum|x_i w_i| per dot product; tile 4x4 PEs, 8 lanes, G = 3; dense baseline 1 cycle/block")
+    print("errors: |y - y_fp64| / sum|x_i w_i| per dot product; tile 4x4 PEs, 8 lanes, G = 3; dense baseline 1 cycle/step")
     print(f"({time.time() - start:.1f} s)")
     return 0
 

@@ -33,7 +33,7 @@ def _stage(title, argv):
 
 def run(args):
     from dashraker.cli import CliError
-    from dashraker.hw.cli import DESIGNS
+    from dashraker.designs import DESIGNS
     from dashraker.sim.toolchain import LintError, lint
 
     out = args.out
@@ -44,11 +44,11 @@ def run(args):
     _stage("check it", ["trace", "check", str(trace)])
     for design in DESIGNS:
         verilog = out / "verilog" / f"{design}.v"
-        _stage(f"generate the {design} tile", ["verilog", design, *DESIGN_ARGS, "-o", str(verilog)])
+        _stage(f"generate the {design} tile", ["verilog", design, *DESIGN_ARGS, "--out", str(verilog)])
         try:
             lint(verilog)
         except LintError as error:
             raise CliError(str(error)) from None
         print(f"{verilog}: Verilator -Wall lint clean")
-    _stage("map the trace onto the three designs", ["map", str(trace), "--design", "all", "--out", str(out / "map")])
+    _stage("map the trace onto every design", ["map", str(trace), "--design", "all", "--out", str(out / "map")])
     print(f"\ndemo done: everything is under {out}/")

@@ -1,18 +1,14 @@
 """``dashraker fpga DESIGN ...`` and ``dashraker fpga compare``: synthesis, place and route, reports."""
 
-import importlib
 from pathlib import Path
 
 from dashraker.cli import CliError
-from dashraker.hw.cli import DESIGNS, add_tile_arguments
+from dashraker.hw.cli import add_design_parsers, design_params
 
 __all__ = ["register"]
 
 DEFAULT_DEVICE = "ecp5-85k"
 DEFAULT_CLOCK_MHZ = 100.0
-# Arguments that are not the design's generator parameters.
-_FLOW_ARGUMENTS = {"command", "design", "func", "builder", "device", "clock", "out", "word_bits", "keep_depth",
-                   "seed", "router", "no_progress"}
 
 
 def add_flow_arguments(parser, out_help):
@@ -40,14 +36,8 @@ def register(subparsers):
         description="Wrap a generated design in a device top level (narrow registered word streams), synthesise "
         "it with Yosys, place and route it with nextpnr at a target clock, and report LUTs, flip-flops, DSP "
         "blocks, block RAM, Fmax and the critical path (report.json, report.md).")
-    designs = parser.add_subparsers(dest="design", required=True, metavar="DESIGN")
-    for name, module in DESIGNS.items():
-        design = importlib.import_module(module)
-        sub = designs.add_parser(name, help=f"the {name} tile", description=design.__doc__)
-        add_tile_arguments(sub)
-        design.add_arguments(sub)
-        add_flow_arguments(sub, "folder for the netlists, logs and report.json / report.md")
-        sub.set_defaults(func=_run_design, builder=design.from_arguments)
+    designs = add_design_parsers(
+        parser, _run_design, lambda sub: add_flow_arguments(sub, "folder for the netlists, logs and report.json / report.md"))
     from dashraker.fpga.compare import register as register_compare
 
     register_compare(designs)
@@ -86,11 +76,11 @@ def _run_design(args):
     from dashraker.fpga.report import summary
 
     check_flow_arguments(args)
+    params = design_params(args)
     try:
-        component = args.builder(args)
-    except (TypeError, ValueError) as error:
-        raise CliError(f"{args.design}: {error}") from None
-    params = {key: value for key, value in vars(args).items() if key not in _FLOW_ARGUMENTS}
-    report = flow(component, args, args.design, params, args.out)
+        component = args.design.tile(params)
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    report = flow(component, args, args.design.name, params, args.out)
     print(summary(report))
     print(f"reports: {args.out / 'report.json'}, {args.out / 'report.md'}")

@@ -1,6 +1,5 @@
-"""``dashraker fpga compare``: baseline vs TensorDash vs FPRaker PEs at equal lanes, area and throughput per LUT."""
+"""``dashraker fpga compare``: every design's tile at equal lanes, area and throughput per LUT."""
 
-import argparse
 import io
 import json
 import re
@@ -8,37 +7,31 @@ from pathlib import Path
 
 from dashraker.cli import CliError
 
-__all__ = ["register", "breakdown", "throughput", "speedups_from_map", "compare_table", "COMPARE_DESIGNS"]
-
-COMPARE_DESIGNS = ("baseline", "tensordash", "fpraker")
-
-# Instance paths (below the wrapper) of the parts the comparison separates.
-_PARTS = {
-    "pe": r"design\.pe\d+_\d+",
-    "mac": r"design\.pe\d+_\d+\.mac",  # TensorDash: the MAC datapath inside the PE, after the muxes
-    "window": r"design\.window",  # TensorDash: staging buffer, schedulers, step skipping
-    "scheduler": r"design\.window\.scheduler\d+",
-    "encoder": r"design\.encoder\d+_\d+",  # FPRaker: NAF term encoders of the row operands
-    "rounder": r"design\.rounder\d+_\d+",  # FPRaker: window -> fp32 rounding
-}
+__all__ = ["register", "breakdown", "throughput", "speedups_from_map", "compare_table"]
 
 
 def breakdown(report):
     """LUTs of the tile and its parts from a flow report's hierarchy (sums over every instance of a part).
 
-    ``muxes`` is what a TensorDash PE holds besides its MAC datapath (operand muxes
-    and their registers); ``sparsity`` is the muxes plus the staging window.
+    The parts are the design's ``area_parts`` (every registered design's part names
+    appear, 0 where the design has none). Where a PE holds a ``mac`` datapath (TensorDash),
+    ``muxes`` is the rest of the PE (operand muxes and their registers) and
+    ``sparsity`` the muxes plus the staging ``window``.
     """
+    from dashraker.designs import DESIGNS
+
     rows = {row["instance"]: row for row in report["hierarchy"]}
     if "design" not in rows:
         raise ValueError(f"report of {report['design']}: no 'design' instance in its hierarchy")
-    parts = {name: sum(row["lut"] for path, row in rows.items() if re.fullmatch(pattern, path))
-             for name, pattern in _PARTS.items()}
-    pes = sum(1 for path in rows if re.fullmatch(_PARTS["pe"], path))
+    own = DESIGNS[report["design"]].area_parts if report["design"] in DESIGNS else {}
+    names = dict.fromkeys(name for design in DESIGNS.values() for name in design.area_parts)
+    parts = {name: sum(row["lut"] for path, row in rows.items() if re.fullmatch(rf"design\.{own[name]}", path))
+             if name in own else 0 for name in names}
+    pes = sum(1 for path in rows if "pe" in own and re.fullmatch(rf"design\.{own['pe']}", path))
     tile = rows["design"]
     result = {"tile_lut": tile["lut"], "tile_ff": tile["ff"], "tile_dsp": tile["dsp"], "tile_bram": tile["bram"],
               "pes": pes, "pe_lut": parts["pe"] / pes if pes else 0, **{f"{k}_lut": v for k, v in parts.items()}}
-    if parts["mac"]:
+    if parts.get("mac"):
         muxes = parts["pe"] - parts["mac"]
         result["muxes_lut"] = muxes
         result["sparsity_lut"] = muxes + parts["window"]
@@ -72,11 +65,13 @@ def speedups_from_map(path):
 
 
 def _parse_speedups(values):
+    from dashraker.designs import DESIGNS
+
     found = {}
     for value in values or ():
         name, _, number = value.partition("=")
-        if name not in COMPARE_DESIGNS:
-            raise CliError(f"--speedup {value!r}: unknown design {name!r}; choose from {', '.join(COMPARE_DESIGNS)}")
+        if name not in DESIGNS:
+            raise CliError(f"--speedup {value!r}: unknown design {name!r}; choose from {', '.join(DESIGNS)}")
         try:
             found[name] = float(number)
         except ValueError:
@@ -142,10 +137,11 @@ def plot(path, rows):
 
 
 def register(designs):
+    from dashraker.designs import DESIGNS
     from dashraker.fpga.cli import add_flow_arguments
 
     parser = designs.add_parser(
-        "compare", help="compare baseline, TensorDash and FPRaker PEs at equal lanes",
+        "compare", help="compare the designs' tiles at equal lanes",
         description="Run each design at the same lanes (and tile size) through the FPGA flow, for bf16 and fp32 "
         "where the design takes it, and tabulate LUTs, the TensorDash muxes and scheduler as fractions of "
         "the PE and tile, Fmax and throughput per LUT at the mapper's speedups (compare.json, compare.md, "
@@ -154,8 +150,7 @@ def register(designs):
     parser.add_argument("--rows", type=int, default=1, help="PE rows of every tile (default 1)")
     parser.add_argument("--cols", type=int, default=1, help="PE columns of every tile (default 1)")
     parser.add_argument("--dtypes", default="bf16,fp32", help="operand formats (default bf16,fp32)")
-    parser.add_argument("--designs", default=",".join(COMPARE_DESIGNS),
-                        help=f"designs to compare (default {','.join(COMPARE_DESIGNS)})")
+    parser.add_argument("--designs", default=",".join(DESIGNS), help=f"designs to compare (default {','.join(DESIGNS)})")
     parser.add_argument("--map", type=Path, help="a mapper's map.json: speedups over the baseline per design")
     parser.add_argument("--speedup", action="append", metavar="DESIGN=X",
                         help="a design's speedup over the baseline (overrides --map), e.g. tensordash=1.8")
@@ -171,20 +166,6 @@ def _split(value, allowed, option):
     return names
 
 
-def _configuration(design, dtype, args):
-    """The design's parameters from its own command-line defaults with the compared lanes, tile and dtype,
-    and a function that builds it (called only when no finished report can be reused)."""
-    import importlib
-
-    from dashraker.hw.cli import DESIGNS, add_tile_arguments
-
-    module = importlib.import_module(DESIGNS[design])
-    parser = argparse.ArgumentParser(prog=f"compare {design}")
-    add_tile_arguments(parser)
-    module.add_arguments(parser)
-    namespace = parser.parse_args(["--lanes", str(args.lanes), "--rows", str(args.rows), "--cols", str(args.cols),
-                                   "--dtype", dtype])
-    return vars(namespace), lambda: module.from_arguments(namespace)
 
 
 def _reusable(out, params, args):
@@ -203,16 +184,17 @@ def _reusable(out, params, args):
 
 
 def run(args):
+    from dashraker.designs import DESIGNS, reference
     from dashraker.fpga.cli import check_flow_arguments, flow
-    from dashraker.hw.cli import DESIGNS
     from dashraker.trace.store import atomic_write, save_json
 
     check_flow_arguments(args)
     if args.lanes < 1 or args.rows < 1 or args.cols < 1:
         raise CliError("--lanes, --rows and --cols must be positive integers")
-    designs = _split(args.designs, [d for d in COMPARE_DESIGNS if d in DESIGNS], "--designs")
-    dtypes = _split(args.dtypes, ("bf16", "fp32"), "--dtypes")
-    speedups = {"baseline": 1.0}
+    designs = [DESIGNS[name] for name in _split(args.designs, list(DESIGNS), "--designs")]
+    formats = dict.fromkeys(fmt for design in DESIGNS.values() for fmt in design.formats)
+    dtypes = _split(args.dtypes, list(formats), "--dtypes")
+    speedups = {reference().name: 1.0}
     if args.map:
         speedups.update(speedups_from_map(args.map))
     speedups.update(_parse_speedups(args.speedup))
@@ -220,24 +202,25 @@ def run(args):
     rows = []
     for dtype in dtypes:
         for design in designs:
-            params, build = _configuration(design, dtype, args)
-            out = args.out / f"{design}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
+            if dtype not in design.formats:
+                print(f"skipping {design.name} {dtype}: {design.name} takes {', '.join(design.formats)} operands only")
+                continue
+            try:
+                params = design.params(lanes=args.lanes, rows=args.rows, cols=args.cols, fmt=dtype)
+            except ValueError as error:
+                raise CliError(f"{design.name}: {error}") from None
+            out = args.out / f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
             report = _reusable(out, params, args)
             if report is None:
-                try:
-                    component = build()
-                except ValueError as error:  # e.g. FPRaker takes bf16 only
-                    print(f"skipping {design} {dtype}: {error}")
-                    continue
-                print(f"{design} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}")
-                report = flow(component, args, design, params, out)
+                print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}")
+                report = flow(design.tile(params), args, design.name, params, out)
             else:
-                print(f"{design} {dtype}: reusing {out / 'report.json'}")
+                print(f"{design.name} {dtype}: reusing {out / 'report.json'}")
             parts = breakdown(report)
-            speedup = speedups.get(design)
+            speedup = speedups.get(design.name)
             macs = args.rows * args.cols * args.lanes * speedup if speedup is not None else None
             per_cycle, per_second = throughput(macs, report["fmax_mhz"], parts["tile_lut"]) if macs else (None, None)
-            rows.append({"design": design, "dtype": dtype, "lanes": args.lanes, "rows": args.rows, "cols": args.cols,
+            rows.append({"design": design.name, "dtype": dtype, "lanes": args.lanes, "rows": args.rows, "cols": args.cols,
                          **parts, "fmax_mhz": report["fmax_mhz"], "speedup": speedup, "macs_per_cycle": macs,
                          "macs_per_cycle_per_klut": per_cycle, "gmacs_per_klut": per_second,
                          "critical_path": report["critical_path"], "report": str(out / "report.json")})

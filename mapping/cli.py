@@ -6,10 +6,10 @@ from dashraker.cli import CliError
 
 __all__ = ["register", "run"]
 
-DESIGNS = ("baseline", "tensordash", "fpraker")
-
 
 def register(subparsers):
+    from dashraker.designs import DESIGNS
+
     parser = subparsers.add_parser(
         "map",
         help="map a recorded training trace onto a design: cycles, speedup, energy",
@@ -21,7 +21,7 @@ def register(subparsers):
     parser.add_argument(
         "--design",
         action="append",
-        help="design(s) to map, repeatable or comma-separated, 'all' for the three "
+        help="design(s) to map, repeatable or comma-separated, 'all' for every one "
         f"({', '.join(DESIGNS)}); default: the configuration's design",
     )
     parser.add_argument("--out", type=Path, required=True, help="folder for map.csv, map.json, speedup.png, energy.png")
@@ -32,6 +32,8 @@ def register(subparsers):
 
 
 def _designs(values):
+    from dashraker.designs import DESIGNS
+
     if not values:
         return [None]
     names = [name.strip() for value in values for name in value.split(",") if name.strip()]

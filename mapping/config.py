@@ -8,7 +8,6 @@ from pathlib import Path
 import yaml
 
 __all__ = [
-    "DESIGNS",
     "ConfigError",
     "MemoryConfig",
     "EnergyTable",
@@ -18,8 +17,7 @@ __all__ = [
     "load_energy_table",
 ]
 
-DESIGNS = ("baseline", "tensordash", "fpraker")
-GEOMETRY = ("tiles", "rows", "cols", "lanes")
+GEOMETRY = ("tiles", "rows", "cols", "lanes")  # the array; a design's section may override them
 
 
 class ConfigError(ValueError):
@@ -55,32 +53,35 @@ class EnergyTable:
 
 @dataclasses.dataclass(frozen=True)
 class AcceleratorConfig:
-    """One design on one array: what the mapper needs to count cycles, traffic and energy."""
+    """One design on one array: what the mapper needs to count cycles, traffic and energy.
+
+    ``design`` is the descriptor (``dashraker.designs``) and ``params`` its generator
+    parameters, checked by it: the tile's ``rows``, ``cols``, ``fmt``, ``lanes`` and the
+    design's own.
+    """
 
     path: str
-    design: str
-    operand_format: str
+    design: object
+    params: dict
     rounding: str
     tiles: int
-    rows: int
-    cols: int
-    lanes: int
     clock_mhz: float
-    pattern: object  # None (the reference model's default) or the pattern text
-    lookahead: int
-    guard_bits: int
-    zero_block_cycles: int
     memory: MemoryConfig
     energy: EnergyTable
+
+    rows = property(lambda self: self.params["rows"])
+    cols = property(lambda self: self.params["cols"])
+    lanes = property(lambda self: self.params["lanes"])
+    fmt = property(lambda self: self.params["fmt"])
 
     def with_design(self, design):
         """The same file read for another design (its section may override the geometry)."""
         return load_config(self.path, design)
 
     def as_dict(self):
-        data = dataclasses.asdict(self)
-        data["energy"] = {"name": self.energy.name, "path": self.energy.path}
-        return data
+        return {"path": self.path, "design": self.design.name, **self.params, "rounding": self.rounding,
+                "tiles": self.tiles, "clock_mhz": self.clock_mhz, "memory": dataclasses.asdict(self.memory),
+                "energy": {"name": self.energy.name, "path": self.energy.path}}
 
 
 def default_config_path():
@@ -194,46 +195,58 @@ def load_energy_table(ref, base=None):
     return EnergyTable(fields.text("name"), str(path), entries, points)
 
 
-def load_config(path=None, design=None):
-    """Read and validate an accelerator configuration; ``design`` overrides the file's ``design``.
+def _design_params(design, top, section):
+    """The design's parameters from the file: geometry from the top level or the design's section, the operand
+    format from the top level, the design's own from its section; each checked by the descriptor."""
+    values = {}
+    for parameter in design.parameters:
+        fields = section if parameter.key in section.data else top
+        if fields.data.get(parameter.key) is not None and (fields is section or parameter.key in {*GEOMETRY, "dtype"}):
+            try:
+                values[parameter.name] = parameter.check(fields.data[parameter.key])
+            except ValueError as error:
+                raise fields.error(parameter.key, str(error)) from None
+    try:
+        return design.params(**values)
+    except ValueError as error:
+        raise top.error(design.name, str(error)) from None
 
-    A design's section (``tensordash:``, ``fpraker:``, ``baseline:``) may override the
-    geometry fields (tiles, rows, cols, lanes) for that design.
+
+def load_config(path=None, design=None):
+    """Read and validate an accelerator configuration; ``design`` (a name) overrides the file's ``design``.
+
+    A design's section (named as the design) may override the geometry fields (tiles,
+    rows, cols, lanes) and sets the design's own parameters, by their command-line
+    names (``guard_bits`` for ``--guard-bits``); ``dtype`` is the operand format.
     """
+    from dashraker.designs import DESIGNS
+
     path = Path(path) if path is not None else default_config_path()
     top = _Fields(path, _read_yaml(path, "accelerator configuration"))
-    top.unknown({"design", "operand_format", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table"})
-    design = design if design is not None else top.data.get("design")
-    if design not in DESIGNS:
-        raise top.error("design", f"must be one of {list(DESIGNS)}, not {design!r}")
-    sections = {name: top.section(name) for name in DESIGNS}
-    sections["baseline"].unknown(GEOMETRY)
-    sections["tensordash"].unknown({*GEOMETRY, "pattern", "lookahead"})
-    sections["fpraker"].unknown({*GEOMETRY, "guard_bits", "zero_block_cycles"})
-    own = sections[design]
-    geometry = {
-        key: (own.number(key, int, 1) if key in own.data else top.number(key, int, 1)) for key in GEOMETRY
-    }
-    fmt = top.choice("operand_format", ("bf16", "fp32"), "bf16")
-    if design == "fpraker" and fmt != "bf16":
-        raise top.error("operand_format", "FPRaker processes bf16 operands only (SPEC section 4)")
-    td, fp = sections["tensordash"], sections["fpraker"]
-    pattern = td.data.get("pattern")
-    if pattern is not None and not isinstance(pattern, (str, list)):
-        raise td.error("pattern", f"must be the pattern text or a list of [step, lane] offsets, not {pattern!r}")
+    if "operand_format" in top.data:
+        raise top.error("operand_format", "renamed to 'dtype'")
+    top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table"})
+    name = design if design is not None else top.data.get("design")
+    if name not in DESIGNS:
+        raise top.error("design", f"must be one of {list(DESIGNS)}, not {name!r}")
+    sections = {key: top.section(key) for key in DESIGNS}
+    for key, section in sections.items():
+        own = {parameter.key for parameter in DESIGNS[key].parameters} - {"dtype"}
+        section.unknown({*GEOMETRY, *own})
+    chosen, section = DESIGNS[name], sections[name]
+    geometry = {key: (section if key in section.data else top).number(key, int, 1)
+                for key in GEOMETRY if key in section.data or key in top.data}
+    if "tiles" not in geometry:
+        raise top.error("tiles", "missing")
     memory = top.section("memory", required=True)
     memory.unknown({"tile_buffer_kib", "global_buffer_kib", "dram_gbps"})
     return AcceleratorConfig(
         path=str(path),
-        design=design,
-        operand_format=fmt,
+        design=chosen,
+        params=_design_params(chosen, top, section),
         rounding=top.choice("rounding", ("nearest", "truncate"), "nearest"),
-        **geometry,
+        tiles=geometry["tiles"],
         clock_mhz=top.number("clock_mhz", minimum=1e-6),
-        pattern=pattern,
-        lookahead=td.number("lookahead", int, 0, default=2),
-        guard_bits=fp.number("guard_bits", int, 0, default=3),
-        zero_block_cycles=fp.number("zero_block_cycles", int, 0, default=1),
         memory=MemoryConfig(
             tile_buffer_kib=memory.number("tile_buffer_kib", minimum=1e-6),
             global_buffer_kib=memory.number("global_buffer_kib", minimum=1e-6),

@@ -74,12 +74,12 @@ class OpPlan:
 
 @dataclasses.dataclass
 class PassBatch:
-    """Consecutive passes of one problem: ``scheduled`` [P, R, S, N] and ``other`` [P, C, S, N] values."""
+    """Consecutive passes of one problem: ``scheduled`` [P, R, S, N] and ``partner`` [P, C, S, N] values."""
 
     problem: int
     label: str
     scheduled: np.ndarray
-    other: np.ndarray
+    partner: np.ndarray
     row_set: np.ndarray
     col_set: np.ndarray
     rows_used: np.ndarray
@@ -301,7 +301,7 @@ def passes(layer, tensors, op, rows, cols, lanes, fmt="bf16", rounding="nearest"
     """Yield the passes of one operation in batches (the public face of this module).
 
     Each ``PassBatch`` holds P passes of one problem, the scheduled side [P, rows, steps, lanes]
-    and the other side [P, cols, steps, lanes] as float32 values in the operand format; passes run
+    and the partner side [P, cols, steps, lanes] as float32 values in the operand format; passes run
     row set by row set, the column sets innermost, and a batch holds at most about ``max_values``
     values. Missing streams of a partial set are zero (``rows_used``/``cols_used`` say how many are real).
     """
@@ -323,7 +323,7 @@ def problem_passes(index, problem, rows, cols, max_values=1 << 24):
             problem=index,
             label=problem.label,
             scheduled=problem.rows.sets(rows, r0, r1)[row_set - r0],
-            other=problem.cols.sets(cols, c0, c1)[col_set - c0],
+            partner=problem.cols.sets(cols, c0, c1)[col_set - c0],
             row_set=row_set,
             col_set=col_set,
             rows_used=problem.rows.used(rows, row_set),

@@ -1,17 +1,18 @@
 """Cycles, hardware-action counts, traffic and energy of one layer operation on one design.
 
-Per pass, the cycles come from the real values: the baseline spends the pass's dense
-steps; TensorDash the reference scheduler's count (``models.tensordash.cycles``) over
-the scheduled side's non-zero pattern, which depends on the row set only (so it is
-computed once per row set and shared by its column sets); FPRaker the golden tile's
-count (``models.fpraker.tile``) over both sides' bf16 values. Passes go to the tiles
-round robin in pass order (row set by row set, column sets innermost); an operation
-lasts as long as its busiest tile (tiles run independently, each with its own buffers).
+Per pass, the cycles come from the real values, through the design's cost model
+(``Design.cost``): a pass costs its dense steps, or what the design's reference model
+counts over the scheduled side alone (evaluated once per row set and shared by its
+column sets) or over both sides. Passes go to the tiles round robin in pass order
+(row set by row set, column sets innermost); an operation lasts as long as its
+busiest tile (tiles run independently, each with its own buffers). Every operation is
+also costed on the reference (dense) design of the same array, for the speedups.
 """
 
 import numpy as np
 
 from dashraker.mapping import memory
+from dashraker.designs import reference
 from dashraker.mapping.dataflow import operands, plan, problem_passes
 
 __all__ = ["spread", "map_op", "energy_pj", "COMPONENTS", "MEMORY"]
@@ -35,10 +36,6 @@ COMPONENTS = {
 # Components of the memory system; the others make up the core (PEs, schedulers, encoders).
 MEMORY = ("tile_sram_words", "global_sram_words", "dram_words")
 
-FPRAKER_MAX_VALUES = 1 << 22  # values per FPRaker batch: its golden model holds several int64 copies
-TENSORDASH_MAX_VALUES = 1 << 23  # scheduled values per reference-scheduler call
-
-
 def spread(pass_cycles, tiles):
     """Cycles of passes run round robin on ``tiles`` tiles: the busiest tile's total."""
     pass_cycles = np.asarray(pass_cycles, np.int64)
@@ -51,7 +48,7 @@ def energy_pj(counts, config):
     """Energy per component (pJ) of hardware-action ``counts`` with the configuration's table."""
     table = config.energy
     unit = {
-        "mul": table.entries[f"mul_{config.operand_format}"],
+        "mul": table.entries[f"mul_{config.fmt}"],
         "tile_sram_words": table.sram_pj(config.memory.tile_buffer_kib),
         "global_sram_words": table.sram_pj(config.memory.global_buffer_kib),
     }
@@ -106,60 +103,29 @@ def _across_problems(problems, chunks, evaluate, limit):
     return [tuple(np.concatenate(parts) for parts in zip(*result)) for result in results]
 
 
-def _tensordash(problems, config):
-    """Per row set: cycles (reference scheduler) and non-zero scheduled values, for each problem."""
-    from dashraker.models import tensordash
-
-    pattern = tensordash.DEFAULT_PATTERN if config.pattern is None else tensordash.parse_pattern(config.pattern)
-    rows = config.rows
-
-    def chunks(index, problem):
-        sets = problem.rows.num_sets(rows)
-        per_batch = max(1, TENSORDASH_MAX_VALUES // (rows * problem.steps * config.lanes))
-        for first in range(0, sets, per_batch):
-            yield (problem.rows.sets(rows, first, min(first + per_batch, sets)) != 0,)
-
-    def evaluate(nonzero):
-        return tensordash.cycles(nonzero, pattern, config.lookahead), np.count_nonzero(nonzero, axis=(1, 2, 3))
-
-    return _across_problems(problems, chunks, evaluate, TENSORDASH_MAX_VALUES)
-
-
-def _bf16_bits(values):
-    """bf16 bit patterns of values the dataflow already converted to bf16: the upper half of their fp32 bits."""
-    return (values.view(np.uint32) >> 16).astype(np.int64)
-
-
-def _fpraker(problems, config):
-    """Per pass: cycles and in-bound terms (golden tile) and non-zero term-serial values, for each problem."""
-    from dashraker.models import fpraker
+def _evaluate(problems, config):
+    """Per problem, the cost model's per-pass (or per-row-set) arrays, as a dict of arrays."""
+    cost, params = config.design.cost, config.params
+    by_row_set = cost.operands == "scheduled"
+    names = []
 
     def chunks(index, problem):
-        for batch in problem_passes(index, problem, config.rows, config.cols, FPRAKER_MAX_VALUES):
-            yield batch.scheduled, batch.other
+        if by_row_set:
+            sets = problem.rows.num_sets(config.rows)
+            per_batch = max(1, cost.max_values // (config.rows * problem.steps * config.lanes))
+            for first in range(0, sets, per_batch):
+                yield (problem.rows.sets(config.rows, first, min(first + per_batch, sets)),)
+        else:
+            for batch in problem_passes(index, problem, config.rows, config.cols, cost.max_values):
+                yield batch.scheduled, batch.partner
 
-    def evaluate(scheduled, other):
-        result = fpraker.tile(_bf16_bits(scheduled), _bf16_bits(other), config.guard_bits, config.zero_block_cycles)
-        return result.cycles.numpy(), result.terms.numpy(), np.count_nonzero(scheduled, axis=(1, 2, 3))
+    def evaluate(scheduled, partner=None):
+        result = cost.evaluate(params, scheduled, partner)
+        names[:] = list(result)
+        return tuple(result.values())
 
-    return _across_problems(problems, chunks, evaluate, FPRAKER_MAX_VALUES)
-
-
-def _design_counts(design, arrays, lanes, value_bits):
-    """Counts that follow from the per-pass arrays of a design (see SPEC section 7 and the README)."""
-    cycles, steps, rows, cols = arrays["cycles"], arrays["steps"], arrays["rows"], arrays["cols"]
-    pe_cycles = int((cycles * rows * cols).sum()) * lanes
-    if design == "baseline":
-        return {"mul": pe_cycles, "add_fp32": pe_cycles}
-    if design == "tensordash":
-        row_lane_cycles = int((cycles * rows).sum()) * lanes
-        return {
-            "add_fp32": pe_cycles,
-            "mux_bits": (row_lane_cycles + pe_cycles) * value_bits,
-            "scheduler_lanes": row_lane_cycles,
-        }
-    blocks = int((steps * rows * cols).sum())
-    return {"add_int32": pe_cycles, "exponent_lanes": blocks * lanes, "block_ends": blocks}
+    per_problem = _across_problems(problems, chunks, evaluate, cost.max_values)
+    return [dict(zip(names, arrays)) for arrays in per_problem]
 
 
 def map_op(config, layer, tensors, op, plans=None):
@@ -169,7 +135,7 @@ def map_op(config, layer, tensors, op, plans=None):
     Returns a dict of figures (see README, "Mapper").
     """
     plans = {} if plans is None else plans
-    fmt = (config.operand_format, config.rounding)
+    fmt = (config.fmt, config.rounding)
     if fmt not in plans:
         plans[fmt] = operands(layer, tensors, *fmt)
     key = (op, config.lanes, *fmt)
@@ -178,31 +144,28 @@ def map_op(config, layer, tensors, op, plans=None):
     op_plan = plans[key]
     design_passes, dense_passes = _Passes(), _Passes()
     counts = {name: 0 for name in COMPONENTS}
-    if config.design == "tensordash":
-        per_problem = _tensordash(op_plan.problems, config)
-    elif config.design == "fpraker":
-        per_problem = _fpraker(op_plan.problems, config)
+    cost = config.design.cost
+    per_problem = _evaluate(op_plan.problems, config) if cost.operands != "none" else None
     for index, problem in enumerate(op_plan.problems):
         row_sets, col_sets = problem.rows.num_sets(config.rows), problem.cols.num_sets(config.cols)
         row_set, col_set = np.divmod(np.arange(row_sets * col_sets), col_sets)
         rows, cols = problem.rows.used(config.rows, row_set), problem.cols.used(config.cols, col_set)
-        if config.design == "tensordash":
-            set_cycles, nonzero = per_problem[index]
-            cycles = np.repeat(set_cycles, col_sets)
-            counts["mul"] += int(nonzero.sum()) * problem.cols.count
-        elif config.design == "fpraker":
-            cycles, terms, nonzero = per_problem[index]
-            counts["terms"] += int(terms.sum())
-            counts["term_encodes"] += int(nonzero.sum())
-        else:
-            cycles = problem.steps
+        cycles = problem.steps
+        if per_problem is not None:
+            found = dict(per_problem[index])
+            cycles = found.pop("cycles")
+            if cost.operands == "scheduled":  # per row set: shared by its column sets, counted per partner
+                cycles = np.repeat(cycles, col_sets)
+            partners = problem.cols.count if cost.operands == "scheduled" else 1
+            for name, values in found.items():
+                counts[name] += int(values.sum()) * partners
         design_passes.add(cycles, problem.steps, rows, cols, row_set, col_set)
         dense_passes.add(problem.steps, problem.steps, rows, cols, row_set, col_set)
     arrays, dense = design_passes.arrays(), dense_passes.arrays()
-    value_bits = 16 if config.operand_format == "bf16" else 32
-    counts.update(_design_counts(config.design, arrays, config.lanes, value_bits))
+    value_bits = 16 if config.fmt == "bf16" else 32
+    counts.update(cost.pass_counts(config.params, arrays, value_bits))
     traffic = memory.traffic(config, op_plan, arrays)
-    baseline_counts = {**_design_counts("baseline", dense, config.lanes, value_bits), **traffic.counts}
+    baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}
     counts.update(traffic.counts)
     cycles, dense_cycles = spread(arrays["cycles"], config.tiles), spread(dense["cycles"], config.tiles)
     energy, baseline_energy = energy_pj(counts, config), energy_pj(baseline_counts, config)
@@ -213,7 +176,7 @@ def map_op(config, layer, tensors, op, plans=None):
     return {
         "layer": layer.name,
         "op": op,
-        "design": config.design,
+        "design": config.design.name,
         "scheduled": op_plan.scheduled,
         "partner": op_plan.partner,
         "zero_fraction_scheduled": op_plan.zero_fraction[op_plan.scheduled],

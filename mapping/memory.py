@@ -60,7 +60,7 @@ def _loads(keys, set_bytes, tiles, capacity):
 
 def traffic(config, op_plan, arrays):
     """Traffic of one operation: ``arrays`` holds per-pass ``steps``, ``rows``, ``cols``, ``row_key``, ``col_key``."""
-    value = 2 if config.operand_format == "bf16" else 4
+    value = 2 if config.fmt == "bf16" else 4
     stream = arrays["steps"] * config.lanes * value
     row_bytes, col_bytes = arrays["rows"] * stream, arrays["cols"] * stream
     capacity = config.memory.tile_buffer_kib * 1024

@@ -94,7 +94,7 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True):
                 results.extend(future.result())
                 bar.update()
     bar.close()
-    design_order = {config.design: k for k, config in enumerate(configs)}
+    design_order = {config.design.name: k for k, config in enumerate(configs)}
     return sorted(results, key=lambda r: (design_order[r["design"]], r["step"], r["layer_index"], OPS.index(r["op"])))
 
 

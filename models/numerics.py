@@ -20,6 +20,7 @@ __all__ = [
     "flush_subnormals",
     "canonicalize_nan",
     "to_bf16_bits",
+    "operand_values",
     "bf16_bits_to_fp32",
     "quantize",
     "split",
@@ -88,6 +89,13 @@ def to_bf16_bits(x, rounding="nearest"):
 def bf16_bits_to_fp32(bits):
     """The fp32 value (exact) of bf16 bit patterns."""
     return fp32_from_bits(torch.as_tensor(bits, dtype=torch.int64) << 16)
+
+
+def operand_values(bits, fmt):
+    """The fp32 values (exact) of operand bit patterns of ``fmt``."""
+    if float_format(fmt) == BF16:
+        return bf16_bits_to_fp32(bits)
+    return fp32_from_bits(torch.as_tensor(bits, dtype=torch.int64))
 
 
 def quantize(x, fmt, rounding="nearest"):

@@ -14,7 +14,6 @@ the design's generator sources, so a changed generator is rebuilt and an unchang
 one is reused across sessions.
 """
 
-import argparse
 import contextlib
 import ctypes
 import hashlib
@@ -29,52 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from amaranth.hdl import Shape
 
+from dashraker.designs import design as find_design
+from dashraker.sim import codec
 from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
 
-__all__ = ["DESIGNS", "Cosim", "TileRun", "CosimBuildError", "design_params", "build_tile", "stream_words"]
+__all__ = ["Cosim", "TileRun", "CosimBuildError"]
 
-DESIGNS = ("baseline", "tensordash", "fpraker")
-_COMMON = {"rows": 1, "cols": 1, "dtype": "bf16"}
 _EXTENSION_VERSION = 1  # bump when the appended C++ changes, to rebuild cached models
 
 
 class CosimBuildError(Exception):
     """Verilator or the C++ compiler failed on a generated tile."""
-
-
-def design_params(design, **overrides):
-    """Every generator parameter of ``design`` (``rows``, ``cols``, ``dtype`` and the design's own), defaults filled in.
-
-    The design's own parameters and defaults come from its ``dashraker verilog`` arguments
-    (``hw.cli.DESIGNS``), so co-simulation builds exactly what ``dashraker verilog`` writes.
-    Unknown names raise ``ValueError`` naming the design and the parameter.
-    """
-    if design not in DESIGNS:
-        raise ValueError(f"unknown design {design!r}; expected one of {list(DESIGNS)}")
-    parser = argparse.ArgumentParser(add_help=False)
-    _design_module(design).add_arguments(parser)
-    params = {**_COMMON, **vars(parser.parse_args([]))}
-    unknown = sorted(set(overrides) - set(params))
-    if unknown:
-        raise ValueError(f"design {design!r} has no parameter {unknown[0]!r}; its parameters are {sorted(params)}")
-    params.update(overrides)
-    return params
-
-
-def build_tile(design, params):
-    """The Amaranth tile of ``design`` with full ``params`` (``design_params``), as ``dashraker verilog`` builds it."""
-    try:
-        return _design_module(design).from_arguments(argparse.Namespace(**params))
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{design}: {error}") from None
-
-
-def _design_module(design):
-    from dashraker.hw.cli import DESIGNS as registry
-
-    return importlib.import_module(registry[design])
 
 
 def _payload_layout(component, port):
@@ -96,61 +61,6 @@ class TileRun:
     cycles: np.ndarray
     arrivals: np.ndarray
     sim_cycles: int
-
-
-def _bit_matrix(values, width):
-    """uint8 bits [..., k * width] of ``width``-bit integers [..., k], element 0 and bit 0 first."""
-    values = np.asarray(values)
-    if width in (8, 16, 32, 64):  # byte-wide values: unpack their little-endian bytes directly
-        raw = np.ascontiguousarray(values.astype(f"<u{width // 8}")).view(np.uint8)
-        return np.unpackbits(raw, axis=-1, bitorder="little")
-    bits = (values.astype(np.uint64)[..., None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)
-    return bits.astype(np.uint8).reshape(*values.shape[:-1], -1)
-
-
-def _words(bits):
-    """Rows of a bit matrix [T, 32 * W] as uint32 words [T, W], the way Verilator stores a wide port."""
-    return np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little").view("<u4"))
-
-
-def _word_bits(size):
-    """Bits of ``size`` rounded up to whole 32-bit words."""
-    return -(-size // 32) * 32
-
-
-def stream_words(layout, scheduled_bits, other_bits, width):
-    """The ``steps`` transfers of passes as uint32 words [transfers, words].
-
-    ``scheduled_bits`` [P, R, S, N] and ``other_bits`` [P, C, S, N] are operand bit patterns
-    of ``width`` bits. ``layout`` is the ``steps`` payload layout: a step (``rows``, ``cols``,
-    ``last``), or a chunk of up to H+1 steps (``steps`` array and ``count``), which is then
-    filled completely, running across pass boundaries.
-    """
-    passes, rows, steps, lanes = scheduled_bits.shape
-    chunked = "count" in dict(layout.members)
-    step = layout["steps"].shape.elem_shape if chunked else layout
-    a = np.asarray(scheduled_bits).transpose(0, 2, 1, 3).reshape(passes * steps, -1)
-    b = np.asarray(other_bits).transpose(0, 2, 1, 3).reshape(passes * steps, -1)
-    bits = np.zeros((passes * steps, step.size if chunked else _word_bits(step.size)), np.uint8)
-    bits[:, : a.shape[1] * width] = _bit_matrix(a, width)
-    offset = step["cols"].offset
-    bits[:, offset : offset + b.shape[1] * width] = _bit_matrix(b, width)
-    bits.reshape(passes, steps, -1)[:, -1, step["last"].offset] = 1
-    if not chunked:
-        return _words(bits)
-    size = layout["steps"].shape.length
-    total = passes * steps
-    transfers = -(-total // size)
-    chunks = np.zeros((transfers, _word_bits(layout.size)), np.uint8)
-    padded = np.zeros((transfers * size, step.size), np.uint8)
-    padded[:total] = bits
-    chunks[:, : size * step.size] = padded.reshape(transfers, -1)
-    counts = np.full((transfers, 1), size)
-    counts[-1] = total - (transfers - 1) * size
-    count = layout["count"]
-    count_width = Shape.cast(count.shape).width
-    chunks[:, count.offset : count.offset + count_width] = _bit_matrix(counts, count_width)
-    return _words(chunks)
 
 
 # The loop appended to pyverilator's wrapper. {set_payload}/{get_payload} move whole words.
@@ -249,17 +159,21 @@ def _output_to(path):
                 os.close(fd)
 
 
-def _generator_hash(design):
-    """Hash of the sources a design's generator is made of (its package, the shared hardware, formats,
-    its reference model's constants), so cached models follow the generators and other designs' edits
-    leave them alone."""
-    import dashraker.formats
-    import dashraker.hw
-    import dashraker.models
+def _source_paths(name):
+    """The Python files of a module, or of a package and its subpackages."""
+    path = Path(importlib.import_module(name).__file__)
+    return sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
 
-    hw, models = Path(dashraker.hw.__file__).parent, Path(dashraker.models.__file__).parent
-    paths = [*hw.glob("*.py"), *(hw / "numerics").rglob("*.py"), *(hw / "baseline").rglob("*.py"),
-             *(hw / design).rglob("*.py"), *models.glob(f"{design}.py"), Path(dashraker.formats.__file__)]
+
+def _generator_hash(design):
+    """Hash of the sources a design's tile is made of (its own packages and descriptor, the shared hardware and
+    formats), so cached models follow the generators and other designs' edits leave them alone."""
+    import dashraker.hw
+
+    hw = Path(dashraker.hw.__file__).parent
+    paths = [*hw.glob("*.py"), *(hw / "numerics").rglob("*.py"), *_source_paths("dashraker.formats"),
+             *_source_paths(type(design).__module__), *_source_paths(design.build.__module__),
+             *(path for package in design.packages for path in _source_paths(package))]
     digest = hashlib.sha256(str(_EXTENSION_VERSION).encode())
     for path in sorted(set(paths)):
         digest.update(path.read_bytes())
@@ -278,9 +192,10 @@ class Cosim:
 
     Parameters
     ----------
-    design : "baseline" | "tensordash" | "fpraker"
+    design : Design or str
+        The design's descriptor (``dashraker.designs``) or its name.
     params : dict
-        Generator parameters (``design_params`` fills in the rest).
+        Generator parameters (the descriptor's defaults fill in the rest).
     build_root : path
         Folder holding the cached builds (default ``build/cosim``).
     jobs : int
@@ -297,17 +212,16 @@ class Cosim:
     """
 
     def __init__(self, design, params=None, build_root="build/cosim", jobs=2, optimize="-O2"):
-        self.design = design
-        self.params = design_params(design, **(params or {}))
-        self.tile = build_tile(design, self.params)
-        self.width = 16 if self.params["dtype"] == "bf16" else 32
+        self.design = find_design(design) if isinstance(design, str) else design
+        self.params = self.design.params(**(params or {}))
+        self.tile = self.design.tile(self.params)
         self.in_layout = _payload_layout(self.tile, "steps")
         self.out_layout = _payload_layout(self.tile, "results")
         self.optimize = optimize
         label = "-".join(f"{key}{value}" for key, value in sorted({**self.params, "opt": optimize}.items()))
         label = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
-        self.build_dir = Path(build_root) / f"{design}-{label}-{_generator_hash(design)}"
-        self.top = f"{design}_tile"
+        self.build_dir = Path(build_root) / f"{self.design.name}-{label}-{_generator_hash(self.design)}"
+        self.top = f"{self.design.name}_tile"
         self.built = False
         so_file = self.build_dir / f"V{self.top}"
         if not so_file.exists():
@@ -334,7 +248,7 @@ class Cosim:
                                           args=["--prefix", f"V{self.top}", "--top-module", self.top,
                                                 "--x-assign", "fast", "--x-initial", "fast", "-O3"])
                 except subprocess.CalledProcessError as error:
-                    raise CosimBuildError(f"{self.design}: Verilator failed on {source} "
+                    raise CosimBuildError(f"{self.design.name}: Verilator failed on {source} "
                                           f"(see {work / 'verilator.log'})") from error
                 wrapper = work / "pyverilator_wrapper.cpp"
                 text = wrapper.read_text()
@@ -347,8 +261,8 @@ class Cosim:
                     out_valid=ports["results__valid"][0], out_ready=ports["results__ready"][0],
                 ))
                 _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{self.top}.mk",
-                      "LDFLAGS=-fPIC -shared", f"OPT_FAST={self.optimize}", f"OPT_GLOBAL={self.optimize}"], f"{self.design}: C++ build")
-            (work / "params.json").write_text(json.dumps({"design": self.design, **self.params}, indent=1))
+                      "LDFLAGS=-fPIC -shared", f"OPT_FAST={self.optimize}", f"OPT_GLOBAL={self.optimize}"], f"{self.design.name}: C++ build")
+            (work / "params.json").write_text(json.dumps({"design": self.design.name, **self.params}, indent=1))
             try:
                 os.replace(work, self.build_dir)
             except OSError:
@@ -377,24 +291,24 @@ class Cosim:
     def bits(self, values):
         """Operand bit patterns (uint32) of fp32 values already in the operand format."""
         raw = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-        if self.width == 32:
+        if self.params["fmt"] == "fp32":
             return raw
         if (raw & 0xFFFF).any():
             raise ValueError("operands are not bf16 values: convert them first (models.numerics.quantize)")
         return raw >> 16
 
-    def run(self, scheduled, other):
-        """Run passes: ``scheduled`` [P, rows, steps, lanes] (row side) and ``other`` [P, cols, steps, lanes]
+    def run(self, scheduled, partner):
+        """Run passes: ``scheduled`` [P, rows, steps, lanes] (row side) and ``partner`` [P, cols, steps, lanes]
         fp32 values in the operand format. Returns a ``TileRun``."""
-        scheduled, other = np.asarray(scheduled), np.asarray(other)
+        scheduled, partner = np.asarray(scheduled), np.asarray(partner)
         passes, rows, steps, lanes = scheduled.shape
         expect = (self.tile.rows, self.tile.cols, self.tile.lanes)
-        if (rows, other.shape[1], lanes) != expect or other.shape != (passes, other.shape[1], steps, lanes):
-            raise ValueError(f"{self.design} tile is rows x cols x lanes {expect}; passes have scheduled "
-                             f"{scheduled.shape} and other {other.shape} ([passes, rows|cols, steps, lanes])")
+        if (rows, partner.shape[1], lanes) != expect or partner.shape != (passes, partner.shape[1], steps, lanes):
+            raise ValueError(f"{self.design.name} tile is rows x cols x lanes {expect}; passes have scheduled "
+                             f"{scheduled.shape} and partner {partner.shape} ([passes, rows|cols, steps, lanes])")
         if steps < 1:
             raise ValueError("every pass needs at least one step")
-        transfers = stream_words(self.in_layout, self.bits(scheduled), self.bits(other), self.width)
+        transfers = self.transfers(scheduled, partner)
         results = np.zeros((passes, self.out_words), np.uint32)
         accepted = np.full(len(transfers), -1, np.int64)
         arrived = np.full(passes, -1, np.int64)
@@ -403,20 +317,21 @@ class Cosim:
                               results, passes, self.out_words, accepted, arrived, limit)
         if arrived[-1] < 0:
             got = int((arrived >= 0).sum())
-            raise RuntimeError(f"{self.design} tile returned {got} of {passes} results in {cycles} cycles "
+            raise RuntimeError(f"{self.design.name} tile returned {got} of {passes} results in {cycles} cycles "
                                f"({int((accepted >= 0).sum())} of {len(transfers)} transfers accepted)")
-        outputs, pass_cycles = self.decode(results)
-        if pass_cycles is None:  # one step per transfer: the span of the pass's accepted steps
+        result = self.decode(results)
+        if "cycles" in result:
+            pass_cycles = result["cycles"]
+        else:  # one step per transfer: the span of the pass's accepted steps
             per_pass = accepted.reshape(passes, steps)
             pass_cycles = per_pass[:, -1] - per_pass[:, 0] + 1
-        return TileRun(outputs, pass_cycles, arrived, int(cycles))
+        return TileRun(result["outputs"].astype(np.uint32), pass_cycles, arrived, int(cycles))
+
+    def transfers(self, scheduled, partner):
+        """The ``steps`` transfers of passes (fp32 values in the operand format) as uint32 words [T, W]."""
+        return codec.to_words(codec.step_transfers(self.in_layout, self.bits(scheduled), self.bits(partner)))
 
     def decode(self, results):
-        """Result transfers uint32 [P, words] -> (fp32 output bits [P, rows, cols], the reported cycles [P] or None)."""
-        rows, cols = self.tile.rows, self.tile.cols
-        outputs = results[:, : rows * cols].reshape(len(results), rows, cols)
-        members = dict(self.out_layout.members) if hasattr(self.out_layout, "members") else {}
-        if "cycles" not in members:
-            return outputs, None
-        field = self.out_layout["cycles"]
-        return outputs, results[:, field.offset // 32].astype(np.int64) & ((1 << Shape.cast(field.shape).width) - 1)
+        """Result transfers uint32 words [P, W] -> ``{"outputs": [P, rows, cols], "cycles": [P]}`` (cycles where
+        the tile reports them)."""
+        return codec.decode(self.out_layout, codec.from_words(results, self.out_layout.size))

@@ -3,24 +3,21 @@
 Passes are the mapper's own (``mapping.dataflow.passes``: same problems, same order,
 the sparser operand on the rows). For each pass the RTL's fp32 outputs are compared
 bit for bit with the design's golden model, and its cycles with the per-pass cycles
-the mapper charges, computed by the same calls ``mapping.engine`` makes: the dense
-steps (baseline), ``models.tensordash.cycles`` over the scheduled side's non-zeros
-(TensorDash), ``models.fpraker.tile(...).cycles`` over both sides' bf16 patterns
-(FPRaker). Where the tile runs passes back to back (all but FPRaker with
-``zero_block_cycles=0``, which skips all-zero blocks outside the tile), the interval
-between consecutive results must equal the cycles too, so a cycle count the RTL
-reports is also the time it took.
+the mapper charges: both come from the design's descriptor (``golden`` and
+``cost.cycles``), the very functions the mapper calls. Where the tile runs passes
+back to back (the descriptor's ``back_to_back``), the interval between consecutive
+results must equal the cycles too, so a cycle count the RTL reports is also the
+time it took.
 """
 
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
 from dashraker.mapping.dataflow import passes as mapper_passes
 
-__all__ = ["OPS", "CosimReport", "golden", "mapper_cycles", "trace_passes", "cosimulate"]
+__all__ = ["OPS", "CosimReport", "trace_passes", "cosimulate"]
 
 # Command-line spelling -> the mapper's operation name.
 OPS = {"fwd": "fwd", "bwd-input": "bwd_input", "bwd-weight": "bwd_weight"}
@@ -61,58 +58,8 @@ class CosimReport:
         self.problems.extend(other.problems[: max(0, 5 - len(self.problems))])
 
 
-def _bf16_bits(values):
-    from dashraker.models.numerics import to_bf16_bits
-
-    return to_bf16_bits(torch.from_numpy(np.ascontiguousarray(values, np.float32)))
-
-
-def golden(design, params, scheduled, other):
-    """Golden fp32 output bit patterns uint32 [P, R, C] and the golden model's cycles int64 [P] (None: dense)."""
-    from dashraker.models.numerics import fp32_bits
-
-    a, b = torch.from_numpy(np.ascontiguousarray(scheduled)), torch.from_numpy(np.ascontiguousarray(other))
-    if design == "baseline":
-        from dashraker.models.baseline import dense_tile
-
-        outputs = torch.stack([dense_tile(a[p], b[p], params["dtype"]) for p in range(a.shape[0])])
-        cycles = None
-    elif design == "tensordash":
-        from dashraker.models import tensordash
-
-        sched = tensordash.schedule((a != 0).numpy(), _pattern(params), params["lookahead"])
-        outputs, cycles = tensordash.tile_outputs(sched, a, b, params["dtype"]), sched.cycles
-    else:
-        from dashraker.models import fpraker
-
-        result = fpraker.tile(_bf16_bits(scheduled), _bf16_bits(other), params["guard_bits"],
-                              params["zero_block_cycles"])
-        outputs, cycles = result.outputs, result.cycles.numpy()
-    return fp32_bits(outputs).numpy().astype(np.uint32), cycles
-
-
-def _pattern(params):
-    from dashraker.models import tensordash
-
-    return tensordash.parse_pattern(params["pattern"])
-
-
-def mapper_cycles(design, params, scheduled, other):
-    """The cycles ``mapping.engine`` charges each pass, int64 [P]."""
-    if design == "baseline":
-        return np.full(scheduled.shape[0], scheduled.shape[2], np.int64)
-    if design == "tensordash":
-        from dashraker.models import tensordash
-
-        return tensordash.cycles(scheduled != 0, _pattern(params), params["lookahead"])
-    from dashraker.models import fpraker
-
-    return fpraker.tile(_bf16_bits(scheduled), _bf16_bits(other), params["guard_bits"],
-                        params["zero_block_cycles"]).cycles.numpy()
-
-
 def trace_passes(layer, tensors, op, rows, cols, lanes, fmt="bf16", rounding="nearest", count=None, start=0):
-    """Yield (label, scheduled [P, R, S, N], other [P, C, S, N]) batches: passes ``start`` to ``start + count``
+    """Yield (label, scheduled [P, R, S, N], partner [P, C, S, N]) batches: passes ``start`` to ``start + count``
     of one operation of a layer, as ``mapping.dataflow.passes`` forms them (a batch never spans problems)."""
     if op not in OPS.values():
         raise ValueError(f"unknown operation {op!r}; expected one of {list(OPS.values())}")
@@ -122,14 +69,10 @@ def trace_passes(layer, tensors, op, rows, cols, lanes, fmt="bf16", rounding="ne
         size = len(batch.scheduled)
         first, last = max(start - seen, 0), size if stop is None else min(stop - seen, size)
         if first < last:
-            yield batch.label, batch.scheduled[first:last], batch.other[first:last]
+            yield batch.label, batch.scheduled[first:last], batch.partner[first:last]
         seen += size
         if stop is not None and seen >= stop:
             return
-
-
-def _back_to_back(cosim):
-    return not (cosim.design == "fpraker" and cosim.params["zero_block_cycles"] == 0)
 
 
 def cosimulate(cosim, layer, tensors, op, count=None, start=0, rounding="nearest", chunk=64, progress=None):
@@ -138,18 +81,18 @@ def cosimulate(cosim, layer, tensors, op, count=None, start=0, rounding="nearest
     ``chunk`` passes go to the RTL per call; ``progress`` (a tqdm bar or None) is advanced per pass.
     """
     params, design = cosim.params, cosim.design
-    report = CosimReport(design, layer.name, op)
-    for label, scheduled, other in trace_passes(layer, tensors, op, cosim.tile.rows, cosim.tile.cols,
-                                                cosim.tile.lanes, params["dtype"], rounding, count, start):
+    report = CosimReport(design.name, layer.name, op)
+    for label, scheduled, partner in trace_passes(layer, tensors, op, cosim.tile.rows, cosim.tile.cols,
+                                                  cosim.tile.lanes, params["fmt"], rounding, count, start):
         for first in range(0, len(scheduled), chunk):
-            a, b = scheduled[first : first + chunk], other[first : first + chunk]
+            a, b = scheduled[first : first + chunk], partner[first : first + chunk]
             began = time.perf_counter()
             run = cosim.run(a, b)
             report.rtl_seconds += time.perf_counter() - began
-            want, golden_cycles = golden(design, params, a, b)
-            charged = mapper_cycles(design, params, a, b)
+            want, golden_cycles = design.golden(params, cosim.bits(a), cosim.bits(b))
+            charged = design.cost.cycles(params, a, b)
             _compare(report, f"{label} pass {report.passes}", run, want, golden_cycles, charged,
-                     _back_to_back(cosim))
+                     design.back_to_back(params))
             report.passes += len(a)
             report.dense_steps += a.shape[0] * a.shape[2]
             report.sim_cycles += run.sim_cycles

@@ -6,10 +6,13 @@ from dashraker.cli import CliError
 
 __all__ = ["register"]
 
-_DESIGN_OPTIONS = ("lanes", "lookahead", "pattern", "guard_bits", "zero_block_cycles")
+# Tile size of co-simulation unless given: a small tile builds and simulates fast.
+_TILE_DEFAULTS = {"rows": 2, "cols": 2}
 
 
 def register(subparsers):
+    from dashraker.designs import DESIGNS
+
     parser = subparsers.add_parser(
         "cosim", help="co-simulate a trace layer's passes on the RTL (pyverilator)",
         description="Take K passes of one layer operation exactly as the mapper forms them, run them on the "
@@ -18,21 +21,24 @@ def register(subparsers):
     parser.add_argument("trace", help="trace folder (dashraker trace record)")
     parser.add_argument("--layer", required=True, help="layer name, as in the trace manifest")
     parser.add_argument("--op", required=True, choices=["fwd", "bwd-input", "bwd-weight"], help="training operation")
-    parser.add_argument("--design", required=True, choices=["baseline", "tensordash", "fpraker"])
+    parser.add_argument("--design", required=True, choices=list(DESIGNS))
     parser.add_argument("--passes", type=int, default=16, help="passes K to run (default 16)")
     parser.add_argument("--start", type=int, default=0, help="index of the first pass, in mapper order (default 0)")
     parser.add_argument("--step", type=int, default=None, help="recorded step (default: the last)")
-    parser.add_argument("--rows", type=int, default=2, help="PE rows R (default 2)")
-    parser.add_argument("--cols", type=int, default=2, help="PE columns C (default 2)")
-    parser.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16", help="operand format")
     parser.add_argument("--rounding", choices=["nearest", "truncate"], default="nearest",
                         help="fp32 -> bf16 conversion of the trace (default nearest)")
-    group = parser.add_argument_group("design parameters (default: the design's, as `dashraker verilog DESIGN`)")
-    group.add_argument("--lanes", type=int, help="lanes N per PE (baseline/TensorDash 16, FPRaker 8)")
-    group.add_argument("--lookahead", type=int, help="TensorDash lookahead H")
-    group.add_argument("--pattern", help="TensorDash interconnect pattern")
-    group.add_argument("--guard-bits", type=int, help="FPRaker guard bits G")
-    group.add_argument("--zero-block-cycles", type=int, choices=[0, 1], help="FPRaker cost of an all-zero block")
+    group = parser.add_argument_group(
+        "design parameters (default: the design's, as `dashraker verilog DESIGN`, but a "
+        f"{_TILE_DEFAULTS['rows']}x{_TILE_DEFAULTS['cols']} tile); each applies to the designs that have it")
+    flags = {}
+    for design in DESIGNS.values():
+        for parameter in design.parameters:
+            flags.setdefault(parameter.option, (parameter, []))[1].append(design.name)
+    for parameter, owners in flags.values():
+        help_text = parameter.help + ("" if len(owners) == len(DESIGNS) else f" ({', '.join(owners)})")
+        group.add_argument(parameter.option, dest=parameter.name, metavar=parameter.key.upper(),
+                           type=parameter.kind if parameter.choices is None else type(parameter.choices[0]),
+                           help=help_text)
     parser.add_argument("--build", default="build/cosim", help="folder of cached RTL builds (default build/cosim)")
     parser.add_argument("--opt-level", type=int, choices=range(4), default=2,
                         help="C++ optimisation level of the model (default 2; 0 compiles fastest)")
@@ -71,7 +77,9 @@ def summary_lines(report, cosim):
 def _run(args):
     from tqdm import tqdm
 
-    from dashraker.sim.cosim import Cosim, CosimBuildError, design_params
+    from dashraker.designs import DESIGNS
+    from dashraker.designs import design as find_design
+    from dashraker.sim.cosim import Cosim, CosimBuildError
     from dashraker.sim.cosim_check import OPS, cosimulate
     from dashraker.trace import TraceError, open_trace
 
@@ -86,12 +94,19 @@ def _run(args):
     step = trace.steps[-1] if args.step is None else args.step
     if step not in trace.steps:
         raise CliError(f"{trace.path}: step {step} is not recorded; recorded steps are {trace.steps}")
-    given = {name: getattr(args, name) for name in _DESIGN_OPTIONS if getattr(args, name) is not None}
-    for name in sorted(set(given) - set(design_params(args.design))):
-        raise CliError(f"--{name.replace('_', '-')} does not apply to design {args.design}")
+    design = find_design(args.design)
+    known = {parameter.name: parameter for parameter in design.parameters}
+    options = {parameter.name: parameter.option for d in DESIGNS.values() for parameter in d.parameters}
+    given = {name: getattr(args, name) for name in options if getattr(args, name, None) is not None}
+    for name in sorted(set(given) - set(known)):
+        raise CliError(f"{options[name]} does not apply to design {design.name}")
+    for name, value in given.items():
+        try:
+            known[name].check(value)
+        except ValueError as error:
+            raise CliError(f"{options[name]} {error}") from None
     try:
-        cosim = Cosim(args.design, {"rows": args.rows, "cols": args.cols, "dtype": args.dtype, **given},
-                      build_root=args.build, optimize=f"-O{args.opt_level}")
+        cosim = Cosim(design, {**_TILE_DEFAULTS, **given}, build_root=args.build, optimize=f"-O{args.opt_level}")
     except ValueError as error:
         raise CliError(str(error)) from None
     except CosimBuildError as error:

@@ -7,6 +7,9 @@ Typical use in a pytest test::
                build_dir=cache / "tile_4x4", simulator="icarus",
                config={"rows": 4, "cols": 4, "seed": 1})
 
+``run_tile`` does this for a design of the registry, whose cocotb module drives it
+with ``sim.tile_tb.TileTB``.
+
 The Verilog is written to ``build_dir`` once and each simulator builds into its own
 sub-folder once (later calls with the same folder reuse both). ``config`` reaches
 the cocotb module as ``tb_config()``. ``WAVES=1`` in the environment dumps waves.
@@ -22,10 +25,11 @@ from pathlib import Path
 from dashraker.hw.verilog import write_verilog
 from dashraker.sim.toolchain import LINT_WAIVERS, cocotb_verilator_env, require
 
-__all__ = ["SIMULATORS", "selected_simulators", "configuration_cases", "run_cocotb", "tb_config"]
+__all__ = ["SIMULATORS", "selected_simulators", "configuration_cases", "run_cocotb", "run_tile", "tb_config"]
 
 SIMULATORS = ("icarus", "verilator")
 _CONFIG_VARIABLE = "DASHRAKER_TB_CONFIG"
+_REWRITE_VARIABLE = "COCOTB_REWRITE_ASSERTION_FILES"
 _TIMESCALE = ("1ns", "1ps")
 
 
@@ -59,6 +63,15 @@ def tb_config():
     return json.loads(os.environ.get(_CONFIG_VARIABLE, "{}"))
 
 
+def _rewritten(test_module):
+    """The files whose asserts pytest rewrites in the simulator: the test module's folder and ``dashraker.sim``.
+
+    cocotb's default rewrites every module imported, without caching the result, so
+    importing torch and scikit-learn there took some 20 s of recompiling each run.
+    """
+    return os.environ.get(_REWRITE_VARIABLE, f"{test_module.parent}/*.py {Path(__file__).parent}/*.py")
+
+
 @contextlib.contextmanager
 def _environment(env):
     saved = dict(os.environ)
@@ -90,7 +103,7 @@ def run_cocotb(component, *, toplevel, test_module, build_dir, simulator, config
     source = build_dir / f"{toplevel}.v"
     if not source.exists():
         write_verilog(component() if callable(component) else component, source, toplevel)
-    test_module = Path(test_module)
+    test_module = Path(test_module).resolve()
     if str(test_module.parent) not in sys.path:
         sys.path.insert(0, str(test_module.parent))
 
@@ -111,10 +124,22 @@ def run_cocotb(component, *, toplevel, test_module, build_dir, simulator, config
                      timescale=_TIMESCALE, waves=waves, always=False)
         results = runner.test(
             test_module=test_module.stem, hdl_toplevel=toplevel, build_dir=sim_dir, test_dir=sim_dir,
-            extra_env={_CONFIG_VARIABLE: json.dumps(config or {})}, testcase=testcase,
-            waves=waves, timescale=_TIMESCALE,
+            extra_env={_CONFIG_VARIABLE: json.dumps(config or {}), _REWRITE_VARIABLE: _rewritten(test_module)},
+            testcase=testcase, waves=waves, timescale=_TIMESCALE,
         )
     total, failed = get_results(results)
     assert total > 0, f"{test_module.name} ran no cocotb test on {simulator}"
     assert failed == 0, f"{failed} of {total} cocotb tests failed in {test_module.name} on {simulator} (see {results})"
     return total
+
+
+def run_tile(design, params, *, toplevel, test_module, build_dir, simulator, testcase=None, optimize=False,
+             **config):
+    """``run_cocotb`` on the tile of ``design`` (a registry descriptor) with full ``params``.
+
+    The cocotb module's ``TileTB`` finds the design and ``params`` in ``tb_config()``,
+    beside the other ``config`` entries (``seed``, pass counts).
+    """
+    return run_cocotb(lambda: design.tile(params), toplevel=toplevel, test_module=test_module, build_dir=build_dir,
+                      simulator=simulator, config={"design": design.name, "params": params, **config},
+                      testcase=testcase, optimize=optimize)

@@ -1,10 +1,23 @@
-"""Stimulus for hardware tests: real tensors from a training step, and passes cut from them."""
+"""Stimulus for hardware tests: real tensors from a training step, passes cut from them, their operand bits."""
 
 import functools
 
 import numpy as np
 
-__all__ = ["training_step_tensors", "passes_from_matrices", "training_step_passes"]
+__all__ = ["operand_bits", "training_step_tensors", "passes_from_matrices", "training_step_passes"]
+
+
+def operand_bits(values, fmt):
+    """Bit patterns (int64 NumPy) of fp32 values in operand format ``fmt``, rounded to nearest as ``quantize``."""
+    import torch
+
+    from dashraker.formats import BF16, float_format
+    from dashraker.models.numerics import fp32_bits, quantize, to_bf16_bits
+
+    values = torch.as_tensor(np.asarray(values, dtype=np.float32))
+    if float_format(fmt) == BF16:
+        return to_bf16_bits(values).numpy()
+    return fp32_bits(quantize(values, fmt)).numpy()
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,9 +1,9 @@
 """cocotb drivers for ``amaranth.lib.stream`` ports: a source, a sink, a cycle counter.
 
 A stream port ``p`` of a generated top level appears as ``p__valid``, ``p__ready`` and
-``p__payload``; payloads travel as integers (pack them with ``dashraker.sim.payload``).
-Both ends can insert random idle/backpressure cycles so every data test also runs
-with stalls.
+``p__payload``; payloads travel as integers (``dashraker.sim.codec`` encodes them from
+the port's layout; ``sim.tile_tb`` does it for a tile). Both ends can insert random
+idle/backpressure cycles so every data test also runs with stalls.
 """
 
 import collections

@@ -35,6 +35,6 @@ def test_help(path):
 def test_bad_generator_parameter_is_one_clear_line(tmp_path):
     done = _dashraker("verilog", "baseline", "--lanes", "0", "-o", str(tmp_path / "x.v"))
     assert done.returncode == 2
-    assert "lanes must be a positive integer, not 0" in done.stderr
+    assert "baseline --lanes must be an integer >= 1, not 0" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "x.v").exists()

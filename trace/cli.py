@@ -32,7 +32,7 @@ def _record(args):
             seed=args.seed,
             lr=args.lr,
             prune=args.prune,
-            progress=not args.quiet,
+            progress=not args.no_progress,
             input_grad=args.input_grad,
             seq_len=args.seq_len,
             overwrite=args.force,
@@ -46,7 +46,7 @@ def _record(args):
 def _check(args):
     from dashraker.trace.check import check_trace, format_sparsity, format_summary
 
-    result = check_trace(args.trace, progress=not args.quiet)
+    result = check_trace(args.trace, progress=not (args.quiet or args.no_progress))
     if result.stats and not args.quiet:
         print(format_sparsity(result.stats))
         print()
@@ -64,7 +64,7 @@ def _export(args):
     from dashraker.trace.export import export_dnnsim
 
     try:
-        root = export_dnnsim(args.trace, args.out, net=args.net, progress=not args.quiet)
+        root = export_dnnsim(args.trace, args.out, net=args.net, progress=not args.no_progress)
     except TraceError as error:
         raise CliError(str(error)) from None
     print(f"dnnsim layout written to {root}")
@@ -96,11 +96,12 @@ def register(subparsers):
     rec.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's choice)")
     rec.add_argument("--out", required=True, help="trace folder to create")
     rec.add_argument("--force", action="store_true", help="replace an existing trace in --out")
-    rec.add_argument("--quiet", action="store_true", help="no progress bar")
+    rec.add_argument("--no-progress", action="store_true", help="no progress bar")
     rec.set_defaults(func=_record)
 
     check = actions.add_parser("check", help="check every file of a trace and print the sparsity of every tensor")
     check.add_argument("trace", help="trace folder")
+    check.add_argument("--no-progress", action="store_true", help="no progress bar")
     check.add_argument("--quiet", action="store_true", help="print problems only, no table or progress bar")
     check.set_defaults(func=_check)
 
@@ -109,5 +110,5 @@ def register(subparsers):
     export.add_argument("--net", help="network folder name in the output (default: the trace's model name)")
     export.add_argument("trace", help="trace folder")
     export.add_argument("out", help="output folder")
-    export.add_argument("--quiet", action="store_true", help="no progress bar")
+    export.add_argument("--no-progress", action="store_true", help="no progress bar")
     export.set_defaults(func=_export)

@@ -1,28 +1,15 @@
 """Dense baseline: an R x C tile of N-lane MAC PEs with stream interfaces."""
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from dashraker.designs import BASELINE
 from dashraker.formats import float_format
-from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, MacUnit, mac_latency
+from dashraker.hw.numerics import MacUnit, mac_latency
+from dashraker.hw.tile_stream import result_layout, step_layout
 
-__all__ = ["Tile", "step_layout", "result_layout"]
-
-
-def step_layout(rows, cols, lanes, fmt):
-    """One step of a pass: N operands per row and per column, and the end-of-pass flag."""
-    lane_values = data.ArrayLayout(FloatLayout(fmt), lanes)
-    return data.StructLayout({
-        "rows": data.ArrayLayout(lane_values, rows),
-        "cols": data.ArrayLayout(lane_values, cols),
-        "last": 1,
-    })
-
-
-def result_layout(rows, cols):
-    """The fp32 accumulators of every PE, indexed [row][col]."""
-    return data.ArrayLayout(data.ArrayLayout(FP32_LAYOUT, cols), rows)
+__all__ = ["Tile"]
 
 
 class Tile(wiring.Component):
@@ -54,15 +41,13 @@ class Tile(wiring.Component):
     steps : In(stream.Signature(step_layout(rows, cols, lanes, fmt)))
         Operand steps; ``last`` closes a pass.
     results : Out(stream.Signature(result_layout(rows, cols)))
-        One transfer per pass: every PE's accumulator.
+        One transfer per pass: every PE's accumulator in ``outputs``.
     """
 
     def __init__(self, rows=1, cols=1, lanes=16, fmt="bf16"):
-        for name, value in (("rows", rows), ("cols", cols), ("lanes", lanes)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"Tile {name} must be a positive integer, not {value!r}")
-        self.rows, self.cols, self.lanes = rows, cols, lanes
         self.format = float_format(fmt)
+        BASELINE.params(rows=rows, cols=cols, lanes=lanes, fmt=self.format.name)
+        self.rows, self.cols, self.lanes = rows, cols, lanes
         self.latency = 1 + mac_latency(lanes, self.format)
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, fmt))),
@@ -87,7 +72,7 @@ class Tile(wiring.Component):
                     pe.last.eq(step.last),
                     pe.a.eq(step.rows[row]),
                     pe.b.eq(step.cols[col]),
-                    self.results.payload[row][col].eq(pe.result),
+                    self.results.payload.outputs[row][col].eq(pe.result),
                 ]
                 if row == col == 0:
                     m.d.comb += self.results.valid.eq(pe.result_valid)

@@ -4,6 +4,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from dashraker.designs import FPRAKER
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan
 from dashraker.hw.numerics.rounding import leading_zeros, round_nearest_even
 
@@ -35,15 +36,18 @@ class Rounder(wiring.Component):
     Parameters
     ----------
     guard_bits : int
-        G, the guard bits below the fp32 significand in the window.
+        G, the guard bits below the fp32 significand in the window (0..7).
 
     Ports
     -----
     accumulator : In(accumulator_layout(guard_bits))
+        A PE's accumulator at the end of a pass.
     result : Out(FP32_LAYOUT)
+        Its fp32 value.
     """
 
     def __init__(self, guard_bits):
+        FPRAKER.params(guard_bits=guard_bits)
         self.guard_bits = guard_bits
         super().__init__({
             "accumulator": In(accumulator_layout(guard_bits)),

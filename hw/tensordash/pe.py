@@ -9,10 +9,10 @@ from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, MacUnit, mac_latency
 from dashraker.hw.tensordash.scheduler import check_parameters, select_layout
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
-__all__ = ["PE", "window_layout", "pe_latency"]
+__all__ = ["PE", "staging_layout", "pe_latency"]
 
 
-def window_layout(lanes, lookahead, fmt):
+def staging_layout(lanes, lookahead, fmt):
     """Operand values of the window's H+1 steps, one lane array per step."""
     return data.ArrayLayout(data.ArrayLayout(FloatLayout(fmt), lanes), lookahead + 1)
 
@@ -54,9 +54,9 @@ class PE(wiring.Component):
         It ends the pass.
     select : In(ArrayLayout(select_layout(pattern), lanes))
         The row scheduler's selects.
-    a : In(window_layout(lanes, lookahead, fmt))
+    a : In(staging_layout(lanes, lookahead, fmt))
         The scheduled operand's window (this PE's row).
-    b : In(window_layout(lanes, lookahead, fmt))
+    b : In(staging_layout(lanes, lookahead, fmt))
         The partner operand's window (this PE's column).
     result : Out(FP32_LAYOUT)
         The accumulated sum of the last finished pass.
@@ -69,7 +69,7 @@ class PE(wiring.Component):
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
         self.latency = pe_latency(lanes, self.format)
-        window = window_layout(lanes, lookahead, self.format)
+        window = staging_layout(lanes, lookahead, self.format)
         super().__init__({
             "en": In(1),
             "valid": In(1),

@@ -1,24 +1,18 @@
 """The TensorDash tile: a staging window (row schedulers, step skipping) feeding R x C PEs."""
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from dashraker.designs import TENSORDASH
 from dashraker.formats import float_format
-from dashraker.hw.baseline.tile import result_layout
 from dashraker.hw.tensordash.pe import PE, pe_latency
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.hw.tensordash.window import StagingWindow, chunk_layout
+from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
-__all__ = ["Tile", "tile_result_layout", "CYCLE_BITS"]
-
-CYCLE_BITS = 32
-
-
-def tile_result_layout(rows, cols):
-    """One output transfer per pass: every PE's fp32 accumulator and the pass's scheduled cycles."""
-    return data.StructLayout({"sums": result_layout(rows, cols), "cycles": unsigned(CYCLE_BITS)})
+__all__ = ["Tile"]
 
 
 class Tile(wiring.Component):
@@ -56,21 +50,19 @@ class Tile(wiring.Component):
     steps : In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, fmt)))
         Operand steps, up to H+1 per transfer; ``last`` closes a pass. Every pass has
         at least one step.
-    results : Out(stream.Signature(tile_result_layout(rows, cols)))
+    results : Out(stream.Signature(result_layout(rows, cols, cycles=True)))
         One transfer per pass, in order.
     """
 
     def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
-        for name, value in (("rows", rows), ("cols", cols)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"Tile {name} must be a positive integer, not {value!r}")
+        self.format = float_format(fmt)
+        TENSORDASH.params(rows=rows, cols=cols, lanes=lanes, lookahead=lookahead, pattern=pattern, fmt=self.format.name)
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
-        self.format = float_format(fmt)
         self.latency = pe_latency(lanes, self.format)
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
-            "results": Out(stream.Signature(tile_result_layout(rows, cols))),
+            "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
         })
 
     def elaborate(self, platform):
@@ -104,7 +96,7 @@ class Tile(wiring.Component):
                     pe.select.eq(window.select[r]),
                     pe.a.eq(window.row_window[r]),
                     pe.b.eq(window.col_window[c]),
-                    self.results.payload.sums[r][c].eq(pe.result),
+                    self.results.payload.outputs[r][c].eq(pe.result),
                 ]
                 if r == c == 0:
                     m.d.comb += self.results.valid.eq(pe.result_valid)

@@ -5,8 +5,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
-from dashraker.hw.baseline.tile import step_layout
-from dashraker.hw.tensordash.pe import window_layout
+from dashraker.hw.tile_stream import step_layout
+from dashraker.hw.tensordash.pe import staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
@@ -16,7 +16,7 @@ __all__ = ["StagingWindow", "chunk_layout"]
 def chunk_layout(rows, cols, lanes, lookahead, fmt):
     """One input transfer: up to H+1 consecutive steps (``count`` of them, 1..H+1).
 
-    Each step is the dense baseline's ``step_layout`` (row and column operands and the
+    Each step is a ``step_layout`` (row and column operands and the
     end-of-pass flag ``last``); a chunk may hold the end of one pass and the start
     of the next.
     """
@@ -63,9 +63,9 @@ class StagingWindow(wiring.Component):
         That cycle ends its pass.
     select : Out(ArrayLayout(ArrayLayout(select_layout(pattern), lanes), rows))
         Every row scheduler's selects.
-    row_window : Out(ArrayLayout(window_layout(lanes, lookahead, fmt), rows))
+    row_window : Out(ArrayLayout(staging_layout(lanes, lookahead, fmt), rows))
         Scheduled operand values of the window, per row.
-    col_window : Out(ArrayLayout(window_layout(lanes, lookahead, fmt), cols))
+    col_window : Out(ArrayLayout(staging_layout(lanes, lookahead, fmt), cols))
         Partner operand values of the window, per column.
     """
 
@@ -78,7 +78,7 @@ class StagingWindow(wiring.Component):
         self.slots = [Signal(layout, name=f"slot{j}") for j in range(depth)]
         self.flags = [[Signal(lanes, name=f"flags{j}_row{r}") for r in range(rows)] for j in range(depth)]
         self.occupancy = Signal(range(depth + 1))
-        window = window_layout(lanes, lookahead, self.format)
+        window = staging_layout(lanes, lookahead, self.format)
         super().__init__({
             "en": In(1),
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),

@@ -10,16 +10,16 @@ from dashraker.models.numerics import bf16_bits_to_fp32, fp32_mul, split, to_bf1
 __all__ = ["matmul_report"]
 
 
-def _blocks(matrix, lanes):
+def _steps(matrix, lanes):
     """bf16 patterns of the rows of ``matrix [M, K]`` as [M, steps, lanes], zero-padded."""
     steps = -(-matrix.shape[1] // lanes)
     return F.pad(to_bf16_bits(matrix), (0, steps * lanes - matrix.shape[1])).reshape(len(matrix), steps, lanes)
 
 
-def _group(blocks, size):
+def _group(steps, size):
     """[M, steps, lanes] -> [passes, size, steps, lanes], padding M with zero rows."""
-    count = -(-len(blocks) // size)
-    return F.pad(blocks, (0, 0, 0, 0, 0, count * size - len(blocks))).reshape(count, size, *blocks.shape[1:])
+    count = -(-len(steps) // size)
+    return F.pad(steps, (0, 0, 0, 0, 0, count * size - len(steps))).reshape(count, size, *steps.shape[1:])
 
 
 def matmul_report(x, w, lanes=8, rows=4, cols=4, guard_bits=3, zero_block_cycles=1):
@@ -28,7 +28,7 @@ def matmul_report(x, w, lanes=8, rows=4, cols=4, guard_bits=3, zero_block_cycles
     Errors are ``|y - y64| / sum_i |x_i w_i|`` per dot product (y64: the fp64 dot product of the
     same bf16 operands), so cancellation does not blow them up. Returns a dict of figures.
     """
-    a, b = _blocks(x, lanes), _blocks(w.T.contiguous(), lanes)  # [M, S, N], [N, S, N]
+    a, b = _steps(x, lanes), _steps(w.T.contiguous(), lanes)  # [M, S, N], [N, S, N]
     m, n = len(a), len(b)
     # every (row, column) pair as its own 1 x 1 pass: the outputs (independent of tiling)
     pairs = tile(a[:, None].expand(m, n, *a.shape[1:]).reshape(m * n, 1, *a.shape[1:]),
@@ -53,8 +53,8 @@ def matmul_report(x, w, lanes=8, rows=4, cols=4, guard_bits=3, zero_block_cycles
         "mean_terms_per_nonzero": counts[nonzero].mean().item() if nonzero.any() else 0.0,
         "zero_fraction": 1 - nonzero.double().mean().item(),
         "skipped_fraction": (pairs.skipped_terms.sum() / (pairs.terms + pairs.skipped_terms).sum().clamp(min=1)).item(),
-        "pe_cycles_per_block": (pairs.cycles.sum() / (m * n * a.shape[1])).item(),
-        "tile_cycles_per_block": (grouped.cycles.sum() / grouped.block_cycles.numel()).item(),
+        "pe_cycles_per_step": (pairs.cycles.sum() / (m * n * a.shape[1])).item(),
+        "tile_cycles_per_step": (grouped.cycles.sum() / grouped.step_cycles.numel()).item(),
         "tile": f"{rows}x{cols}",
     }
     for name, err in errors.items():

@@ -2,7 +2,7 @@
 
 Arithmetic, exactly as the RTL in ``dashraker.hw.fpraker`` does it
 -------------------------------------------------------------------
-Operands are bf16 bit patterns; subnormals are zeros (DAZ). Lane i of a block
+Operands are bf16 bit patterns; subnormals are zeros (DAZ). Lane i of a step
 holds the pair (a_i, b_i). ``a`` is the term-serial operand: its 8-bit significand
 (hidden one included) is recoded into canonical signed-digit (non-adjacent) form,
 at most 5 signed powers of two ``s * 2**t``, ``t`` in 0..8, processed most
@@ -17,7 +17,7 @@ significant first. ``b`` stays bit-parallel.
   fp32 significand (24 bits) plus G guard bits below it, plus headroom above.
   An empty accumulator (start of a pass, or a window that became exactly 0) has
   no exponent.
-* Block alignment: ``M = max(Pe over live lanes, Ea if the accumulator is not
+* Step alignment: ``M = max(Pe over live lanes, Ea if the accumulator is not
   empty)``. The accumulator is re-aligned to ``M``: ``S >> (M - Ea)``, an
   arithmetic shift (floor). Each lane has ``d = M - Pe``; a term ``s * 2**t`` of
   the lane contributes ``floor(sign * sig_b * 2**(t + 9 + G - d))`` window units,
@@ -27,7 +27,7 @@ significant first. ``b`` stays bit-parallel.
   ``sig_b << t`` falls below the window's LSB) is *out of bounds*: it is skipped
   and contributes 0; as terms come MSB first, all later terms of the lane are
   out of bounds too.
-* End of block: ``S = aligned accumulator + all in-bound term contributions``
+* End of step: ``S = aligned accumulator + all in-bound term contributions``
   (exact integer sum, so the order of the terms does not matter). The window is
   then brought back to ``25 + G`` signed bits by the smallest arithmetic right
   shift ``c >= 0`` that makes it fit: ``S >>= c``, ``Ea = M + c`` (truncation,
@@ -45,9 +45,9 @@ significant first. ``b`` stays bit-parallel.
   can give Inf. Finite lanes are computed (and
   cost cycles) as usual; the special result overrides the window at the end.
 
-Cycles: a PE spends on a block the maximum over its lanes of the number of
-in-bound terms, at least 1; a block with no live lane in the PE costs
-``zero_block_cycles`` (0 or 1). The tile runs in lockstep: a block (one step of
+Cycles: a PE spends on a step the maximum over its lanes of the number of
+in-bound terms, at least 1; a step with no live lane in the PE costs
+``zero_block_cycles`` (0 or 1). The tile runs in lockstep: a step (one step of
 a pass) costs the maximum over its R x C PEs. ``terms`` / ``skipped_terms``
 count, per PE and lane, the in-bound / out-of-bounds terms of live lanes.
 """
@@ -79,7 +79,7 @@ _CHUNK = 1 << 22  # elements per pass chunk (bounds the memory of the precompute
 
 
 def window_width(lanes, guard_bits):
-    """Signed bits the running block sum needs: 25 + G bits of window plus headroom for N products."""
+    """Signed bits the running step sum needs: 25 + G bits of window plus headroom for N products."""
     return 24 + guard_bits + (4 * lanes + 2).bit_length() + 1
 
 
@@ -114,13 +114,13 @@ def encode_terms(significand):
 
 @functools.lru_cache(maxsize=None)
 def _tables(guard_bits, count_bits):
-    """Lookup table over (operands, alignment distance d = 0 .. 25 + G) for a lane of a block.
+    """Lookup table over (operands, alignment distance d = 0 .. 25 + G) for a lane of a step.
 
     ``packed[(((sa * 2 + sb) * 128 + ia) * 128 + ib) * (D + 1) + d]`` holds, above its low
     ``count_bits`` bits, the lane's window contribution: the sum over the in-bound
     terms ``s * 2**t`` of ``a = 128 + ia`` of ``floor(sign * s * (128 + ib) * 2**(t + 9 + G - d))``
     (sign negative when ``sa != sb``); in the low bits, the number of in-bound terms
-    (``d <= t + 16 + G``). Summing packed entries over a block's lanes sums both
+    (``d <= t + 16 + G``). Summing packed entries over a step's lanes sums both
     fields at once, as long as the counts stay below ``2**count_bits``. At
     ``d = D = 25 + G`` every term is out of bounds, so larger distances clamp to D.
     Also returns the total term count of each significand and D.
@@ -148,14 +148,14 @@ class TileResult:
     ``outputs``: fp32 [passes, rows, cols]; ``cycles``: int64 [passes];
     ``terms`` / ``skipped_terms``: in-bound / out-of-bounds terms of live lanes,
     summed over the PEs and lanes of each pass, int64 [passes];
-    ``block_cycles``: int64 [passes, steps], the cost of each block.
+    ``step_cycles``: int64 [passes, steps], the cost of each step.
     """
 
     outputs: torch.Tensor
     cycles: torch.Tensor
     terms: torch.Tensor
     skipped_terms: torch.Tensor
-    block_cycles: torch.Tensor
+    step_cycles: torch.Tensor
 
 
 def _as_bits(bits, name):
@@ -213,7 +213,7 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
     ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
     ``b_bits``: [passes, cols, steps, lanes] (bit-parallel, shared along columns);
     ints (torch or numpy). Returns a ``TileResult``. Work is vectorised over passes,
-    PEs and lanes; only the steps (blocks) run one after another.
+    PEs and lanes; only the steps run one after another.
     """
     if not isinstance(guard_bits, int) or guard_bits < 0:
         raise ValueError(f"guard_bits must be a non-negative integer, not {guard_bits!r}")
@@ -241,13 +241,13 @@ def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
     packed_table, total_table, far = _tables(g, count_bits)
     span = far + 1
     cols = b_bits.shape[1]
-    # step-major layout [S, P, R|1, 1|C, N]: each block is one contiguous slice
+    # step-major layout [S, P, R|1, 1|C, N]: each step is one contiguous slice
     a = _Operand(a_bits.permute(2, 0, 1, 3)[:, :, :, None])
     b = _Operand(b_bits.permute(2, 0, 1, 3)[:, :, None])
     # a lane without a product gets an exponent far below every real one (< _DEAD)
     product_exp = torch.where(a.live, a.exp - _BF16_BIAS, _NONE) + torch.where(b.live, b.exp, _NONE)
-    block_max = product_exp.amax(-1)  # [S, P, R, C]
-    any_live = block_max > _DEAD
+    step_max = product_exp.amax(-1)  # [S, P, R, C]
+    any_live = step_max > _DEAD
     table_base = (a.sign * 2 * 128 * 128 + a.index * 128) * span + (b.sign * 128 * 128 + b.index) * span
     # terms of live lanes, summed over the PEs: sum over lanes of (row terms) x (live columns)
     row_terms = torch.where(a.live, total_table[a.index], 0).sum(2)  # [S, P, 1, N]
@@ -257,10 +257,10 @@ def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
     window = torch.zeros(shape, dtype=torch.int64)
     acc_exp = torch.full(shape, _NONE, dtype=torch.int64)
     nonempty = torch.zeros(shape, dtype=torch.bool)
-    block_cycles = torch.zeros((steps, passes), dtype=torch.int64)
+    step_cycles = torch.zeros((steps, passes), dtype=torch.int64)
     terms = torch.zeros((steps, passes), dtype=torch.int64)
     for s in range(steps):
-        top = torch.maximum(block_max[s], acc_exp)  # acc_exp is _NONE while empty
+        top = torch.maximum(step_max[s], acc_exp)  # acc_exp is _NONE while empty
         # with nothing to align to, every lane is out of bounds
         top = torch.where(top < _DEAD, -_NONE, top)
         distance = (top[..., None] - product_exp[s]).clamp_(max=far)
@@ -276,19 +276,19 @@ def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
         acc_exp = torch.where(nonempty, top + carry, _NONE)
         lane_terms = (lane & ((1 << count_bits) - 1)).amax(-1)
         pe_cycles = torch.where(any_live[s], lane_terms.clamp(min=1), zero_block_cycles)
-        block_cycles[s] = pe_cycles.flatten(1).amax(-1)
+        step_cycles[s] = pe_cycles.flatten(1).amax(-1)
         terms[s] = (packed_sum & ((1 << count_bits) - 1)).flatten(1).sum(-1)
 
     bits = torch.where(nonempty, _round_window(window, acc_exp.to(torch.int64), g), 0)
     if bool(a.special.any() or b.special.any()):
         bits = _specials(a, b, bits)
-    block_cycles = block_cycles.T.contiguous()
+    step_cycles = step_cycles.T.contiguous()
     terms = terms.sum(0)
-    return TileResult(fp32_from_bits(bits), block_cycles.sum(-1), terms, total.sum(0) - terms, block_cycles)
+    return TileResult(fp32_from_bits(bits), step_cycles.sum(-1), terms, total.sum(0) - terms, step_cycles)
 
 
 def _specials(a, b, bits):
-    """Override results with NaN/Inf where the pass met them (sticky over all its blocks)."""
+    """Override results with NaN/Inf where the pass met them (sticky over all its steps)."""
     lane_nan = a.nan | b.nan | (a.inf & b.zero) | (a.zero & b.inf)
     lane_inf = (a.inf | b.inf) & ~lane_nan
     negative = (a.sign ^ b.sign) == 1

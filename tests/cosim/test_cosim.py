@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from dashraker.cli import main
-from dashraker.hw.baseline.tile import step_layout
 from dashraker.hw.tensordash.window import chunk_layout
+from dashraker.hw.tile_stream import step_layout
 from dashraker.mapping.dataflow import passes as mapper_passes
-from dashraker.sim.cosim import Cosim, design_params, stream_words
+from dashraker.sim import codec
+from dashraker.sim.cosim import Cosim
 from dashraker.sim.cosim_check import OPS, cosimulate, trace_passes
-from dashraker.sim.payload import pack_array
 
 # Small tiles, so that each design builds in about a minute; C++ at -O0 compiles fastest.
 CONFIGS = {
@@ -93,30 +93,27 @@ def test_a_wrong_model_is_caught(cosims, cosim_trace):
     assert not report.ok and report.cycle_mismatches > 0 and report.problems
 
 
-def test_stream_words_match_payload_packing():
-    """Step and TensorDash chunk transfers equal ``sim.payload`` packing of the same fields."""
+def test_step_transfers_are_the_layouts_constants():
+    """Step and TensorDash chunk transfers (full and partial) equal Amaranth's own ``Layout.const`` of their fields."""
     rng = np.random.default_rng(3)
     passes, rows, cols, steps, lanes = 3, 2, 3, 4, 5
     a = rng.integers(0, 1 << 16, (passes, rows, steps, lanes))
     b = rng.integers(0, 1 << 16, (passes, cols, steps, lanes))
     layout = step_layout(rows, cols, lanes, "bf16")
-    expected = [pack_array(a[p, :, s], 16) | pack_array(b[p, :, s], 16) << layout["cols"].offset
-                | int(s == steps - 1) << layout["last"].offset for p in range(passes) for s in range(steps)]
-    words = stream_words(layout, a, b, 16)
-    assert [int.from_bytes(row.tobytes(), "little") for row in words] == expected
+    value = layout["rows"].shape.elem_shape.elem_shape.from_bits
+    fields = [{"rows": [[value(int(v)) for v in row] for row in a[p, :, s]],
+               "cols": [[value(int(v)) for v in col] for col in b[p, :, s]],
+               "last": int(s == steps - 1)} for p in range(passes) for s in range(steps)]
+    expected = [layout.const(step).as_value().value for step in fields]
+    assert codec.to_ints(codec.step_transfers(layout, a, b)) == expected
 
     chunks = chunk_layout(rows, cols, lanes, 2, "bf16")
-    grouped = [expected[i : i + 3] for i in range(0, len(expected), 3)]
-    expected = [pack_array(group, layout.size) | len(group) << chunks["count"].offset for group in grouped]
-    words = stream_words(chunks, a, b, 16)
+    sizes = [3, 1, 2, 3, 3]  # 12 steps: partial chunks across pass boundaries
+    starts = np.cumsum([0, *sizes[:-1]])
+    expected = [chunks.const({"steps": fields[start : start + size], "count": size}).as_value().value
+                for start, size in zip(starts, sizes)]
+    words = codec.to_words(codec.step_transfers(chunks, a, b, iter(sizes)))
     assert [int.from_bytes(row.tobytes(), "little") for row in words] == expected
-
-
-def test_design_params():
-    assert design_params("fpraker", rows=2)["lanes"] == 8
-    assert design_params("tensordash")["lookahead"] == 2
-    with pytest.raises(ValueError, match="'baseline' has no parameter 'lookahead'"):
-        design_params("baseline", lookahead=1)
 
 
 def test_cli(cosims, cosim_trace, build_cache, capsys):
@@ -150,7 +147,7 @@ def test_pyverilator_signal_api_agrees(cosims, cosim_trace):
         cosim.sim.clock.tick()
 
     io["results__ready"] = 1
-    for row in stream_words(cosim.in_layout, cosim.bits(a), cosim.bits(b), cosim.width):
+    for row in codec.to_words(codec.step_transfers(cosim.in_layout, cosim.bits(a), cosim.bits(b))):
         io["steps__payload"] = int.from_bytes(row.tobytes(), "little")
         io["steps__valid"] = 1
         while not io["steps__ready"]:
@@ -159,6 +156,5 @@ def test_pyverilator_signal_api_agrees(cosims, cosim_trace):
     io["steps__valid"] = 0
     for _ in range(cosim.tile.latency + 2):
         tick()
-    words = np.array([[value >> (32 * w) & 0xFFFFFFFF for w in range(cosim.out_words)] for value in got], np.uint32)
-    outputs, _ = cosim.decode(words)
+    outputs = codec.decode(cosim.out_layout, codec.from_ints(got, cosim.out_layout.size))["outputs"]
     assert np.array_equal(outputs, want)

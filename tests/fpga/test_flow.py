@@ -7,7 +7,7 @@ import pytest
 from dashraker.cli import main
 from dashraker.fpga.devices import DEVICES
 from dashraker.fpga.flow import pin_count
-from dashraker.hw.cli import DESIGNS
+from dashraker.designs import DESIGNS
 
 # The smallest configurations that still have every part of the design (TensorDash: muxes and a scheduler).
 SMALL = {
@@ -19,7 +19,7 @@ SMALL = {
 PARTS = {
     "baseline": {"design", "design.pe0_0"},
     "tensordash": {"design", "design.pe0_0", "design.pe0_0.mac", "design.window", "design.window.scheduler0"},
-    "fpraker": {"design", "design.pe0_0", "design.encoder0_0", "design.rounder0_0"},
+    "fpraker": {"design", "design.pe0_0", "design.decoder.encoder0_0", "design.output.rounder0_0"},
 }
 CASES = [(name, "ecp5-85k") for name in SMALL if name in DESIGNS] + [("baseline", "ice40-hx8k")]
 
@@ -66,7 +66,7 @@ def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
     (["--clock", "-5"], "--clock must be a frequency in MHz in (0, 1000], not -5"),
     (["--clock", "5000"], "not 5000"),
     (["--word-bits", "0"], "--word-bits must be a positive integer, not 0"),
-    (["--lanes", "0"], "baseline: Tile lanes must be a positive integer, not 0"),
+    (["--lanes", "0"], "baseline --lanes must be an integer >= 1, not 0"),
 ])
 def test_bad_arguments_are_clear_errors(args, message, tmp_path, capsys):
     status, _, err = run_cli(capsys, "baseline", *args, "--out", str(tmp_path / "x"), "--no-progress")
@@ -98,7 +98,7 @@ def test_compare_runs_each_configuration_once_and_tabulates(tmp_path, capsys):
             "--device", "ecp5-25k", "--speedup", "fpraker=0.25", "--out", str(tmp_path), "--no-progress"]
     status, first, err = run_cli(capsys, *args)
     assert status == 0, err
-    assert "skipping fpraker fp32: FPRaker takes bf16 operands only" in first
+    assert "skipping fpraker fp32: fpraker takes bf16 operands only" in first
     assert first.count("-> ") == 3  # baseline bf16, fpraker bf16, baseline fp32 went through the flow
     status, second, err = run_cli(capsys, *args)
     assert status == 0, err

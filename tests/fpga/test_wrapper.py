@@ -8,12 +8,10 @@ from amaranth.sim import Simulator
 
 from dashraker.fpga.wrapper import StreamTop
 from dashraker.hw.baseline.tile import Tile
+from dashraker.sim import codec
+from dashraker.sim.stimulus import operand_bits
 
 LANES = 2
-
-
-def bf16_bits(values):
-    return [int(v) & 0xFFFF for v in torch.tensor(values, dtype=torch.float32).to(torch.bfloat16).view(torch.int16)]
 
 
 def golden_pass(a_steps, b_steps):
@@ -27,21 +25,15 @@ def golden_pass(a_steps, b_steps):
     return int(acc.view(torch.int32)) & 0xFFFFFFFF
 
 
-def step_bits(a, b, last):
-    """The step payload by hand: rows[0] lanes, then cols[0] lanes, 16 bits each, then ``last``."""
-    value = 0
-    for i, bits in enumerate(bf16_bits(a) + bf16_bits(b)):
-        value |= bits << (16 * i)
-    return value | (int(last) << (16 * 2 * LANES))
-
-
 def run(passes, word_bits, rx_gaps, tx_stalls, seed):
     rng = random.Random(seed)
-    top = StreamTop(Tile(lanes=LANES), word_bits)
+    tile = Tile(lanes=LANES)
+    top = StreamTop(tile, word_bits)
     words = []
     for a_steps, b_steps in passes:
-        for k, (a, b) in enumerate(zip(a_steps, b_steps)):
-            value = step_bits(a, b, k == len(a_steps) - 1)
+        steps = codec.step_transfers(tile.steps.payload.shape(), operand_bits([[a_steps]], "bf16"),
+                                     operand_bits([[b_steps]], "bf16"))
+        for value in codec.to_ints(steps):
             words += [(value >> (word_bits * i)) & ((1 << word_bits) - 1) for i in range(top.step_words)]
     received = []
     sim = Simulator(top)

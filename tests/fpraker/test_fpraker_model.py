@@ -1,4 +1,4 @@
-"""The FPRaker golden model: term encoder, block arithmetic, cycles, specials, against independent references."""
+"""The FPRaker golden model: term encoder, step arithmetic, cycles, specials, against independent references."""
 
 import math
 
@@ -43,7 +43,7 @@ def test_tile_matches_scalar_reference(guard_bits, zero_block_cycles, spread, co
     for p in range(3):
         outputs, costs, terms, skipped = reference_tile(a[p].tolist(), b[p].tolist(), guard_bits, zero_block_cycles)
         assert fp32_bits(result.outputs[p]).tolist() == outputs
-        assert result.block_cycles[p].tolist() == costs
+        assert result.step_cycles[p].tolist() == costs
         assert int(result.cycles[p]) == sum(costs)
         assert (int(result.terms[p]), int(result.skipped_terms[p])) == (terms, skipped)
 
@@ -55,7 +55,7 @@ def test_real_tensors_match_scalar_reference():
     for p in range(2):
         outputs, costs, _, _ = reference_tile(a[p].tolist(), b[p].tolist())
         assert fp32_bits(result.outputs[p]).tolist() == outputs
-        assert result.block_cycles[p].tolist() == costs
+        assert result.step_cycles[p].tolist() == costs
 
 
 def _bf16(values):
@@ -85,7 +85,7 @@ def test_cycles_follow_terms_and_bounds():
     a = [[(250 << 7) | one, 0], [(10 << 7) | five, (10 << 7) | five]]
     b = [[127 << 7, 0], [127 << 7, 127 << 7]]
     result = tile(torch.tensor(a)[None, None], torch.tensor(b)[None, None])
-    assert result.block_cycles[0].tolist() == [1, 1] and int(result.skipped_terms[0]) == 10
+    assert result.step_cycles[0].tolist() == [1, 1] and int(result.skipped_terms[0]) == 10
 
 
 @pytest.mark.parametrize("zero_block_cycles", [0, 1])
@@ -95,7 +95,7 @@ def test_all_zero_blocks(zero_block_cycles):
     a = torch.tensor([zeros, values])[None, None].flatten(2, 3)
     b = torch.tensor([values, zeros])[None, None].flatten(2, 3)
     result = tile(a, b, zero_block_cycles=zero_block_cycles)
-    assert result.block_cycles[0].tolist() == [zero_block_cycles] * 2
+    assert result.step_cycles[0].tolist() == [zero_block_cycles] * 2
     assert fp32_bits(result.outputs[0, 0, 0]) == 0  # +0: the accumulator starts at +0
 
 
@@ -149,5 +149,5 @@ def test_chunked_passes_equal_one_batch(monkeypatch):
     monkeypatch.setattr(golden, "_CHUNK", 2 * 3 * 5 * 4 * 2)  # two passes per chunk
     parts = tile(a, b)
     assert torch.equal(fp32_bits(whole.outputs), fp32_bits(parts.outputs))
-    for name in ("cycles", "terms", "skipped_terms", "block_cycles"):
+    for name in ("cycles", "terms", "skipped_terms", "step_cycles"):
         assert torch.equal(getattr(whole, name), getattr(parts, name)), name

@@ -5,11 +5,12 @@ from pathlib import Path
 import pytest
 
 from dashraker.cli import main
-from dashraker.hw.fpraker import Tile
-from dashraker.sim.runner import configuration_cases, run_cocotb
+from dashraker.designs import DESIGNS
+from dashraker.sim.runner import configuration_cases, run_tile
 from dashraker.sim.toolchain import lint
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fpraker_tile.py")
+DESIGN = DESIGNS["fpraker"]
 
 CONFIGS = {
     "fpr_2x2x8_g3": dict(rows=2, cols=2, lanes=8, guard_bits=3, zero_block_cycles=1),
@@ -23,10 +24,8 @@ QUICK = {("fpr_1x2x4_g0_z0", "icarus"), ("fpr_1x1x2_g3", "verilator")}
 
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
 def test_fpraker_tile(name, sim_name, build_cache):
-    params = CONFIGS[name]
-    config = {**params, "seed": 7, "passes": 10}
-    run_cocotb(lambda: Tile(**params), toplevel=name, test_module=COCOTB_MODULE,
-               build_dir=build_cache / name, simulator=sim_name, config=config)
+    run_tile(DESIGN, DESIGN.params(**CONFIGS[name]), toplevel=name, test_module=COCOTB_MODULE,
+             build_dir=build_cache / name, simulator=sim_name, seed=7, passes=10)
 
 
 def test_cli_writes_lint_clean_verilog(tmp_path):
@@ -38,9 +37,9 @@ def test_cli_writes_lint_clean_verilog(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--dtype", "fp32"], "bf16 operands only"),
-    (["--guard-bits", "8"], "guard_bits"),
-    (["--lanes", "0"], "lanes"),
+    (["--dtype", "fp32"], "fpraker --dtype must be one of bf16, not 'fp32'"),
+    (["--guard-bits", "8"], "fpraker --guard-bits must be an integer in 0..7, not 8"),
+    (["--lanes", "0"], "fpraker --lanes must be an integer >= 1, not 0"),
 ])
 def test_cli_rejects_bad_parameters(args, message, tmp_path, capsys):
     assert main(["verilog", "fpraker", *args, "-o", str(tmp_path / "x.v")]) == 2

@@ -13,7 +13,7 @@ def test_error_against_fp64_is_close_to_the_fp32_tree():
     report = matmul_report(torch.randn(16, 96, generator=generator), torch.randn(96, 8, generator=generator))
     assert report["fpraker_error_max"] < 2**-22
     assert report["fpraker_error_median"] <= 2 * report["baseline_error_median"]
-    assert 1 <= report["pe_cycles_per_block"] <= 5 <= report["mean_terms_per_value"] + 2
+    assert 1 <= report["pe_cycles_per_step"] <= 5 <= report["mean_terms_per_value"] + 2
 
 
 def test_matmul_and_chunked_weight_gradient_match_fp64():

@@ -4,10 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from dashraker.hw.baseline import Tile
-from dashraker.sim.runner import configuration_cases, run_cocotb
+from dashraker.designs import DESIGNS
+from dashraker.sim.runner import configuration_cases, run_tile
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_tile.py")
+DESIGN = DESIGNS["baseline"]
 
 CONFIGS = {
     "pe_16_bf16": dict(rows=1, cols=1, lanes=16, fmt="bf16"),
@@ -21,8 +22,5 @@ QUICK = {(name, simulator) for name in ("pe_16_bf16", "tile_2x3x4_fp32") for sim
 
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
 def test_baseline_tile(name, sim_name, build_cache):
-    params = CONFIGS[name]
-    config = {"rows": params["rows"], "cols": params["cols"], "lanes": params["lanes"], "format": params["fmt"],
-              "latency": Tile(**params).latency, "seed": 11, "passes": 12}
-    run_cocotb(lambda: Tile(**params), toplevel=name, test_module=COCOTB_MODULE,
-               build_dir=build_cache / name, simulator=sim_name, config=config)
+    run_tile(DESIGN, DESIGN.params(**CONFIGS[name]), toplevel=name, test_module=COCOTB_MODULE,
+             build_dir=build_cache / name, simulator=sim_name, seed=11, passes=12)

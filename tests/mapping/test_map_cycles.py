@@ -1,5 +1,6 @@
 """Cycles of small layers counted by hand, and invariants of the three designs on real layers."""
 
+import dataclasses
 import types
 
 import numpy as np
@@ -119,7 +120,7 @@ def test_fpraker_operand_bits_match_numerics():
     import torch
 
     from dashraker.mapping.dataflow import _quantized
-    from dashraker.mapping.engine import _bf16_bits
+    from dashraker.designs.fpraker import _bf16_bits
     from dashraker.models.numerics import to_bf16_bits
 
     raw = np.concatenate([np.random.default_rng(0).standard_normal(1000) * 1e3, [0.0, -0.0, np.nan, np.inf, 1e-40]])
@@ -128,14 +129,12 @@ def test_fpraker_operand_bits_match_numerics():
 
 
 @pytest.mark.parametrize("design", ["tensordash", "fpraker"])
-def test_batching_across_problems_changes_nothing(tmp_path, layer_case, monkeypatch, design):
+def test_batching_across_problems_changes_nothing(tmp_path, layer_case, design):
     """Many problems of equal steps (depthwise groups, kernel offsets) batched together or one by one."""
-    from dashraker.mapping import engine
-
     layer, tensors, _ = layer_case(n=1, c=8, m=8, size=6, groups=8, stride=2)
     config = config_file(tmp_path, design)
     together = [map_op(config, layer, tensors, op) for op in ("fwd", "bwd_input", "bwd_weight")]
-    monkeypatch.setattr(engine, "TENSORDASH_MAX_VALUES", 1)
-    monkeypatch.setattr(engine, "FPRAKER_MAX_VALUES", 1)
+    one_by_one = dataclasses.replace(config.design, cost=dataclasses.replace(config.design.cost, max_values=1))
+    config = dataclasses.replace(config, design=one_by_one)
     alone = [map_op(config, layer, tensors, op) for op in ("fwd", "bwd_input", "bwd_weight")]
     assert alone == together

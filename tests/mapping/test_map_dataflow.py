@@ -103,9 +103,9 @@ def test_pass_batches_cover_all_pairs(layer_case):
     col_set = np.concatenate([b.col_set for b in batches])
     assert sorted(zip(row_set, col_set)) == [(r, c) for r in range(11) for c in range(4)]  # 32 windows, 7 filters
     first = batches[0]
-    assert first.scheduled.shape[1:] == (3, 9 * 2, 4) and first.other.shape[1:] == (2, 18, 4)
+    assert first.scheduled.shape[1:] == (3, 9 * 2, 4) and first.partner.shape[1:] == (2, 18, 4)
     rows_used = np.concatenate([b.rows_used for b in batches])
     cols_used = np.concatenate([b.cols_used for b in batches])
     assert rows_used.max() == 3 and rows_used.min() == 2 and cols_used.min() == 1
     last = batches[-1]
-    assert not last.scheduled[-1, 2:].any() and not last.other[-1, 1:].any()  # missing streams are zero
+    assert not last.scheduled[-1, 2:].any() and not last.partner[-1, 1:].any()  # missing streams are zero

@@ -1,15 +1,12 @@
-"""Stimulus for the TensorDash checks: sparse operand streams, their chunked stream payloads, result decoding."""
+"""Stimulus for the TensorDash checks: scheduled operand streams of every sparsity case, and their partners."""
 
 import numpy as np
 import torch
 
-from dashraker.formats import float_format
-from dashraker.hw.tensordash import chunk_layout, tile_result_layout
-from dashraker.models.numerics import fp32_bits, quantize, to_bf16_bits
-from dashraker.sim.payload import pack_array, unpack_array
+from dashraker.models.numerics import quantize
 from dashraker.sim.stimulus import training_step_tensors
 
-__all__ = ["CASES", "operands", "chunks", "decode_result"]
+__all__ = ["CASES", "operands"]
 
 RANDOM_SPARSITY = {f"random{pct}": pct / 100 for pct in (0, 25, 50, 75, 90, 99, 100)}
 CASES = [*RANDOM_SPARSITY, "single_dense_lane", "alternating_steps", "zero_lane", "zero_row",
@@ -60,42 +57,3 @@ def operands(case, passes, rows, cols, steps, lanes, fmt, seed):
     if keep is not None:
         a = a * torch.as_tensor(np.ascontiguousarray(keep))
     return quantize(a, fmt), quantize(b, fmt)
-
-
-def _bits(values, fmt):
-    return (to_bf16_bits(values) if float_format(fmt).name == "bf16" else fp32_bits(values)).numpy()
-
-
-def chunks(a, b, lookahead, fmt, sizes=None):
-    """Stream payloads (ints) carrying every pass's steps in order, up to H+1 steps per transfer.
-
-    ``sizes`` (an iterator of chunk sizes 1..H+1) varies the steps per transfer; by
-    default every transfer is full. Chunks run across pass boundaries.
-    """
-    passes, rows, steps, lanes = a.shape
-    cols = b.shape[1]
-    fmt = float_format(fmt)
-    layout = chunk_layout(rows, cols, lanes, lookahead, fmt)
-    step = layout["steps"].shape.elem_shape
-    cols_at, last_at = step["cols"].offset, step["last"].offset
-    a_bits, b_bits = _bits(a, fmt), _bits(b, fmt)
-    flat = []
-    for p in range(passes):
-        for s in range(steps):
-            flat.append(pack_array(a_bits[p, :, s], fmt.width)
-                        | pack_array(b_bits[p, :, s], fmt.width) << cols_at
-                        | int(s == steps - 1) << last_at)
-    payloads = []
-    while flat:
-        size = next(sizes) if sizes is not None else lookahead + 1
-        group, flat = flat[:size], flat[size:]
-        payloads.append(pack_array(group, step.size) | len(group) << layout["count"].offset)
-    return payloads
-
-
-def decode_result(payload, rows, cols):
-    """(fp32 bit patterns [rows, cols], cycles) of one result transfer."""
-    layout = tile_result_layout(rows, cols)
-    sums = unpack_array(payload, 32, (rows, cols))
-    cycles = (payload >> layout["cycles"].offset) & ((1 << layout["cycles"].shape.width) - 1)
-    return sums, cycles

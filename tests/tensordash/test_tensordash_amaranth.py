@@ -12,9 +12,11 @@ from amaranth.sim import Simulator
 from dashraker.hw.tensordash import Scheduler, Tile
 from dashraker.models import tensordash as td
 from dashraker.models.numerics import fp32_bits
+from dashraker.sim import codec
+from dashraker.sim.stimulus import operand_bits
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tensordash_stimulus import chunks, decode_result, operands  # noqa: E402
+from tensordash_stimulus import operands  # noqa: E402
 
 
 @pytest.mark.parametrize("lanes, pattern", [(16, "T<2,5>"), (8, "T<2,5>"), (6, "(0,0),(1,0),(1,-1),(1,2),(2,1)")])
@@ -48,7 +50,9 @@ def test_scheduler_first_cycle_matches_reference(lanes, pattern):
 
 def run_tile(tile, a, b, sizes=None, in_stall=0.0, out_stall=0.0, seed=0):
     """Drive ``tile`` with the passes of (a, b); returns (result payloads, cycle of each result)."""
-    payloads = chunks(a, b, tile.lookahead, tile.format, sizes)
+    bits = codec.step_transfers(tile.steps.payload.shape(), operand_bits(a, tile.format),
+                                operand_bits(b, tile.format), sizes)
+    payloads = codec.to_ints(bits)
     results, times = [], []
     rng = np.random.default_rng(seed)
 
@@ -84,10 +88,10 @@ def run_tile(tile, a, b, sizes=None, in_stall=0.0, out_stall=0.0, seed=0):
 def check_tile(tile, a, b, results):
     sched = td.schedule((a != 0).numpy(), tile.pattern, tile.lookahead)
     expected = fp32_bits(td.tile_outputs(sched, a, b, tile.format)).numpy()
-    for p, payload in enumerate(results):
-        sums, cycles = decode_result(payload, tile.rows, tile.cols)
-        assert cycles == sched.cycles[p], f"pass {p}: RTL {cycles} cycles, reference {sched.cycles[p]}"
-        np.testing.assert_array_equal(sums, expected[p], err_msg=f"pass {p}")
+    layout = tile.results.payload.shape()
+    got = codec.decode(layout, codec.from_ints(results, layout.size))
+    np.testing.assert_array_equal(got["cycles"], sched.cycles, err_msg="RTL cycles against the reference's")
+    np.testing.assert_array_equal(got["outputs"], expected)
     return sched.cycles
 
 

@@ -4,10 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from dashraker.hw.tensordash import Tile
-from dashraker.sim.runner import configuration_cases, run_cocotb
+from dashraker.designs import DESIGNS
+from dashraker.sim.runner import configuration_cases, run_tile
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_tensordash_tile.py")
+DESIGN = DESIGNS["tensordash"]
 
 CONFIGS = {
     "td_2x2x16_t25_bf16": dict(rows=2, cols=2, lanes=16, lookahead=2, pattern="T<2,5>", fmt="bf16"),
@@ -21,8 +22,5 @@ QUICK = {("td_2x2x16_t25_bf16", "icarus"), ("td_1x3x8_h1_fp32", "verilator")}
 
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
 def test_tensordash_tile(name, sim_name, build_cache):
-    params = CONFIGS[name]
-    config = {**{key: params[key] for key in ("rows", "cols", "lanes", "lookahead", "pattern")},
-              "format": params["fmt"], "seed": 5, "passes": 3, "steps": 12}
-    run_cocotb(lambda: Tile(**params), toplevel=name, test_module=COCOTB_MODULE,
-               build_dir=build_cache / name, simulator=sim_name, config=config)
+    run_tile(DESIGN, DESIGN.params(**CONFIGS[name]), toplevel=name, test_module=COCOTB_MODULE,
+             build_dir=build_cache / name, simulator=sim_name, seed=5, passes=3, steps=12)

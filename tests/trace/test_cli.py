@@ -35,12 +35,12 @@ def test_record_check_export(tmp_path, capsys, no_network):
     ]
     assert main(["trace", "check", str(out)]) == 0
     assert "ok, 3 layers x 2 steps, 18 tensors" in capsys.readouterr().out
-    assert main(["trace", "export", "--format", "dnnsim", "--quiet", str(out), str(tmp_path / "dnnsim")]) == 0
+    assert main(["trace", "export", "--format", "dnnsim", "--no-progress", str(out), str(tmp_path / "dnnsim")]) == 0
     assert (tmp_path / "dnnsim" / "mlp" / "outGrad" / "fcs.2-0-2-outGrad.npy").is_file()
     # The folder now holds a trace: a second record needs --force.
-    assert main([*argv, "--quiet", "--out", str(out)]) == 2
+    assert main([*argv, "--no-progress", "--out", str(out)]) == 2
     assert "exists" in capsys.readouterr().err
-    assert main([*argv, "--quiet", "--force", "--threads", "1", "--out", str(out)]) == 0
+    assert main([*argv, "--no-progress", "--force", "--threads", "1", "--out", str(out)]) == 0
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,7 @@ def test_record_check_export(tmp_path, capsys, no_network):
     ],
 )
 def test_record_errors(tmp_path, capsys, args, message):
-    assert main(["trace", "record", "--quiet", "--out", str(tmp_path / "t"), *args]) == 2
+    assert main(["trace", "record", "--no-progress", "--out", str(tmp_path / "t"), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("dashraker trace: error:") and len(err.splitlines()) == 1
     assert re.search(message, err)

@@ -39,4 +39,4 @@ def test_export_refuses_unequal_strides(mixed_trace, tmp_path):
     # conv4 has stride (2, 1), which one csv column cannot hold.
     with pytest.raises(TraceError, match=r"layer 'conv4': stride \[2, 1\] differs between axes"):
         export_dnnsim(mixed_trace, tmp_path / "out")
-    assert main(["trace", "export", "--quiet", str(mixed_trace), str(tmp_path / "out")]) == 2
+    assert main(["trace", "export", "--no-progress", str(mixed_trace), str(tmp_path / "out")]) == 2

@@ -1,0 +1,222 @@
+"""What the project knows about a design, stated once: parameters, generator, models, costs, payloads.
+
+A ``Design`` is the single descriptor of a design (SPEC section 1). The command line
+(``verilog``, ``fpga``, ``cosim``, ``map``), the mapper's configuration files,
+co-simulation and the tests build their options, checks and behaviour from it.
+Descriptors import their generators and models only when called, so listing the
+designs (``dashraker --help``) stays cheap.
+"""
+
+import dataclasses
+from typing import Callable
+
+__all__ = ["Parameter", "Cost", "Design", "tile_parameters"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """One generator parameter with its one default and one range check.
+
+    ``name`` is the Python name (``guard_bits``); ``flag`` the command-line flag
+    (default ``--guard-bits``); ``kind`` ``int`` or ``str``; ``minimum``/``maximum``
+    bound integers, ``choices`` lists the allowed values; ``validate`` (optional) checks
+    a value beyond its type and range (raising ``ValueError``), e.g. parses a pattern.
+    """
+
+    name: str
+    default: object
+    help: str
+    kind: type = int
+    minimum: int = None
+    maximum: int = None
+    choices: tuple = None
+    flag: str = None
+    validate: Callable = None
+
+    @property
+    def option(self):
+        """The command-line flag."""
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def describe(self):
+        """The allowed values, in words."""
+        if self.choices is not None:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.kind is int:
+            if self.maximum is not None:
+                return f"an integer in {self.minimum}..{self.maximum}"
+            return f"an integer >= {self.minimum}" if self.minimum is not None else "an integer"
+        return "a non-empty string"
+
+    def check(self, value):
+        """``value`` if allowed, else ``ValueError`` saying what is allowed (callers name the parameter: by its
+        Python name, flag or file field)."""
+        problem = None
+        if self.choices is not None:
+            problem = isinstance(value, bool) or value not in self.choices
+        elif self.kind is int:
+            problem = (isinstance(value, bool) or not isinstance(value, int)
+                       or (self.minimum is not None and value < self.minimum)
+                       or (self.maximum is not None and value > self.maximum))
+        elif self.kind is str:
+            # a validated text parameter may also come as a list from a file (a pattern as [step, lane] pairs)
+            problem = not ((isinstance(value, str) and value.strip()) or (self.validate and isinstance(value, (list, tuple))))
+        if problem:
+            raise ValueError(f"must be {self.describe()}, not {value!r}")
+        if self.validate is not None:
+            try:
+                self.validate(value)
+            except (TypeError, ValueError) as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @property
+    def key(self):
+        """The field name in configuration files: the flag without dashes (``guard_bits``, ``dtype``)."""
+        return self.option[2:].replace("-", "_")
+
+    def add_argument(self, parser):
+        """Add the flag to an argparse parser; the value is checked later by ``check``, so that every refusal
+        (flag, file field, Python call) reads alike."""
+        kind = self.kind if self.choices is None else type(self.choices[0])
+        parser.add_argument(self.option, dest=self.name, type=kind, metavar=self.key.upper(), default=self.default,
+                            help=f"{self.help}: {self.describe()} (default {self.default})")
+
+
+def tile_parameters(formats):
+    """The parameters every tile has: its PE rows and columns and its operand format."""
+    return (
+        Parameter("rows", 1, "PE rows R of the tile", minimum=1),
+        Parameter("cols", 1, "PE columns C of the tile", minimum=1),
+        Parameter("fmt", formats[0], "operand format", kind=str, choices=tuple(formats), flag="--dtype"),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """The descriptor of one design.
+
+    Fields
+    ------
+    name : str
+        The design's name on the command line, in files and reports.
+    summary : str
+        One line for ``--help``.
+    parameters : tuple of Parameter
+        Every generator parameter, the tile's ``rows``, ``cols`` and ``fmt`` first.
+    packages : tuple of str
+        Modules and packages the generated RTL is made of besides the shared ones
+        (co-simulation builds are cached per hash of their sources).
+    build : callable(params) -> amaranth Component
+        The tile generator.
+    golden : callable(params, scheduled_bits, partner_bits) -> (outputs, cycles or None)
+        The golden model over passes: operand bit patterns ``[P, R, S, N]`` and
+        ``[P, C, S, N]`` in; fp32 output bit patterns uint32 ``[P, R, C]`` and, where the
+        golden model counts them, its cycles int64 ``[P]`` out.
+    cost : Cost
+        The cycle and action-count functions the mapper and co-simulation both call.
+    back_to_back : callable(params) -> bool
+        Whether the tile runs passes back to back, so that results are spaced by the
+        passes' cycles.
+    constraint : callable(params) or None
+        Checks that involve several parameters (raises ``ValueError``).
+    area_parts : dict
+        Area hook: part name -> regular expression of the instance paths (below the
+        tile) that make up that part, for the per-part FPGA and ASIC breakdowns.
+    reference : bool
+        The dense design every other one is compared against.
+    """
+
+    name: str
+    summary: str
+    parameters: tuple
+    packages: tuple
+    build: Callable
+    golden: Callable
+    cost: object
+    back_to_back: Callable = lambda params: True
+    constraint: Callable = None
+    area_parts: dict = dataclasses.field(default_factory=dict)
+    reference: bool = False
+
+    def __reduce__(self):
+        """Pickled by name (worker processes look the descriptor up in their own registry)."""
+        from dashraker.designs import design
+
+        return design, (self.name,)
+
+    @property
+    def formats(self):
+        """The operand formats the design takes."""
+        return self.parameter("fmt").choices
+
+    def parameter(self, name):
+        for parameter in self.parameters:
+            if parameter.name == name:
+                return parameter
+        raise ValueError(f"design {self.name!r} has no parameter {name!r}; its parameters are "
+                         f"{', '.join(p.name for p in self.parameters)}")
+
+    def params(self, **overrides):
+        """Every parameter with its default, ``overrides`` checked and applied (``ValueError`` otherwise)."""
+        names = [parameter.name for parameter in self.parameters]
+        for name in overrides:
+            self.parameter(name)
+        params = {name: self.parameter(name).default for name in names}
+        for name, value in overrides.items():
+            try:
+                params[name] = self.parameter(name).check(value)
+            except ValueError as error:
+                raise ValueError(f"{name} {error}") from None
+        if self.constraint is not None:
+            self.constraint(params)
+        return params
+
+    def tile(self, params):
+        """The Amaranth tile of full ``params``; a generator refusal is a ``ValueError`` naming the design."""
+        try:
+            return self.build(params)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{self.name}: {error}") from None
+
+    def add_arguments(self, parser):
+        """The design's parameters as command-line flags."""
+        for parameter in self.parameters:
+            parameter.add_argument(parser)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    """A design's cycle and action-count model over the passes of a layer operation (SPEC sections 3-5, 7).
+
+    Fields
+    ------
+    operands : "none" | "scheduled" | "both"
+        What a pass's cycles depend on: nothing (a pass costs its dense steps), the
+        scheduled side only (evaluated once per row set and shared by its column
+        sets), or both sides.
+    evaluate : callable(params, scheduled, partner) -> dict of int64 arrays
+        Per pass (per row set when ``operands`` is "scheduled", ``partner`` then None):
+        ``cycles`` and per-pass action counters named as the mapper's energy
+        components. Operands are fp32 values already in the operand format,
+        ``[P, R, S, N]`` and ``[P, C, S, N]``. A per-row-set counter counts once per
+        partner operand (column) of the problem.
+    pass_counts : callable(params, arrays, value_bits) -> dict
+        The action counts that follow from the per-pass arrays ``cycles``, ``steps``,
+        ``rows`` and ``cols`` (PEs used) of an operation.
+    max_values : int
+        Values per ``evaluate`` call (bounds its memory).
+    """
+
+    operands: str
+    pass_counts: Callable
+    evaluate: Callable = None
+    max_values: int = 1 << 22
+
+    def cycles(self, params, scheduled, partner):
+        """The cycles each pass costs, int64 ``[P]``: what the mapper charges and the RTL must take."""
+        import numpy as np
+
+        if self.operands == "none":
+            return np.full(len(scheduled), np.shape(scheduled)[2], np.int64)
+        return np.asarray(self.evaluate(params, scheduled, partner if self.operands == "both" else None)["cycles"])

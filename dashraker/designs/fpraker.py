@@ -1,0 +1,70 @@
+"""FPRaker: term-serial floating-point PEs that skip zero and out-of-bounds terms (SPEC section 4)."""
+
+import numpy as np
+
+from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
+
+__all__ = ["FPRAKER", "MAX_GUARD_BITS"]
+
+MAX_GUARD_BITS = 7  # the lane shifter's 5-bit amount covers shifts up to 17 + G + 7 < 32
+MAX_VALUES = 1 << 22  # values per golden-model call: it holds several int64 copies
+
+
+def _build(params):
+    from dashraker.hw.fpraker import Tile
+
+    return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], guard_bits=params["guard_bits"],
+                zero_block_cycles=params["zero_block_cycles"])
+
+
+def _tile(params, scheduled_bits, partner_bits):
+    from dashraker.models import fpraker
+
+    return fpraker.tile(scheduled_bits, partner_bits, params["guard_bits"], params["zero_block_cycles"])
+
+
+def _golden(params, scheduled_bits, partner_bits):
+    from dashraker.models.numerics import fp32_bits
+
+    result = _tile(params, scheduled_bits, partner_bits)
+    return fp32_bits(result.outputs).numpy().astype(np.uint32), result.cycles.numpy()
+
+
+def _bf16_bits(values):
+    """bf16 bit patterns of values already in bf16: the upper half of their fp32 bits."""
+    return (np.ascontiguousarray(values, np.float32).view(np.uint32) >> 16).astype(np.int64)
+
+
+def _evaluate(params, scheduled, partner):
+    """Per pass: the golden tile's cycles and in-bound terms, and the non-zero (term-encoded) scheduled values."""
+    result = _tile(params, _bf16_bits(scheduled), _bf16_bits(partner))
+    return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
+            "term_encodes": np.count_nonzero(scheduled, axis=(1, 2, 3))}
+
+
+def _pass_counts(params, arrays, value_bits):
+    """Every lane adds into the integer tree each cycle; each step aligns every lane and renormalises once."""
+    lanes = params["lanes"]
+    steps = int((arrays["steps"] * arrays["rows"] * arrays["cols"]).sum())
+    lane_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum()) * lanes
+    return {"add_int32": lane_cycles, "exponent_lanes": steps * lanes, "block_ends": steps}
+
+
+FPRAKER = Design(
+    name="fpraker",
+    summary="term-serial floating-point PEs: a's significand as signed power-of-two terms, b bit-parallel",
+    parameters=(
+        *tile_parameters(("bf16",)),
+        Parameter("lanes", 8, "lanes N per PE", minimum=1),
+        Parameter("guard_bits", 3, "guard bits G of the accumulator window", minimum=0, maximum=MAX_GUARD_BITS),
+        Parameter("zero_block_cycles", 1, "cycles an all-zero step costs", choices=(0, 1)),
+    ),
+    packages=("dashraker.hw.fpraker", "dashraker.models.fpraker"),
+    build=_build,
+    golden=_golden,
+    cost=Cost(operands="both", evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
+    # With zero_block_cycles=0 an all-zero step is not counted but still takes a clock in the RTL.
+    back_to_back=lambda params: params["zero_block_cycles"] == 1,
+    area_parts={"pe": r"pe\d+_\d+", "lanes": r"pe\d+_\d+\.lane\d+", "exponent_unit": r"pe\d+_\d+\.exponent_unit",
+                "encoder": r"decoder\.encoder\d+_\d+", "rounder": r"output\.rounder\d+_\d+"},
+)

@@ -1,0 +1,79 @@
+"""TensorDash: a sparse-operand MAC array whose row schedulers skip zeros of the scheduled operand (SPEC section 3)."""
+
+import numpy as np
+
+from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
+
+__all__ = ["TENSORDASH"]
+
+MAX_VALUES = 1 << 23  # scheduled values per reference-scheduler call
+
+
+def _pattern(text):
+    from dashraker.models.tensordash import parse_pattern
+
+    return parse_pattern(text)
+
+
+def _constraint(params):
+    """The generator's own check: the pattern fits the lookahead, its lane offsets stay distinct modulo N."""
+    from dashraker.hw.tensordash.scheduler import check_parameters
+
+    check_parameters(params["lanes"], params["lookahead"], params["pattern"])
+
+
+def _build(params):
+    from dashraker.hw.tensordash import Tile
+
+    return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
+                pattern=params["pattern"], fmt=params["fmt"])
+
+
+def _golden(params, scheduled_bits, partner_bits):
+    from dashraker.models import tensordash
+    from dashraker.models.numerics import fp32_bits, operand_values
+
+    a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
+    schedule = tensordash.schedule((a != 0).numpy(), _pattern(params["pattern"]), params["lookahead"])
+    outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"])
+    return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
+
+
+def _evaluate(params, scheduled, partner):
+    """Per row set: the reference scheduler's cycles and the non-zero scheduled values (each multiplied once
+    per partner operand)."""
+    from dashraker.models import tensordash
+
+    nonzero = np.asarray(scheduled) != 0
+    return {"cycles": tensordash.cycles(nonzero, _pattern(params["pattern"]), params["lookahead"]),
+            "mul": np.count_nonzero(nonzero, axis=(1, 2, 3))}
+
+
+def _pass_counts(params, arrays, value_bits):
+    """Every PE lane adds each cycle; each row's scheduler and operand muxes and each PE's partner muxes switch."""
+    lanes = params["lanes"]
+    lane_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum()) * lanes
+    row_lane_cycles = int((arrays["cycles"] * arrays["rows"]).sum()) * lanes
+    return {"add_fp32": lane_cycles, "mux_bits": (row_lane_cycles + lane_cycles) * value_bits,
+            "scheduler_lanes": row_lane_cycles}
+
+
+TENSORDASH = Design(
+    name="tensordash",
+    summary="sparse-operand MAC array: operand muxes and a row scheduler skip zeros of the scheduled operand",
+    parameters=(
+        *tile_parameters(("bf16", "fp32")),
+        Parameter("lanes", 16, "MAC lanes N per PE", minimum=1),
+        Parameter("lookahead", 2, "lookahead H: a staging window of H+1 steps", minimum=0),
+        Parameter("pattern", "T<2,5>", "interconnect offsets: 'T<2,5>', 'T<h,0>' or '(0,0),(1,0),(1,-1),...'",
+                  kind=str, validate=_pattern),
+    ),
+    packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),
+    build=_build,
+    golden=_golden,
+    constraint=_constraint,
+    cost=Cost(operands="scheduled", evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
+    area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
+                "adder_tree": r"pe\d+_\d+\.mac\.tree", "accumulator": r"pe\d+_\d+\.mac\.accumulate",
+                "window": r"window", "scheduler": r"window\.scheduler\d+"},
+)

@@ -1,0 +1,34 @@
+"""The stream contract every tile follows: one step of a pass in, one result per pass out.
+
+A tile's ``steps`` port carries ``step_layout`` (or a design's group of such steps,
+e.g. TensorDash's chunks) and its ``results`` port ``result_layout``: every PE's fp32
+output and, for designs whose pass cost depends on the data, the pass's ``cycles``.
+Testbenches and co-simulation encode and decode these payloads from the layouts
+themselves (``dashraker.sim.codec``).
+"""
+
+from amaranth.lib import data
+
+from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout
+
+__all__ = ["CYCLE_BITS", "step_layout", "result_layout"]
+
+CYCLE_BITS = 32  # width of a pass's cycle count in a result
+
+
+def step_layout(rows, cols, lanes, fmt):
+    """One step of a pass: N operands per row and per column, and the end-of-pass flag ``last``."""
+    lane_values = data.ArrayLayout(FloatLayout(fmt), lanes)
+    return data.StructLayout({
+        "rows": data.ArrayLayout(lane_values, rows),
+        "cols": data.ArrayLayout(lane_values, cols),
+        "last": 1,
+    })
+
+
+def result_layout(rows, cols, cycles=False):
+    """One result per pass: ``outputs`` [row][col], every PE's fp32 value, and with ``cycles`` the pass's count."""
+    fields = {"outputs": data.ArrayLayout(data.ArrayLayout(FP32_LAYOUT, cols), rows)}
+    if cycles:
+        fields["cycles"] = CYCLE_BITS
+    return data.StructLayout(fields)

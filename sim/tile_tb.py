@@ -1,0 +1,121 @@
+"""One cocotb testbench for the tile of every design: passes streamed in, every result checked against the golden model.
+
+The pytest side names the design and its parameters (``runner.run_tile``); inside the
+simulator ``TileTB`` rebuilds the tile from the registry for its stream layouts and
+latency, encodes the passes with ``codec`` and compares each result with the
+descriptor's golden model. Typical use in a cocotb test::
+
+    tb = TileTB(dut, stall=0.3)
+    await tb.reset()
+    run = await tb.run_passes([(scheduled_bits, partner_bits)])
+"""
+
+import dataclasses
+
+import numpy as np
+from cocotb.triggers import ClockCycles
+
+from dashraker.designs import design
+from dashraker.models.numerics import operand_values
+from dashraker.sim import codec
+from dashraker.sim.runner import tb_config
+from dashraker.sim.streams import TB, StreamSink, StreamSource
+
+__all__ = ["PERIOD_NS", "Run", "TileTB", "single_pass_batches"]
+
+PERIOD_NS = 10
+
+
+def single_pass_batches(passes):
+    """Passes (scheduled [R, S, N], partner [C, S, N]) as batches of one: passes of different steps."""
+    return [(np.asarray(a)[None], np.asarray(b)[None]) for a, b in passes]
+
+
+@dataclasses.dataclass
+class Run:
+    """What the tile did with the passes of one ``run_passes``, per pass in order.
+
+    ``cycles``: the cycles the pass costs (the golden model's count, or the design's
+    cost where the golden model counts none); ``arrivals``: the clock cycle of its result.
+    """
+
+    cycles: np.ndarray
+    arrivals: np.ndarray
+
+
+class TileTB(TB):
+    """Owns a tile of the registry: clock, reset, a source on ``steps`` and a sink on ``results``.
+
+    The design and its parameters come from ``tb_config()`` (``design``, ``params``,
+    ``seed``). ``stall`` is the probability of an idle cycle at the source and of
+    backpressure at the sink in every cycle.
+    """
+
+    def __init__(self, dut, stall=0.0):
+        super().__init__(dut, PERIOD_NS)
+        self.config = tb_config()
+        self.design = design(self.config["design"])
+        self.params = self.design.params(**self.config["params"])
+        tile = self.design.tile(self.params)
+        tile._MustUse__silence = True  # built for its layouts and latency, never elaborated
+        ports = tile.signature.members
+        self.step_layout = ports["steps"].signature.members["payload"].shape
+        self.result_layout = ports["results"].signature.members["payload"].shape
+        self.latency = tile.latency
+        seed = self.config["seed"]
+        self.source = StreamSource(dut, "steps", dut.clk, stall=stall, seed=seed)
+        self.sink = StreamSink(dut, "results", dut.clk, stall=stall, seed=seed + 1)
+
+    async def run_passes(self, batches, sizes=None, names=None):
+        """Stream batches of passes back to back, check every result, and end with both queues empty.
+
+        A batch is operand bit patterns (scheduled [P, R, S, N], partner [P, C, S, N]);
+        its steps are encoded together, so grouped transfers run across its passes,
+        as many steps each as ``sizes`` says (``codec.step_transfers``). ``names``
+        label the batches in messages. Returns the ``Run``.
+        """
+        batches = [(np.asarray(a), np.asarray(b)) for a, b in batches]
+        names = names or [f"batch {index}" for index in range(len(batches))]
+        for a, b in batches:
+            self.source.send(codec.to_ints(codec.step_transfers(self.step_layout, a, b, sizes)))
+        cycles = []
+        for name, (a, b) in zip(names, batches):
+            want, want_cycles = self.design.golden(self.params, a, b)
+            if want_cycles is None:
+                fmt = self.params["fmt"]
+                want_cycles = self.design.cost.cycles(self.params, operand_values(a, fmt).numpy(),
+                                                      operand_values(b, fmt).numpy())
+            for index in range(len(a)):
+                await self._check(f"{name} pass {index}", want[index], want_cycles[index])
+            cycles.extend(int(c) for c in want_cycles)
+            self.dut._log.info(f"{name}: {len(a)} passes of {a.shape[2]} steps, cycles {list(want_cycles)}: agree")
+        await self.source.wait()
+        await ClockCycles(self.dut.clk, 2 * self.latency + 8)  # time for a spurious result to come out
+        assert not self.source.queue and not self.sink.queue, (
+            f"{len(self.source.queue)} transfers unsent, {len(self.sink.queue)} results beyond the "
+            f"{len(cycles)} passes sent")
+        arrivals = np.round(np.array(self.sink.times[-len(cycles):]) / PERIOD_NS).astype(np.int64)
+        return Run(np.array(cycles, np.int64), arrivals)
+
+    async def _check(self, what, want, want_cycles):
+        """The next result equals the golden outputs and, where it reports them, the golden cycles."""
+        bits = codec.from_ints([await self.sink.recv()], self.result_layout.size)
+        got = codec.decode(self.result_layout, bits)
+        outputs = got["outputs"][0]
+        assert np.array_equal(outputs, want), (
+            f"{what}: {int((outputs != want).sum())} PE results differ\n"
+            f"got  {[hex(v) for v in outputs.ravel()[:8]]}\nwant {[hex(v) for v in want.ravel()[:8]]}")
+        if "cycles" in got:
+            assert got["cycles"][0] == want_cycles, f"{what}: RTL {got['cycles'][0]} cycles, golden {want_cycles}"
+
+    def accepted(self):
+        """Clock cycle of every accepted ``steps`` transfer so far."""
+        return np.round(np.array(self.source.times) / PERIOD_NS).astype(np.int64)
+
+    def check_back_to_back(self, run):
+        """Without stalls, a design that runs passes back to back delivers results exactly a pass's cycles apart."""
+        if not self.design.back_to_back(self.params):
+            self.dut._log.info(f"{self.design.name} {self.params}: pass cycles are not its time, spacing unchecked")
+            return
+        gaps = np.diff(run.arrivals).tolist()
+        assert gaps == run.cycles[1:].tolist(), f"result spacing {gaps}, pass cycles {run.cycles[1:].tolist()}"

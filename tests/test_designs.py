@@ -1,0 +1,82 @@
+"""The design registry: parameters and their checks, descriptors, and that nothing else lists or names designs."""
+
+import pickle
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dashraker
+from dashraker.designs import DESIGNS, Parameter, design, reference
+
+
+def test_every_design_builds_with_its_defaults():
+    for descriptor in DESIGNS.values():
+        params = descriptor.params()
+        assert [p.name for p in descriptor.parameters][:3] == ["rows", "cols", "fmt"]
+        tile = descriptor.tile(params)
+        tile._MustUse__silence = True  # built for its attributes only
+        assert tile.lanes == params["lanes"]
+        assert descriptor.cost.operands in ("none", "scheduled", "both")
+    assert reference().name == "baseline" and sum(d.reference for d in DESIGNS.values()) == 1
+
+
+@pytest.mark.parametrize("name, overrides, message", [
+    ("fpraker", {"guard_bits": 8}, "guard_bits must be an integer in 0..7, not 8"),
+    ("fpraker", {"fmt": "fp32"}, "fmt must be one of bf16, not 'fp32'"),
+    ("fpraker", {"zero_block_cycles": 2}, "zero_block_cycles must be one of 0, 1, not 2"),
+    ("baseline", {"lanes": 0}, "lanes must be an integer >= 1, not 0"),
+    ("baseline", {"rows": True}, "rows must be an integer >= 1, not True"),
+    ("baseline", {"lookahead": 1}, "design 'baseline' has no parameter 'lookahead'"),
+    ("tensordash", {"pattern": "(0,0),(1,x)"}, "cannot read offset"),
+    ("tensordash", {"lookahead": 1}, "beyond lookahead 1"),  # T<2,5> reaches step 2
+    ("tensordash", {"lanes": 4}, "names one slot twice with 4 lanes"),
+])
+def test_parameters_are_checked_once_for_every_caller(name, overrides, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        DESIGNS[name].params(**overrides)
+
+
+def test_tile_constructors_refuse_what_the_registry_refuses():
+    from dashraker.hw.fpraker import Tile
+
+    with pytest.raises(ValueError, match="guard_bits must be an integer in 0..7"):
+        Tile(guard_bits=8)
+
+
+def test_parameter_flags_and_file_keys():
+    fmt = DESIGNS["baseline"].parameter("fmt")
+    assert (fmt.option, fmt.key) == ("--dtype", "dtype")
+    guard = DESIGNS["fpraker"].parameter("guard_bits")
+    assert (guard.option, guard.key) == ("--guard-bits", "guard_bits")
+    assert Parameter("x", 1, "x", minimum=0, maximum=3).describe() == "an integer in 0..3"
+
+
+def test_lookup_and_pickling_by_name():
+    assert design("tensordash") is DESIGNS["tensordash"]
+    with pytest.raises(ValueError, match="unknown design 'eyeriss'; choose from baseline, tensordash, fpraker"):
+        design("eyeriss")
+    assert pickle.loads(pickle.dumps(DESIGNS["fpraker"])) is DESIGNS["fpraker"]
+
+
+def test_dense_cost_is_the_steps():
+    values = np.ones((3, 1, 5, 16), np.float32)
+    assert reference().cost.cycles(reference().params(), values, values).tolist() == [5, 5, 5]
+
+
+def test_no_code_outside_a_design_names_it():
+    """Only the registry, a design's own packages, tests, benchmarks and docs may name a design in quotes."""
+    root = Path(dashraker.__file__).parent.parent
+    own = {f"{folder}/{name}" for name in DESIGNS for folder in ("hw", "models")}
+    quoted = re.compile(r"""["'](%s)["']""" % "|".join(DESIGNS))
+    offenders = []
+    for path in root.glob("*/**/*.py"):
+        relative = path.relative_to(root).as_posix()
+        if relative.split("/")[0] in ("tests", "bench", ".venv", "build") or relative.startswith("dashraker/designs/"):
+            continue
+        if any(relative == f"{package}.py" or relative.startswith(f"{package}/") for package in own):
+            continue
+        offenders += [f"{relative}:{number}" for number, line in enumerate(path.read_text().splitlines(), 1)
+                      if quoted.search(line)]
+    assert not offenders, f"design names outside the registry: {offenders}"
