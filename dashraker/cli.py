@@ -13,6 +13,7 @@ COMMANDS = {
     "trace": "dashraker.trace.cli",
     "map": "dashraker.mapping.cli",
     "fpga": "dashraker.fpga.cli",
+    "area": "dashraker.fpga.area",
     "cosim": "dashraker.sim.cosim_cli",
     "demo": "dashraker.demo",
 }

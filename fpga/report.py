@@ -4,8 +4,8 @@ import json
 
 from dashraker.trace.store import atomic_write, save_json
 
-__all__ = ["synthesis_resources", "hierarchy_breakdown", "fit_problems", "parse_nextpnr_report",
-           "markdown", "summary", "write_report", "ReportError", "RESOURCES"]
+__all__ = ["synthesis_resources", "hierarchy_breakdown", "stat_modules", "module_totals", "module_instances",
+           "fit_problems", "parse_nextpnr_report", "markdown", "summary", "write_report", "ReportError", "RESOURCES"]
 
 RESOURCES = ("lut", "ff", "dsp", "bram")
 
@@ -31,7 +31,7 @@ def _name(cell_type):
     return cell_type.lstrip("\\")
 
 
-def _modules(stat):
+def stat_modules(stat):
     """Module name -> {cell type: count} from ``stat -json``."""
     modules = _field(stat, "modules", "Yosys statistics")
     return {_name(name): {_name(t): n for t, n in _field(body, "num_cells_by_type", f"Yosys module {name}").items()}
@@ -56,14 +56,15 @@ def _add(total, part, times=1):
         total[key] = total.get(key, 0) + times * value
 
 
-def _totals(modules, family):
-    """Module name -> its resources including every submodule instance, recursively."""
+def module_totals(modules, own):
+    """Module name -> its figures including every submodule instance, recursively; ``own(cells)`` gives a
+    module's own figures (a dict) from its cell counts."""
     totals = {}
 
     def total(name):
         if name not in totals:
             cells = modules[name]
-            result = _own_resources(cells, family)
+            result = own(cells)
             for child, count in cells.items():
                 if child in modules:
                     _add(result, total(child), count)
@@ -77,16 +78,17 @@ def _totals(modules, family):
 
 def synthesis_resources(stat_text, family, top):
     """The whole design's resources after synthesis (LUT4 equivalents, flip-flops, DSP, RAM) and cell counts."""
-    modules = _modules(_load(stat_text, "Yosys statistics"))
+    modules = stat_modules(_load(stat_text, "Yosys statistics"))
     if top not in modules:
         raise ReportError(f"Yosys statistics: no module {top!r}")
     cells = {}
-    for name, count in _instances(modules, top):
+    for name, count in module_instances(modules, top):
         _add(cells, {t: n for t, n in modules[name].items() if t not in modules}, count)
-    return {**_totals(modules, family)[top], "cells": dict(sorted(cells.items()))}
+    totals = module_totals(modules, lambda cells: _own_resources(cells, family))
+    return {**totals[top], "cells": dict(sorted(cells.items()))}
 
 
-def _instances(modules, top):
+def module_instances(modules, top):
     """(module, instance count) for the top and every module instantiated below it."""
     counts = {top: 1}
     order = [top]
@@ -106,10 +108,10 @@ def hierarchy_breakdown(stat_text, family, top):
     Amaranth names each module by its instance path (``top.design.pe0_0``), so the
     path below the top is the module name without the top's prefix.
     """
-    modules = _modules(_load(stat_text, "Yosys statistics"))
-    totals = _totals(modules, family)
+    modules = stat_modules(_load(stat_text, "Yosys statistics"))
+    totals = module_totals(modules, lambda cells: _own_resources(cells, family))
     rows = []
-    for name, _ in _instances(modules, top):
+    for name, _ in module_instances(modules, top):
         if name == top:
             continue
         own = _own_resources(modules[name], family)

@@ -9,6 +9,7 @@ __all__ = ["register", "run"]
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
+    from dashraker.mapping.config import AREA_MEASURES, COMPARISONS
 
     parser = subparsers.add_parser(
         "map",
@@ -28,6 +29,14 @@ def register(subparsers):
     parser.add_argument("--step", type=int, action="append", help="recorded step(s) to map (default: all)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--compare", choices=COMPARISONS, help="lanes: the configured tiles; iso-area: also each "
+                        "design with as many tiles as fit the reference design's area (default: the configuration's)")
+    parser.add_argument("--area", choices=AREA_MEASURES, help="iso-area measure: asic (CMOS transistors from "
+                        "'dashraker area') or fpga (LUTs from FPGA flow reports) (default: the configuration's)")
+    parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
+                        help="folder of cached 'dashraker area' figures (default build/area)")
+    parser.add_argument("--fpga-reports", type=Path, help="folder searched for 'dashraker fpga' report.json files "
+                        "of the mapped configurations (--area fpga)")
     parser.set_defaults(func=run)
 
 
@@ -65,5 +74,41 @@ def run(args):
     sums = totals(rows)
     print(summary_table(rows, sums))
     meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
+    extra = {}
+    if (args.compare or configs[0].compare) == "iso-area":
+        meta["iso_area"], extra["iso_area.png"] = _iso_area(args, configs, sums)
     paths = write_reports(args.out, rows, sums, meta)
-    print("\nwrote " + ", ".join(str(p) for p in paths.values()))
+    print("\nwrote " + ", ".join(str(p) for p in [*paths.values(), *extra.values()]))
+
+
+def _iso_area(args, configs, sums):
+    """Map each design again with as many tiles as fit the reference's area; print and plot the comparison."""
+    import dataclasses
+
+    from dashraker.designs import reference
+    from dashraker.mapping import isoarea
+    from dashraker.mapping.runner import map_trace, totals
+    from dashraker.trace import TraceError
+
+    measure = args.area or configs[0].area
+    ref = reference().name
+    if (ref, "all") not in sums:
+        raise CliError(f"--compare iso-area: map the reference design too (--design {ref},...)")
+    try:
+        areas = {c.design.name: isoarea.tile_area(c, measure, args.area_cache, args.fpga_reports,
+                                                  not args.no_progress) for c in configs}
+        tiles_iso = isoarea.tile_counts(areas, ref, next(c.tiles for c in configs if c.design.name == ref))
+    except isoarea.AreaMeasureError as error:
+        raise CliError(str(error)) from None
+    changed = [dataclasses.replace(c, tiles=tiles_iso[c.design.name]) for c in configs
+               if c.tiles != tiles_iso[c.design.name]]
+    try:
+        iso_sums = {**sums, **totals(map_trace(args.trace, changed, args.step, args.jobs, not args.no_progress))}
+    except (TraceError, ValueError) as error:
+        raise CliError(str(error)) from None
+    entries = isoarea.compare(sums, iso_sums, areas, {c.design.name: c.tiles for c in configs}, tiles_iso, ref)
+    print("\n" + isoarea.iso_table(entries, measure))
+    print("energy counts every action of every tile; leakage is not modelled (idle tiles cost nothing)")
+    path = args.out / "iso_area.png"
+    isoarea.plot(path, entries, measure)
+    return {"measure": measure, "unit": isoarea.MEASURES[measure], "reference": ref, "designs": entries}, path

@@ -18,6 +18,8 @@ __all__ = [
 ]
 
 GEOMETRY = ("tiles", "rows", "cols", "lanes")  # the array; a design's section may override them
+COMPARISONS = ("lanes", "iso-area")  # equal lanes (the configured tiles), or as many tiles as fit the reference's area
+AREA_MEASURES = ("asic", "fpga")
 
 
 class ConfigError(ValueError):
@@ -68,6 +70,8 @@ class AcceleratorConfig:
     clock_mhz: float
     memory: MemoryConfig
     energy: EnergyTable
+    compare: str = COMPARISONS[0]
+    area: str = AREA_MEASURES[0]
 
     rows = property(lambda self: self.params["rows"])
     cols = property(lambda self: self.params["cols"])
@@ -81,7 +85,8 @@ class AcceleratorConfig:
     def as_dict(self):
         return {"path": self.path, "design": self.design.name, **self.params, "rounding": self.rounding,
                 "tiles": self.tiles, "clock_mhz": self.clock_mhz, "memory": dataclasses.asdict(self.memory),
-                "energy": {"name": self.energy.name, "path": self.energy.path}}
+                "energy": {"name": self.energy.name, "path": self.energy.path}, "compare": self.compare,
+                "area": self.area}
 
 
 def default_config_path():
@@ -225,7 +230,8 @@ def load_config(path=None, design=None):
     top = _Fields(path, _read_yaml(path, "accelerator configuration"))
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
-    top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table"})
+    top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
+                 "compare", "area"})
     name = design if design is not None else top.data.get("design")
     if name not in DESIGNS:
         raise top.error("design", f"must be one of {list(DESIGNS)}, not {name!r}")
@@ -253,4 +259,6 @@ def load_config(path=None, design=None):
             dram_gbps=memory.number("dram_gbps", minimum=1e-9),
         ),
         energy=load_energy_table(top.text("energy_table"), path.parent),
+        compare=top.choice("compare", COMPARISONS, COMPARISONS[0]),
+        area=top.choice("area", AREA_MEASURES, AREA_MEASURES[0]),
     )

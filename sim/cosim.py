@@ -16,8 +16,6 @@ one is reused across sessions.
 
 import contextlib
 import ctypes
-import hashlib
-import importlib
 import json
 import os
 import re
@@ -159,27 +157,6 @@ def _output_to(path):
                 os.close(fd)
 
 
-def _source_paths(name):
-    """The Python files of a module, or of a package and its subpackages."""
-    path = Path(importlib.import_module(name).__file__)
-    return sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
-
-
-def _generator_hash(design):
-    """Hash of the sources a design's tile is made of (its own packages and descriptor, the shared hardware and
-    formats), so cached models follow the generators and other designs' edits leave them alone."""
-    import dashraker.hw
-
-    hw = Path(dashraker.hw.__file__).parent
-    paths = [*hw.glob("*.py"), *(hw / "numerics").rglob("*.py"), *_source_paths("dashraker.formats"),
-             *_source_paths(type(design).__module__), *_source_paths(design.build.__module__),
-             *(path for package in design.packages for path in _source_paths(package))]
-    digest = hashlib.sha256(str(_EXTENSION_VERSION).encode())
-    for path in sorted(set(paths)):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def _run(command, what):
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -218,9 +195,7 @@ class Cosim:
         self.in_layout = _payload_layout(self.tile, "steps")
         self.out_layout = _payload_layout(self.tile, "results")
         self.optimize = optimize
-        label = "-".join(f"{key}{value}" for key, value in sorted({**self.params, "opt": optimize}.items()))
-        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
-        self.build_dir = Path(build_root) / f"{self.design.name}-{label}-{_generator_hash(self.design)}"
+        self.build_dir = Path(build_root) / self.design.cache_name(self.params, _EXTENSION_VERSION, opt=optimize)
         self.top = f"{self.design.name}_tile"
         self.built = False
         so_file = self.build_dir / f"V{self.top}"

@@ -8,6 +8,10 @@ designs (``dashraker --help``) stays cheap.
 """
 
 import dataclasses
+import hashlib
+import importlib
+import re
+from pathlib import Path
 from typing import Callable
 
 __all__ = ["Parameter", "Cost", "Design", "tile_parameters"]
@@ -183,6 +187,33 @@ class Design:
         """The design's parameters as command-line flags."""
         for parameter in self.parameters:
             parameter.add_argument(parser)
+
+    def source_hash(self, salt=""):
+        """Hash of the sources the design's tile is made of (its own packages and descriptor, the shared hardware
+        and formats) and of ``salt`` (a tool's own version), so that builds cached under it (co-simulation models,
+        area figures) follow the generators and other designs' edits leave them alone."""
+        import dashraker.hw
+
+        hw = Path(dashraker.hw.__file__).parent
+        paths = [*hw.glob("*.py"), *(hw / "numerics").rglob("*.py"), *_source_paths("dashraker.formats"),
+                 *_source_paths(type(self).__module__), *_source_paths(self.build.__module__),
+                 *(path for package in self.packages for path in _source_paths(package))]
+        digest = hashlib.sha256(str(salt).encode())
+        for path in sorted(set(paths)):
+            digest.update(path.read_bytes())
+        return digest.hexdigest()[:12]
+
+    def cache_name(self, params, salt="", **extra):
+        """A folder name for a build of ``params`` (and the tool's ``extra`` options): the design, every value and
+        ``source_hash(salt)``."""
+        label = "-".join(f"{key}{value}" for key, value in sorted({**params, **extra}.items()))
+        return f"{self.name}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', label)}-{self.source_hash(salt)}"
+
+
+def _source_paths(name):
+    """The Python files of a module, or of a package and its subpackages."""
+    path = Path(importlib.import_module(name).__file__)
+    return sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -66,5 +66,6 @@ FPRAKER = Design(
     # With zero_block_cycles=0 an all-zero step is not counted but still takes a clock in the RTL.
     back_to_back=lambda params: params["zero_block_cycles"] == 1,
     area_parts={"pe": r"pe\d+_\d+", "lanes": r"pe\d+_\d+\.lane\d+", "exponent_unit": r"pe\d+_\d+\.exponent_unit",
-                "encoder": r"decoder\.encoder\d+_\d+", "rounder": r"output\.rounder\d+_\d+"},
+                "decoder": r"decoder", "encoder": r"decoder\.encoder\d+_\d+", "output": r"output",
+                "rounder": r"output\.rounder\d+_\d+", "sequencer": r"sequencer"},
 )

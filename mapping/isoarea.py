@@ -1,0 +1,133 @@
+"""Iso-area comparison (SPEC section 7b): each design gets as many tiles as fit in the reference design's area.
+
+The area budget is the reference design's configuration: its tiles times its tile area
+under the chosen measure (``asic``: CMOS transistors from ``dashraker area``; ``fpga``:
+LUTs from the FPGA flow's reports). Every other design keeps its configured tile
+(rows x cols PEs of its lanes) and gets ``floor(budget / its tile area)`` whole tiles;
+a design whose one tile exceeds the budget is refused. Speedup, energy efficiency and
+throughput per area are then against the reference as mapped in its own configuration.
+Energy counts every action of every tile (the extra tiles' too); leakage is not
+modelled, so idle silicon costs nothing.
+"""
+
+import io
+import json
+import math
+from pathlib import Path
+
+__all__ = ["MEASURES", "AreaMeasureError", "tile_area", "tile_counts", "compare", "iso_table", "plot"]
+
+MEASURES = {"asic": "CMOS transistors", "fpga": "ECP5 LUT4s"}
+
+
+class AreaMeasureError(ValueError):
+    """A tile's area cannot be had under the chosen measure; the message says how to get it."""
+
+
+def _fpga_luts(config, reports):
+    """LUTs of the tile from a finished FPGA flow report of the same design and parameters under ``reports``."""
+    from dashraker.fpga.compare import breakdown
+
+    if reports is None:
+        raise AreaMeasureError("--area fpga needs --fpga-reports DIR (folders of 'dashraker fpga' runs)")
+    for path in sorted(Path(reports).rglob("report.json")):
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if report.get("design") == config.design.name and report.get("params") == config.params:
+            return breakdown(report)["tile_lut"]
+    options = " ".join(f"{p.option} {config.params[p.name]}" for p in config.design.parameters)
+    raise AreaMeasureError(f"no FPGA report of {config.design.name} with {config.params} under {reports}: run "
+                           f"'dashraker fpga {config.design.name} {options} --out {reports}/{config.design.name}'")
+
+
+def tile_area(config, measure, area_root="build/area", fpga_reports=None, progress=True):
+    """The area of one tile of ``config`` under ``measure`` (``MEASURES``)."""
+    if measure == "asic":
+        from dashraker.fpga.area import AreaError, design_area
+
+        try:
+            return design_area(config.design, config.params, area_root, progress)["transistors"]
+        except AreaError as error:
+            raise AreaMeasureError(str(error)) from None
+    if measure == "fpga":
+        return _fpga_luts(config, fpga_reports)
+    raise AreaMeasureError(f"area measure must be one of {', '.join(MEASURES)}, not {measure!r}")
+
+
+def tile_counts(areas, reference, reference_tiles):
+    """Design name -> whole tiles that fit in ``reference_tiles`` tiles of ``reference``'s area (``areas``:
+    design name -> area of one tile)."""
+    budget = reference_tiles * areas[reference]
+    counts = {}
+    for name, area in areas.items():
+        if not area > 0:
+            raise AreaMeasureError(f"{name}: tile area must be positive, not {area!r}")
+        counts[name] = reference_tiles if name == reference else math.floor(budget / area)
+        if counts[name] < 1:
+            raise AreaMeasureError(f"{name}: one tile ({area:,}) exceeds the area budget of {reference_tiles} "
+                                   f"{reference} tiles ({budget:,})")
+    return counts
+
+
+def compare(equal, iso, areas, tiles_equal, tiles_iso, reference):
+    """One entry per design: its areas and, at equal lanes and at iso-area, speedup, energy efficiency and
+    throughput per area over the reference (all operations). ``equal``/``iso``: the mapper's ``totals`` of the
+    configured tiles and of the iso-area tile counts."""
+    ref = equal[reference, "all"]
+    ref_area = tiles_equal[reference] * areas[reference]
+    entries = []
+    for name in areas:
+        entry = {"design": name, "tile_area": areas[name]}
+        for label, sums, tiles in (("equal", equal, tiles_equal), ("iso", iso, tiles_iso)):
+            total = sums[name, "all"]
+            area = tiles[name] * areas[name]
+            speedup = ref["cycles"] / total["cycles"] if total["cycles"] else math.inf
+            entry.update({f"tiles_{label}": tiles[name], f"area_{label}": area, f"speedup_{label}": speedup,
+                          f"energy_efficiency_{label}": ref["energy_pj"] / total["energy_pj"],
+                          f"throughput_per_area_{label}": speedup * ref_area / area})
+        entries.append(entry)
+    return entries
+
+
+def iso_table(entries, measure):
+    """The comparison as a fixed-width table."""
+    header = (f"{'design':<12} {'tile area':>12} {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}"
+              f" | {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}")
+    lines = [f"area measure: {MEASURES[measure]} per tile; left: configured tiles (equal lanes), right: iso-area",
+             header, "-" * len(header)]
+    for e in entries:
+        lines.append(f"{e['design']:<12} {e['tile_area']:>12,} " + " | ".join(
+            f"{e[f'tiles_{k}']:>5} {e[f'speedup_{k}']:>7.2f}x {e[f'energy_efficiency_{k}']:>9.2f}x "
+            f"{e[f'throughput_per_area_{k}']:>8.2f}x" for k in ("equal", "iso")))
+    return "\n".join(lines)
+
+
+def plot(path, entries, measure):
+    """Speedup and energy efficiency over the reference against total area, per design, at equal lanes (hollow)
+    and iso-area (filled)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dashraker.trace.store import atomic_write
+
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    for ax, metric, title in zip(axes, ("speedup", "energy_efficiency"), ("speedup", "energy efficiency")):
+        for k, e in enumerate(entries):
+            color = f"C{k}"
+            ax.scatter(e["area_equal"], e[f"{metric}_equal"], facecolors="none", edgecolors=color, s=60)
+            ax.scatter(e["area_iso"], e[f"{metric}_iso"], color=color, s=60, label=e["design"])
+            ax.annotate("", (e["area_iso"], e[f"{metric}_iso"]), (e["area_equal"], e[f"{metric}_equal"]),
+                        arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.6})
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xlabel(f"total area ({MEASURES[measure]})")
+        ax.set_ylabel(f"{title} over the reference")
+        ax.set_title(f"{title}: equal lanes (hollow) -> iso-area (filled)")
+        ax.legend(fontsize=8)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    plt.close(figure)
+    atomic_write(path, lambda file: file.write(buffer.getvalue()))

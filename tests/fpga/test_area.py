@@ -1,0 +1,86 @@
+"""ASIC area: transistor counts of hand-checkable circuits, parts of a hand-made record, command-line refusals."""
+
+import json
+
+import pytest
+
+from dashraker.cli import main
+from dashraker.fpga.area import CMOS_TRANSISTORS, AreaError, measure, parts, read_stat
+
+# Three inverters, each its own module: a chain whose inversions synthesis cannot cancel across the boundaries.
+INVERTER_CHAIN = """
+module inv(input a, output y); assign y = ~a; endmodule
+module chain(input a, output y); wire b, c; inv i0(.a(a), .y(b)); inv i1(.a(b), .y(c)); inv i2(.a(c), .y(y)); endmodule
+"""
+MUX2 = "module mux2(input a, input b, input s, output y); assign y = s ? b : a; endmodule\n"
+ADDER4 = "module add4(input [3:0] a, input [3:0] b, output [4:0] y); assign y = a + b; endmodule\n"
+REGISTER_WITH_ENABLE = """
+module hold(input clk, input e, input [1:0] d, output reg [1:0] q); always @(posedge clk) if (e) q <= d; endmodule
+"""
+T = CMOS_TRANSISTORS
+
+
+def test_inverter_chain_counts_two_transistors_per_inverter_and_per_instance(tmp_path):
+    area = measure(INVERTER_CHAIN, "chain", tmp_path, progress=False)
+    assert area["transistors"] == 3 * 2 and area["cells"] == {"$_NOT_": 3}
+    assert area["gates"] == 6 / 4
+    (row,) = area["instances"]
+    assert row["instance"] == "inv" and row["count"] == 3 and row["transistors"] == 2
+
+
+def test_two_to_one_mux_is_one_mux_cell(tmp_path):
+    assert measure(MUX2, "mux2", tmp_path, progress=False)["transistors"] == 12
+
+
+def test_four_bit_adder_matches_the_hand_count(tmp_path):
+    # Yosys maps $add through $alu and $lcu, a Brent-Kung carry network: 4 propagate XORs a^b and 3 sum XORs
+    # (bit 0's sum is its propagate); 4 generate ANDs a&b; prefix nodes G = g_hi | p_hi & G_lo for carries
+    # 1:0, 3:2, 2:0 and 3:0 (4 ORs, 4 ANDs) and the group propagate p3&p2 (1 AND).
+    area = measure(ADDER4, "add4", tmp_path, progress=False)
+    assert area["cells"] == {"$_XOR_": 7, "$_AND_": 9, "$_OR_": 4}
+    assert area["transistors"] == 7 * T["$_XOR_"] + 9 * T["$_AND_"] + 4 * T["$_OR_"] == 162
+
+
+def test_enabled_register_is_a_flip_flop_and_a_mux_per_bit(tmp_path):
+    area = measure(REGISTER_WITH_ENABLE, "hold", tmp_path, progress=False)
+    assert area["cells"] == {"$_DFF_P_": 2, "$_MUX_": 2}
+    assert area["transistors"] == 2 * (16 + 12) and area["flip_flops"] == 2 and area["register_transistors"] == 32
+
+
+def _stat(modules, total):
+    return json.dumps({"modules": modules, "design": {"estimated_num_transistors": str(total)}})
+
+
+def test_parts_sum_their_instances_and_a_mac_pe_gives_operand_muxes():
+    stat = _stat({
+        "\\t": {"num_cells_by_type": {"t.pe0_0": 1, "t.pe1_0": 1, "$_NOT_": 1}},
+        "\\t.pe0_0": {"num_cells_by_type": {"t.pe0_0.mac": 1, "$_MUX_": 2}},
+        "\\t.pe0_0.mac": {"num_cells_by_type": {"$_DFF_P_": 1}},
+        "\\t.pe1_0": {"num_cells_by_type": {"t.pe1_0.mac": 1, "$_MUX_": 1}},
+        "\\t.pe1_0.mac": {"num_cells_by_type": {"$_XOR_": 1}},
+    }, 2 + 24 + 16 + 12 + 12)
+    area = read_stat(stat, "t")
+    split = parts(area, {"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac"})
+    assert split["pe"]["transistors"] == 64 and split["pe"]["instances"] == 2
+    assert split["mac"]["transistors"] == 28 and split["mac"]["flip_flops"] == 1
+    assert split["operand_muxes"]["transistors"] == 36
+    assert split["tile_own"]["transistors"] == 2
+
+
+def test_cells_without_a_cost_and_a_disagreeing_total_are_refused():
+    with pytest.raises(AreaError, match=r"\$_SDFF_PP0_"):
+        read_stat(_stat({"\\t": {"num_cells_by_type": {"$_SDFF_PP0_": 1}}}, "0+"), "t")
+    with pytest.raises(AreaError, match="differs from Yosys"):
+        read_stat(_stat({"\\t": {"num_cells_by_type": {"$_NOT_": 1}}}, 3), "t")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["baseline", "--lanes", "0"], "--lanes must be an integer >= 1"),
+    (["fpraker", "--guard-bits", "9"], "--guard-bits must be an integer in 0..7"),
+    (["fpraker", "--max-minutes", "0"], "--max-minutes must be positive"),
+    (["fpraker", "--max-minutes", "1e-6"], "synthesis estimated at"),
+])
+def test_bad_parameters_are_one_line_errors(args, message, tmp_path, capsys):
+    assert main(["area", *args, "--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
