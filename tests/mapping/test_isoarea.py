@@ -29,3 +29,30 @@ def test_iso_area_figures_are_against_the_reference_in_its_own_configuration():
     assert small["speedup_equal"] == 0.25 and small["throughput_per_area_equal"] == 0.25 * 40 / 10
     assert small["speedup_iso"] == 1.0 and small["energy_efficiency_iso"] == 500 / 450
     assert small["area_iso"] == 40 and small["throughput_per_area_iso"] == 1.0
+
+
+def test_cli_maps_each_design_again_with_the_tiles_that_fit(tmp_path, mobilenet_trace, capsys):
+    """`map --compare iso-area` end to end: areas from real Yosys runs of small tiles, the designs mapped again."""
+    import json
+
+    import yaml
+
+    from dashraker.cli import main
+    from dashraker.mapping.config import default_config_path
+
+    config = yaml.safe_load(default_config_path().read_text())
+    config.update(energy_table="horowitz45", tiles=2, rows=1, cols=1, lanes=2)
+    config["fpraker"]["lanes"] = 2
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = tmp_path / "out"
+    assert main(["map", str(mobilenet_trace), "--config", str(path), "--design", "baseline,fpraker",
+                 "--compare", "iso-area", "--area-cache", str(tmp_path / "area"), "--out", str(out),
+                 "--jobs", "1", "--no-progress"]) == 0
+    assert "leakage is not modelled" in capsys.readouterr().out
+    iso = json.loads((out / "map.json").read_text())["iso_area"]
+    entries = {entry["design"]: entry for entry in iso["designs"]}
+    assert iso["reference"] == "baseline" and entries["baseline"]["tiles_iso"] == 2
+    budget = 2 * entries["baseline"]["tile_area"]
+    assert entries["fpraker"]["tiles_iso"] == budget // entries["fpraker"]["tile_area"] >= 1
+    assert (out / "iso_area.png").read_bytes()[:4] == b"\x89PNG"
