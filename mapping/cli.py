@@ -24,8 +24,10 @@ def register(subparsers):
         help="design(s) to map, repeatable or comma-separated, 'all' for every one "
         f"({', '.join(DESIGNS)}); default: the configuration's design",
     )
-    parser.add_argument("--out", type=Path, required=True, help="folder for map.csv, map.json, speedup.png, energy.png")
-    parser.add_argument("--step", type=int, action="append", help="recorded step(s) to map (default: all)")
+    parser.add_argument("--out", required=True, help="folder for map.csv, map.json, speedup.png, energy.png "
+                        "(replaced whole at the end; a folder holding anything else is refused)")
+    parser.add_argument("--step", action="append", help="recorded step(s) to map, repeatable or comma-separated "
+                        "(default: all)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
@@ -37,6 +39,8 @@ def _designs(values):
     if not values:
         return [None]
     names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    if not names:
+        raise CliError(f"--design: no design named in {','.join(values)!r}; choose from {', '.join(DESIGNS)} or all")
     names = list(DESIGNS) if "all" in names else list(dict.fromkeys(names))
     unknown = [name for name in names if name not in DESIGNS]
     if unknown:
@@ -44,26 +48,39 @@ def _designs(values):
     return names
 
 
+def is_map_output(path):
+    """Whether the folder ``path`` holds only ``map`` reports (what a new run may replace)."""
+    from dashraker.mapping.report import REPORTS
+
+    return {entry.name for entry in Path(path).iterdir()} <= set(REPORTS)
+
+
 def run(args):
     from dashraker.mapping.config import ConfigError, load_config
     from dashraker.mapping.report import summary_table, write_reports
     from dashraker.mapping.runner import map_trace, totals
+    from dashraker.outputs import OutputFolder
     from dashraker.trace import TraceError
+    from dashraker.trace.cli import step_list
 
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
+    steps = step_list("--step", args.step)
     try:
         configs = [load_config(args.config, design) for design in _designs(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
     if not args.trace.is_dir():
         raise CliError(f"{args.trace}: not a trace folder")
-    try:
-        rows = map_trace(args.trace, configs, args.step, args.jobs, progress=not args.no_progress)
-    except (TraceError, ValueError) as error:
-        raise CliError(str(error)) from None
-    sums = totals(rows)
-    print(summary_table(rows, sums))
-    meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
-    paths = write_reports(args.out, rows, sums, meta)
-    print("\nwrote " + ", ".join(str(p) for p in paths.values()))
+    out = OutputFolder(args.out, "--out", is_map_output, "give a new folder or one of earlier map reports")
+    with out:
+        try:
+            rows = map_trace(args.trace, configs, steps, args.jobs, progress=not args.no_progress)
+        except (TraceError, ValueError) as error:
+            raise CliError(str(error)) from None
+        sums = totals(rows)
+        print(summary_table(rows, sums))
+        meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
+        with out.staging() as staging:
+            names = write_reports(staging, rows, sums, meta)
+    print("\nwrote " + ", ".join(str(out.path / name) for name in names))

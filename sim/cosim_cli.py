@@ -125,12 +125,7 @@ def _run(args):
 
 
 def _write_json(path, data):
-    import os
-    import tempfile
-    from pathlib import Path
+    from dashraker.outputs import atomic_write
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        json.dump(data, tmp, indent=1)
-    os.replace(tmp.name, path)
+    text = json.dumps(data, indent=1, allow_nan=False)
+    atomic_write(path, lambda file: file.write(text.encode()))
