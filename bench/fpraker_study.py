@@ -7,9 +7,7 @@ OUT_FOLDER/fpraker_study.json (the histories), atomically; prints a summary.
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -19,20 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from dashraker.models.fpraker.training import MODES, train  # noqa: E402
+from dashraker.outputs import atomic_write  # noqa: E402
 
 __all__ = ["main"]
-
-
-def _atomic_write(path, write):
-    """Call ``write(temp_path)`` for a temp file next to ``path``, then move it into place."""
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(handle)
-    try:
-        write(temp)
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
 
 
 def _plot(histories, path):
@@ -46,7 +33,7 @@ def _plot(histories, path):
         ax.legend()
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    _atomic_write(path, lambda temp: fig.savefig(temp, format="png", dpi=120))
+    atomic_write(path, lambda file: fig.savefig(file, format="png", dpi=120))
     plt.close(fig)
 
 
@@ -71,7 +58,7 @@ def main(argv=None):
                 progress=lambda loss: (bar.set_postfix(loss=f"{loss:.3f}"), bar.update()),
             )
     _plot(histories, args.out / "fpraker_study.png")
-    _atomic_write(args.out / "fpraker_study.json", lambda temp: Path(temp).write_text(json.dumps(histories)))
+    atomic_write(args.out / "fpraker_study.json", lambda file: file.write(json.dumps(histories).encode()))
     tail = max(1, args.steps // 10)
     print(f"{'mode':8} {'final loss (mean of last ' + str(tail) + ')':>30} {'final test acc':>15} {'max |loss - fp32|':>18}")
     for mode, history in histories.items():

@@ -1,8 +1,6 @@
 """Speedup of TensorDash interconnect patterns over dense execution versus random sparsity (reference model)."""
 
 import argparse
-import os
-import tempfile
 
 import numpy as np
 from tqdm import tqdm
@@ -62,11 +60,9 @@ def main(argv=None):
         ax.set_title(f"TensorDash reference model, N={args.lanes}, {args.rows} rows")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        folder = os.path.dirname(os.path.abspath(args.plot))
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, suffix=".png", delete=False) as tmp:
-            fig.savefig(tmp.name, dpi=120, format="png")
-        os.replace(tmp.name, args.plot)
+        from dashraker.outputs import atomic_write
+
+        atomic_write(args.plot, lambda file: fig.savefig(file, dpi=120, format="png"))
         print(f"plot: {args.plot}")
 
 

@@ -2,6 +2,7 @@
 
 import argparse
 import importlib
+import signal
 import sys
 
 __all__ = ["main", "CliError"]
@@ -23,6 +24,14 @@ class CliError(Exception):
     """A user-facing error: printed as one line, exit status 2, no traceback."""
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like ``KeyboardInterrupt`` so that every ``finally`` runs: workers end, temporaries go."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="dashraker",
@@ -35,9 +44,19 @@ def build_parser():
 
 
 def main(argv=None):
+    from dashraker.outputs import OutputError
+
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args) or 0
-    except CliError as error:
-        print(f"dashraker {args.command}: error: {error}", file=sys.stderr)
-        return 2
+    except (CliError, OutputError) as error:
+        message, status = error, 2
+    except OSError as error:  # a full disk, a read-only file system: the file and the reason, no traceback
+        message, status = f"{error.filename}: {error.strerror}" if error.filename else error, 2
+    except KeyboardInterrupt:
+        message, status = "interrupted (SIGINT); outputs left as they were", 130
+    except Terminated:
+        message, status = "terminated (SIGTERM); outputs left as they were", 143
+    print(f"dashraker {args.command}: error: {message}", file=sys.stderr)
+    return status

@@ -3,12 +3,15 @@
 from pathlib import Path
 
 from dashraker.cli import CliError
-from dashraker.hw.cli import add_design_parsers, design_params
+from dashraker.hw.cli import add_design_parsers, design_params, tile_lanes
 
 __all__ = ["register"]
 
 DEFAULT_DEVICE = "ecp5-85k"
 DEFAULT_CLOCK_MHZ = 100.0
+# No design takes fewer LUTs per lane on ECP5 (README, FPGA flow: FPRaker 864 at 8 lanes, the
+# baseline 1,320): a lower bound, so the early refusal never refuses a design that would fit.
+MIN_LUTS_PER_LANE = 500
 
 
 def add_flow_arguments(parser, out_help):
@@ -75,8 +78,15 @@ def flow(component, args, design, params, out):
 def _run_design(args):
     from dashraker.fpga.report import summary
 
+    from dashraker.fpga.devices import device
+
     check_flow_arguments(args)
     params = design_params(args)
+    luts, available = tile_lanes(params) * MIN_LUTS_PER_LANE, device(args.device).capacity["lut"]
+    if luts > available and not args.force_size:
+        raise CliError(f"{args.design.name}: {tile_lanes(params):,} lanes need at least {luts:,} LUTs "
+                       f"({MIN_LUTS_PER_LANE} per lane) and {args.device} has {available:,}; refused before synthesis "
+                       "(pass --force-size to try anyway)")
     try:
         component = args.design.tile(params)
     except ValueError as error:

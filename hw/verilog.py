@@ -1,8 +1,6 @@
 """Verilog conversion of generated components, written atomically."""
 
-import os
-import tempfile
-from pathlib import Path
+from dashraker.outputs import atomic_write
 
 __all__ = ["to_verilog", "write_verilog"]
 
@@ -16,10 +14,6 @@ def to_verilog(component, name):
 
 def write_verilog(component, path, name):
     """Write ``component`` as Verilog to ``path`` atomically; returns the path."""
-    path = Path(path)
     text = to_verilog(component, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
+    atomic_write(path, lambda file: file.write(text.encode()))
     return path

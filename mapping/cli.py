@@ -25,8 +25,10 @@ def register(subparsers):
         help="design(s) to map, repeatable or comma-separated, 'all' for every one "
         f"({', '.join(DESIGNS)}); default: the configuration's design",
     )
-    parser.add_argument("--out", type=Path, required=True, help="folder for map.csv, map.json, speedup.png, energy.png")
-    parser.add_argument("--step", type=int, action="append", help="recorded step(s) to map (default: all)")
+    parser.add_argument("--out", required=True, help="folder for map.csv, map.json, speedup.png, energy.png "
+                        "(replaced whole at the end; a folder holding anything else is refused)")
+    parser.add_argument("--step", action="append", help="recorded step(s) to map, repeatable or comma-separated "
+                        "(default: all)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--compare", choices=COMPARISONS, help="lanes: the configured tiles; iso-area: also each "
@@ -46,6 +48,8 @@ def _designs(values):
     if not values:
         return [None]
     names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    if not names:
+        raise CliError(f"--design: no design named in {','.join(values)!r}; choose from {', '.join(DESIGNS)} or all")
     names = list(DESIGNS) if "all" in names else list(dict.fromkeys(names))
     unknown = [name for name in names if name not in DESIGNS]
     if unknown:
@@ -53,36 +57,55 @@ def _designs(values):
     return names
 
 
+def is_map_output(path):
+    """Whether the folder ``path`` holds only ``map`` reports (what a new run may replace)."""
+    from dashraker.mapping.isoarea import PLOT
+    from dashraker.mapping.report import REPORTS
+
+    return {entry.name for entry in Path(path).iterdir()} <= {*REPORTS, PLOT}
+
+
 def run(args):
     from dashraker.mapping.config import ConfigError, load_config
     from dashraker.mapping.report import summary_table, write_reports
     from dashraker.mapping.runner import map_trace, totals
+    from dashraker.outputs import OutputFolder
     from dashraker.trace import TraceError
+    from dashraker.trace.cli import step_list
 
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
+    steps = step_list("--step", args.step)
     try:
         configs = [load_config(args.config, design) for design in _designs(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
     if not args.trace.is_dir():
         raise CliError(f"{args.trace}: not a trace folder")
-    try:
-        rows = map_trace(args.trace, configs, args.step, args.jobs, progress=not args.no_progress)
-    except (TraceError, ValueError) as error:
-        raise CliError(str(error)) from None
-    sums = totals(rows)
-    print(summary_table(rows, sums))
-    meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
-    extra = {}
-    if (args.compare or configs[0].compare) == "iso-area":
-        meta["iso_area"], extra["iso_area.png"] = _iso_area(args, configs, sums)
-    paths = write_reports(args.out, rows, sums, meta)
-    print("\nwrote " + ", ".join(str(p) for p in [*paths.values(), *extra.values()]))
+    out = OutputFolder(args.out, "--out", is_map_output, "give a new folder or one of earlier map reports")
+    with out:
+        try:
+            rows = map_trace(args.trace, configs, steps, args.jobs, progress=not args.no_progress)
+        except (TraceError, ValueError) as error:
+            raise CliError(str(error)) from None
+        sums = totals(rows)
+        print(summary_table(rows, sums))
+        meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
+        iso_area = None
+        if (args.compare or configs[0].compare) == "iso-area":
+            meta["iso_area"] = iso_area = _iso_area(args, configs, steps, sums)
+        with out.staging() as staging:
+            names = list(write_reports(staging, rows, sums, meta))
+            if iso_area is not None:
+                from dashraker.mapping import isoarea
+
+                isoarea.plot(staging / isoarea.PLOT, iso_area["designs"], iso_area["measure"])
+                names.append(isoarea.PLOT)
+    print("\nwrote " + ", ".join(str(out.path / name) for name in names))
 
 
-def _iso_area(args, configs, sums):
-    """Map each design again with as many tiles as fit the reference's area; print and plot the comparison."""
+def _iso_area(args, configs, steps, sums):
+    """Map each design again with as many tiles as fit the reference's area; print the comparison, return it."""
     import dataclasses
 
     from dashraker.designs import reference
@@ -103,12 +126,10 @@ def _iso_area(args, configs, sums):
     changed = [dataclasses.replace(c, tiles=tiles_iso[c.design.name]) for c in configs
                if c.tiles != tiles_iso[c.design.name]]
     try:
-        iso_sums = {**sums, **totals(map_trace(args.trace, changed, args.step, args.jobs, not args.no_progress))}
+        iso_sums = {**sums, **totals(map_trace(args.trace, changed, steps, args.jobs, not args.no_progress))}
     except (TraceError, ValueError) as error:
         raise CliError(str(error)) from None
     entries = isoarea.compare(sums, iso_sums, areas, {c.design.name: c.tiles for c in configs}, tiles_iso, ref)
     print("\n" + isoarea.iso_table(entries, measure))
     print("energy counts every action of every tile; leakage is not modelled (idle tiles cost nothing)")
-    path = args.out / "iso_area.png"
-    isoarea.plot(path, entries, measure)
-    return {"measure": measure, "unit": isoarea.MEASURES[measure], "reference": ref, "designs": entries}, path
+    return {"measure": measure, "unit": isoarea.MEASURES[measure], "reference": ref, "designs": entries}

@@ -132,7 +132,8 @@ class _Fields:
         value = self.data.get(key, default)
         if value is None:
             raise self.error(key, "missing")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or (kind is int and value != int(value)):
             raise self.error(key, f"must be {'an integer' if kind is int else 'a number'}, not {value!r}")
         if minimum is not None and value < minimum:
             raise self.error(key, f"must be at least {minimum}, not {value!r}")
@@ -217,8 +218,20 @@ def _design_params(design, top, section):
         raise top.error(design.name, str(error)) from None
 
 
+def _merged(defaults, given):
+    """``given`` over ``defaults``, mapping by mapping: a file states only what differs from the packaged one."""
+    merged = dict(defaults)
+    for key, value in given.items():
+        both = isinstance(value, dict) and isinstance(defaults.get(key), dict)
+        merged[key] = _merged(defaults[key], value) if both else value
+    return merged
+
+
 def load_config(path=None, design=None):
     """Read and validate an accelerator configuration; ``design`` (a name) overrides the file's ``design``.
+
+    The file is merged over the packaged default (``default_config_path``), section by
+    section, so it need only give the fields it changes; errors name the file and the field.
 
     A design's section (named as the design) may override the geometry fields (tiles,
     rows, cols, lanes) and sets the design's own parameters, by their command-line
@@ -226,8 +239,9 @@ def load_config(path=None, design=None):
     """
     from dashraker.designs import DESIGNS
 
+    defaults = _read_yaml(default_config_path(), "accelerator configuration")
     path = Path(path) if path is not None else default_config_path()
-    top = _Fields(path, _read_yaml(path, "accelerator configuration"))
+    top = _Fields(path, _merged(defaults, _read_yaml(path, "accelerator configuration")))
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
     top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",

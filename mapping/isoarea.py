@@ -15,9 +15,10 @@ import json
 import math
 from pathlib import Path
 
-__all__ = ["MEASURES", "AreaMeasureError", "tile_area", "tile_counts", "compare", "iso_table", "plot"]
+__all__ = ["MEASURES", "PLOT", "AreaMeasureError", "tile_area", "tile_counts", "compare", "iso_table", "plot"]
 
 MEASURES = {"asic": "CMOS transistors", "fpga": "ECP5 LUT4s"}
+PLOT = "iso_area.png"  # the comparison's plot, beside the mapper's reports
 
 
 class AreaMeasureError(ValueError):

@@ -6,7 +6,9 @@ import io
 from dashraker.mapping.dataflow import OPS
 from dashraker.trace.store import atomic_write, save_json
 
-__all__ = ["summary_table", "write_csv", "write_json", "plot_speedup", "plot_energy", "write_reports"]
+__all__ = ["REPORTS", "summary_table", "write_csv", "write_json", "plot_speedup", "plot_energy", "write_reports"]
+
+REPORTS = ("map.csv", "map.json", "speedup.png", "energy.png")  # what ``write_reports`` writes
 
 _SCALAR_FIELDS = (
     "design", "step", "layer", "op", "scheduled", "partner", "zero_fraction_scheduled", "zero_fraction_partner",
@@ -126,8 +128,8 @@ def plot_energy(path, rows):
 
 
 def write_reports(out, rows, sums, meta):
-    """``map.csv``, ``map.json``, ``speedup.png`` and ``energy.png`` in the folder ``out``; returns their paths."""
-    paths = {name: out / name for name in ("map.csv", "map.json", "speedup.png", "energy.png")}
+    """``REPORTS`` in the folder ``out``; returns their paths by name."""
+    paths = {name: out / name for name in REPORTS}
     write_csv(paths["map.csv"], rows)
     write_json(paths["map.json"], rows, sums, meta)
     plot_speedup(paths["speedup.png"], rows)

@@ -3,6 +3,7 @@
 import concurrent.futures
 import multiprocessing
 import os
+import signal
 
 from tqdm import tqdm
 
@@ -40,6 +41,22 @@ def _worker_init():
     import torch
 
     torch.set_num_threads(1)
+
+
+def _pool_worker_init():
+    # Ctrl-C reaches the whole process group: the parent alone handles it and ends the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _worker_init()
+
+
+def _end_workers(pool):
+    """Stop ``pool``'s workers now, running tasks included (``shutdown`` alone waits for them)."""
+    processes = list((pool._processes or {}).values())  # no public way to reach them before Python 3.14
+    for process in processes:
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join()
 
 
 def _task(trace_path, configs, step, index, op):
@@ -88,11 +105,15 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True):
             torch.set_num_threads(threads)
     else:
         context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init) as pool:
-            futures = [pool.submit(_task, str(trace_path), configs, *task) for task in tasks]
-            for future in concurrent.futures.as_completed(futures):
-                results.extend(future.result())
-                bar.update()
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_pool_worker_init) as pool:
+            try:
+                futures = [pool.submit(_task, str(trace_path), configs, *task) for task in tasks]
+                for future in concurrent.futures.as_completed(futures):
+                    results.extend(future.result())
+                    bar.update()
+            except BaseException:  # a failed task, SIGINT or SIGTERM: no worker outlives the run
+                _end_workers(pool)
+                raise
     bar.close()
     design_order = {config.design.name: k for k, config in enumerate(configs)}
     return sorted(results, key=lambda r: (design_order[r["design"]], r["step"], r["layer_index"], OPS.index(r["op"])))

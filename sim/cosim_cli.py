@@ -79,6 +79,7 @@ def _run(args):
 
     from dashraker.designs import DESIGNS
     from dashraker.designs import design as find_design
+    from dashraker.outputs import check_output_file
     from dashraker.sim.cosim import Cosim, CosimBuildError
     from dashraker.sim.cosim_check import OPS, cosimulate
     from dashraker.trace import TraceError, open_trace
@@ -105,13 +106,18 @@ def _run(args):
             known[name].check(value)
         except ValueError as error:
             raise CliError(f"{options[name]} {error}") from None
+    try:  # a broken tensor file is found here, before minutes of building the RTL
+        tensors = trace.load(layer.name, step)
+    except TraceError as error:
+        raise CliError(str(error)) from None
+    if args.json:
+        check_output_file(args.json, "--json")
     try:
         cosim = Cosim(design, {**_TILE_DEFAULTS, **given}, build_root=args.build, optimize=f"-O{args.opt_level}")
     except ValueError as error:
         raise CliError(str(error)) from None
     except CosimBuildError as error:
         raise CliError(str(error)) from None
-    tensors = trace.load(layer.name, step)
     with tqdm(total=args.passes, desc="cosim", unit="pass", disable=args.no_progress) as bar:
         report = cosimulate(cosim, layer, tensors, op, args.passes, args.start, args.rounding, progress=bar)
     if report.passes == 0:
@@ -125,12 +131,7 @@ def _run(args):
 
 
 def _write_json(path, data):
-    import os
-    import tempfile
-    from pathlib import Path
+    from dashraker.outputs import atomic_write
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        json.dump(data, tmp, indent=1)
-    os.replace(tmp.name, path)
+    text = json.dumps(data, indent=1, allow_nan=False)
+    atomic_write(path, lambda file: file.write(text.encode()))

@@ -9,12 +9,14 @@ __all__ = ["register"]
 MODEL_NAMES = "resnet18, vgg, mobilenet, mlp, transformer"
 
 
-def _steps(text):
+def step_list(flag, texts):
+    """Step numbers from one or more comma-separated values of ``flag`` (``1,7`` or repeated); None if not given."""
+    if texts is None:
+        return None
     try:
-        steps = [int(part) for part in text.split(",") if part.strip()]
+        return [int(part) for text in texts for part in text.split(",") if part.strip()]
     except ValueError:
-        raise CliError(f"--steps takes step numbers separated by commas (e.g. 1,50,200), not {text!r}") from None
-    return steps
+        raise CliError(f"{flag} takes step numbers separated by commas (e.g. 1,50,200), not {','.join(texts)!r}") from None
 
 
 def _record(args):
@@ -25,7 +27,7 @@ def _record(args):
         out = record(
             args.model,
             args.data,
-            _steps(args.steps),
+            step_list("--steps", [args.steps]),
             args.samples,
             args.out,
             batch_size=args.batch_size,
@@ -64,7 +66,7 @@ def _export(args):
     from dashraker.trace.export import export_dnnsim
 
     try:
-        root = export_dnnsim(args.trace, args.out, net=args.net, progress=not args.no_progress)
+        root = export_dnnsim(args.trace, args.out, net=args.net, progress=not args.no_progress, overwrite=args.force)
     except TraceError as error:
         raise CliError(str(error)) from None
     print(f"dnnsim layout written to {root}")
@@ -110,5 +112,6 @@ def register(subparsers):
     export.add_argument("--net", help="network folder name in the output (default: the trace's model name)")
     export.add_argument("trace", help="trace folder")
     export.add_argument("out", help="output folder")
+    export.add_argument("--force", action="store_true", help="replace an earlier export in the output folder")
     export.add_argument("--no-progress", action="store_true", help="no progress bar")
     export.set_defaults(func=_export)

@@ -57,8 +57,13 @@ def _standardize(x):
     return (x - x.mean(axes, keepdim=True)) / x.std(axes, keepdim=True).clamp_min(1e-6)
 
 
-def _classes(name, x, y):
-    """A classification ``Dataset`` from arrays, after checking they fit together."""
+def _classes(name, x, y, num_classes=None):
+    """A classification ``Dataset`` from arrays, after checking they fit together.
+
+    ``num_classes``: the data set's class count where it is known (labels must be below it);
+    otherwise the largest label + 1, refused when most of those classes have no sample (a
+    stray label would silently train a wider classifier).
+    """
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim == 3:
         x = x[:, None]
@@ -70,11 +75,18 @@ def _classes(name, x, y):
         raise RecordError(
             f"{name}: y must hold one non-negative integer label per sample ({len(x)}), got {y.dtype} {list(y.shape)}"
         )
+    top = int(y.max())
+    if num_classes is not None and top >= num_classes:
+        raise RecordError(f"{name}: label {top} at sample {int(y.argmax())} is out of range 0..{num_classes - 1}")
+    present = len(np.unique(y))
+    if num_classes is None and present * 2 < top + 1:
+        raise RecordError(f"{name}: label {top} at sample {int(y.argmax())} is out of range: only {present} of "
+                          f"the {top + 1} classes 0..{top} have a sample")
     scale = 255.0 if x.dtype == np.uint8 else 1.0
     features = torch.from_numpy(x.astype(np.float32) / scale)
     if not torch.isfinite(features).all():
         raise RecordError(f"{name}: x holds NaN or Inf")
-    return Dataset(name, _standardize(features), torch.from_numpy(y.astype(np.int64)), int(y.max()) + 1, "tensors")
+    return Dataset(name, _standardize(features), torch.from_numpy(y.astype(np.int64)), num_classes or top + 1, "tensors")
 
 
 @functools.cache
@@ -132,7 +144,7 @@ def cifar10(folder):
             raise RecordError(f"{file}: b'data' must be uint8 [N, 3072], not {data.dtype} {list(data.shape)}")
         xs.append(data.reshape(-1, 3, 32, 32))
         ys.append(np.asarray(batch[b"labels"], dtype=np.int64))
-    return _classes(f"cifar10:{folder}", np.concatenate(xs), np.concatenate(ys))
+    return _classes(f"cifar10:{folder}", np.concatenate(xs), np.concatenate(ys), num_classes=10)
 
 
 def _load_arrays(file, keys):

@@ -1,12 +1,12 @@
-"""Where a trace keeps its files, and atomic writes of ``.npy``/JSON files (temporary file, then ``os.replace``)."""
+"""Where a trace keeps its files, which folders are traces, and atomic writes of ``.npy``/JSON files."""
 
-import contextlib
 import json
-import os
-import tempfile
+import re
 from pathlib import Path
 
 import numpy as np
+
+from dashraker.outputs import atomic_write
 
 __all__ = [
     "FORMAT",
@@ -15,6 +15,7 @@ __all__ = [
     "TENSORS",
     "tensor_path",
     "atomic_write",
+    "is_trace",
     "save_npy",
     "save_json",
 ]
@@ -31,21 +32,17 @@ def tensor_path(root, step, layer, tensor):
     return Path(root) / f"step_{step:06d}" / layer / f"{tensor}.npy"
 
 
-def atomic_write(path, write):
-    """Create ``path`` through ``write(binary_file)``: a reader sees the old file or the whole new one, never part."""
+def is_trace(path):
+    """Whether the folder ``path`` is recognisably a trace of this project: its manifest's format marker and
+    nothing but the manifest and step folders (what ``--force`` may replace)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        manifest = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    names = [entry.name for entry in path.iterdir()]
+    return (isinstance(manifest, dict) and manifest.get("format") == FORMAT
+            and all(name == MANIFEST or re.fullmatch(r"step_\d{6}", name) for name in names))
 
 
 def save_npy(path, array):
@@ -56,5 +53,5 @@ def save_npy(path, array):
 
 def save_json(path, obj):
     """Save ``obj`` as indented JSON, atomically."""
-    text = json.dumps(obj, indent=1) + "\n"
+    text = json.dumps(obj, indent=1, allow_nan=False) + "\n"  # bare NaN is not JSON
     atomic_write(path, lambda file: file.write(text.encode()))

@@ -1,8 +1,7 @@
 """Trains a network on a data set and records a trace on the chosen optimizer steps (``record``)."""
 
 import contextlib
-import shutil
-from pathlib import Path
+import math
 
 import torch
 from torch.nn import functional as F
@@ -13,7 +12,8 @@ from dashraker.trace.data import load_data
 from dashraker.trace.errors import RecordError
 from dashraker.trace.networks import build_model
 from dashraker.trace.recorder import Recorder, recordable_layers
-from dashraker.trace.store import MANIFEST
+from dashraker.outputs import OutputFolder
+from dashraker.trace.store import is_trace
 
 __all__ = ["record", "train", "MagnitudePruner", "OPTIMIZERS", "optimizer_settings", "make_optimizer"]
 
@@ -110,6 +110,9 @@ def train(
             optimizer.zero_grad(set_to_none=True)
             logits = net(x)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+            if not math.isfinite(loss.item()):
+                raise RecordError(f"training diverged: the loss is {loss.item()} at step {step} "
+                                  f"(learning rate {optimizer.defaults['lr']}); no trace written")
             loss.backward()
         optimizer.step()
         losses.append(loss.item())
@@ -117,11 +120,23 @@ def train(
     return losses
 
 
+MAX_STEP = 999_999  # step folders are named with 6 digits
+
+
 def _check_steps(steps):
     steps = sorted(set(steps))
-    if not steps or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in steps):
-        raise RecordError(f"steps must be a non-empty list of optimizer step numbers >= 1, not {steps!r}")
+    if not steps or not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= MAX_STEP for s in steps):
+        raise RecordError(f"steps must be a non-empty list of optimizer step numbers in 1..{MAX_STEP:,}, not {steps!r}")
     return steps
+
+
+def _check_settings(lr, threads, seq_len):
+    """Refuse the numeric settings no training can use, before any data is loaded."""
+    if lr is not None and not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise RecordError(f"learning rate must be a finite number > 0, not {lr!r}")
+    for name, value in (("threads", threads), ("seq_len", seq_len)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise RecordError(f"{name} must be a positive integer, not {value!r}")
 
 
 @contextlib.contextmanager
@@ -134,17 +149,6 @@ def _threads(count):
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def _prepare_out(out, overwrite):
-    """Refuse a non-empty folder, unless ``overwrite`` and it holds a trace (then it is emptied)."""
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        if not (overwrite and (out / MANIFEST).is_file()):
-            raise RecordError(f"{out} exists and is not an empty folder (overwrite replaces an earlier trace only)")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
 
 
 def record(
@@ -173,10 +177,16 @@ def record(
     save input gradients; ``seq_len``: sequence length for token data; ``threads``: PyTorch
     threads while recording (None keeps the current setting; 1 is fastest for tiny traces on a
     busy machine). Returns the trace path.
+
+    The trace is recorded into a temporary sibling of ``out`` that replaces it at the end, so
+    an interruption leaves ``out`` as it was; ``overwrite`` replaces only a trace (``is_trace``).
     """
     steps = _check_steps(steps)
+    _check_settings(lr, threads, seq_len)
     if prune is not None:
         MagnitudePruner.check(prune)
+    folder = OutputFolder(out, "trace folder", is_trace if overwrite else None,
+                          "--force replaces only a trace" if overwrite else "use --force to replace a trace")
     if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
         raise RecordError(f"need 1 <= samples <= batch_size, got samples={samples!r}, batch_size={batch_size!r}")
     dataset = load_data(data, seq_len)
@@ -185,7 +195,6 @@ def record(
     torch.manual_seed(seed)
     net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
     optimizer, settings = optimizer_settings(dataset.kind, lr)
-    out = _prepare_out(out, overwrite)
     meta = {
         "model": model,
         "data": str(data),
@@ -197,19 +206,20 @@ def record(
         "planned_steps": steps,
         "losses": [],
     }
-    recorder = Recorder(net, out, samples, input_grad=input_grad, meta=meta)
-    with _threads(threads):
-        train(
-            net,
-            dataset,
-            steps[-1],
-            batch_size=batch_size,
-            seed=seed,
-            lr=lr,
-            prune=prune,
-            step_context=lambda step: recorder.step(step) if step in steps else None,
-            losses=recorder.meta["losses"],
-            progress=progress,
-        )
-    recorder.write_manifest()
-    return out
+    with folder, folder.staging() as staging:
+        recorder = Recorder(net, staging, samples, input_grad=input_grad, meta=meta)
+        with _threads(threads):
+            train(
+                net,
+                dataset,
+                steps[-1],
+                batch_size=batch_size,
+                seed=seed,
+                lr=lr,
+                prune=prune,
+                step_context=lambda step: recorder.step(step) if step in steps else None,
+                losses=recorder.meta["losses"],
+                progress=progress,
+            )
+        recorder.write_manifest()
+    return folder.path

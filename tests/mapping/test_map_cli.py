@@ -26,7 +26,8 @@ def _default():
 @pytest.mark.parametrize(
     "change, field",
     [
-        (lambda d: d.pop("memory"), "'memory': missing"),
+        (lambda d: d["memory"].update(dram_gbps=float("nan")), "'memory.dram_gbps': must be a number, not nan"),
+        (lambda d: d.update(clock_mhz=float("inf")), "'clock_mhz': must be a number, not inf"),
         (lambda d: d.update(rows="four"), "'rows': must be an integer"),
         (lambda d: d.update(lanes=0), "'lanes': must be at least 1"),
         (lambda d: d.update(design="eyeriss"), "'design': must be one of"),

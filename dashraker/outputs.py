@@ -1,0 +1,151 @@
+"""Writing outputs safely: files that follow the umask, whole output folders put in place at once, one writer each.
+
+Every command writes through these helpers, so the guarantees of the README section "When
+things go wrong" hold in one place: a reader sees the old output or the whole new one,
+never part; a second run on the same output refuses while the first holds it; an
+existing folder is replaced only when it is recognisably this project's output.
+"""
+
+import contextlib
+import ctypes
+import ctypes.util
+import fcntl
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["OutputError", "OutputFolder", "atomic_write", "check_output_file", "umask_mode"]
+
+
+class OutputError(ValueError):
+    """An output location that cannot be used; the message names it and says why."""
+
+
+def umask_mode(mode=0o666):
+    """``mode`` with the process's umask applied, as ``open()`` would create a file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mode & ~mask
+
+
+def atomic_write(path, write):
+    """Create ``path`` through ``write(binary_file)``: a reader sees the old file or the whole new one, never part.
+
+    The temporary file is made 0600 by ``mkstemp``; it gets the umask's mode before it is renamed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            write(file)
+            file.flush()
+            os.fchmod(file.fileno(), umask_mode())
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _writable_ancestor(path, what):
+    """The nearest existing ancestor of ``path``, checked to be a folder this process can create files in."""
+    parent = Path(os.path.abspath(path)).parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{what} {path}: {parent} is a file, not a folder")
+    try:  # a probe, not os.access: read-only mounts and root both answer it truthfully
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as error:
+        raise OutputError(f"{what} {path}: cannot create files in {parent} ({error.strerror})") from None
+    return parent
+
+
+def check_output_file(path, what="output file"):
+    """``Path(path)`` if a file can be written there; ``OutputError`` (a folder, an empty name, read-only) if not."""
+    if not str(path).strip():
+        raise OutputError(f"{what}: an empty name is not a file")
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"{what} {path}: is a folder; give a file name")
+    _writable_ancestor(path, what)
+    return path
+
+
+def _exchange(a, b):
+    """Swap two paths at once (Linux ``renameat2(RENAME_EXCHANGE)``); False where the system cannot."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2 is not None and renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+class OutputFolder:
+    """One output folder of a command: checked when made, locked while in use, written whole through ``staging``.
+
+    ``replaceable(path)`` says whether an existing non-empty folder is this project's output of
+    this kind and may be replaced (None: never). ``hint`` ends the refusal (e.g. "use --force").
+    The lock is a sibling file ``.<name>.lock`` holding the writer's pid, host and command;
+    it is an ``flock``, so a killed writer never leaves a stale lock.
+    """
+
+    def __init__(self, path, what, replaceable=None, hint=""):
+        if not str(path).strip():
+            raise OutputError(f"{what}: an empty name is not a folder")
+        self.path, self.what = Path(path), what
+        if self.path.exists() and not self.path.is_dir():
+            raise OutputError(f"{what} {self.path}: is a file, not a folder")
+        if self.path.is_dir() and any(self.path.iterdir()) and not (replaceable and replaceable(self.path)):
+            kind = "replaceable" if replaceable else "an empty folder"
+            raise OutputError(f"{what} {self.path}: exists, is not empty and is not {kind}" + (f"; {hint}" if hint else ""))
+        _writable_ancestor(self.path, what)
+        self._lock = None
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path.parent / f".{self.path.name}.lock"
+        while True:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, umask_mode())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 4096).decode(errors="replace").strip() or "another process"
+                os.close(fd)
+                raise OutputError(f"{self.what} {self.path}: in use by {holder}; wait for it to finish") from None
+            if os.path.exists(lock_path) and os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
+                break
+            os.close(fd)  # the previous holder removed this file while we waited for it: take the new one
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} ({' '.join(sys.argv)})\n".encode())
+        self._lock = (fd, lock_path)
+        return self
+
+    def __exit__(self, *exc):
+        fd, lock_path = self._lock
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock_path)
+        os.close(fd)
+        self._lock = None
+
+    @contextlib.contextmanager
+    def staging(self):
+        """A new temporary sibling folder to write into; when the block ends normally it replaces the folder."""
+        tmp = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".new"))
+        try:
+            os.chmod(tmp, umask_mode(0o777))
+            yield tmp
+            if not self.path.exists():
+                os.rename(tmp, self.path)
+            elif not _exchange(tmp, self.path):
+                old = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".old"))
+                os.replace(self.path, old / "out")
+                os.rename(tmp, self.path)
+                shutil.rmtree(old)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # after an exchange it holds the old output

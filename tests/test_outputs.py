@@ -1,0 +1,73 @@
+"""The shared output helpers: files follow the umask, folders are replaced whole, a second writer is refused."""
+
+import os
+import stat
+
+import pytest
+
+from dashraker.outputs import OutputError, OutputFolder, atomic_write, check_output_file
+
+
+@pytest.fixture
+def umask_022():
+    before = os.umask(0o022)
+    yield
+    os.umask(before)
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_files_and_folders_follow_the_umask(tmp_path, umask_022):
+    atomic_write(tmp_path / "a.txt", lambda file: file.write(b"x"))
+    assert _mode(tmp_path / "a.txt") == 0o644  # mkstemp alone gives 0600
+    with OutputFolder(tmp_path / "out", "test output") as out, out.staging() as staging:
+        atomic_write(staging / "b.txt", lambda file: file.write(b"y"))
+    assert _mode(tmp_path / "out") == 0o755 and _mode(tmp_path / "out" / "b.txt") == 0o644
+
+
+def test_a_failed_staging_leaves_the_old_folder(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "old.txt").write_text("old")
+    replaceable = lambda path: True  # noqa: E731
+    with pytest.raises(RuntimeError), OutputFolder(tmp_path / "out", "test output", replaceable) as out:
+        with out.staging() as staging:
+            (staging / "new.txt").write_text("new")
+            raise RuntimeError("disk full")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary sibling, no lock file
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["old.txt"]
+    with OutputFolder(tmp_path / "out", "test output", replaceable) as out, out.staging() as staging:
+        (staging / "new.txt").write_text("new")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["new.txt"]  # replaced whole, nothing merged
+
+
+def test_a_second_writer_is_refused_naming_the_first(tmp_path):
+    with OutputFolder(tmp_path / "out", "test output"):
+        with pytest.raises(OutputError, match=rf"in use by pid {os.getpid()} on "):
+            OutputFolder(tmp_path / "out", "test output").__enter__()
+    with OutputFolder(tmp_path / "out", "test output"):  # free again once the first is done
+        pass
+
+
+@pytest.mark.parametrize("where, message", [
+    ("", "an empty name is not a folder"),
+    ("file", "is a file, not a folder"),
+    ("foreign", "exists, is not empty and is not an empty folder"),
+    ("/proc/dashraker-out", "cannot create files in /proc"),
+])  # fmt: skip
+def test_unusable_output_folders(tmp_path, where, message):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "keep.txt").write_text("x")
+    with pytest.raises(OutputError, match=message):
+        OutputFolder(tmp_path / where if where in ("file", "foreign") else where, "test output")
+
+
+@pytest.mark.parametrize("where, message", [
+    ("", "an empty name is not a file"), ("folder", "is a folder; give a file name"),
+    ("/proc/dashraker.v", "cannot create files in /proc"),
+])  # fmt: skip
+def test_unusable_output_files(tmp_path, where, message):
+    with pytest.raises(OutputError, match=message):
+        check_output_file(tmp_path if where == "folder" else where, "test file")
