@@ -106,7 +106,7 @@ def plot(path, rows):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dashraker.trace.store import atomic_write
+    from dashraker.outputs import atomic_write
 
     labels = [f"{r['design']}\n{r['dtype']}" for r in rows]
     stacks = {
@@ -186,7 +186,8 @@ def _reusable(out, params, args):
 def run(args):
     from dashraker.designs import DESIGNS, reference
     from dashraker.fpga.cli import check_flow_arguments, flow
-    from dashraker.trace.store import atomic_write, save_json
+    from dashraker.outputs import atomic_write
+    from dashraker.trace.store import save_json
 
     check_flow_arguments(args)
     if args.lanes < 1 or args.rows < 1 or args.cols < 1:

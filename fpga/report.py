@@ -2,7 +2,8 @@
 
 import json
 
-from dashraker.trace.store import atomic_write, save_json
+from dashraker.outputs import atomic_write
+from dashraker.trace.store import save_json
 
 __all__ = ["synthesis_resources", "hierarchy_breakdown", "stat_modules", "module_totals", "module_instances",
            "fit_problems", "parse_nextpnr_report", "markdown", "summary", "write_report", "ReportError", "RESOURCES"]

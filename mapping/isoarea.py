@@ -113,7 +113,7 @@ def plot(path, entries, measure):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dashraker.trace.store import atomic_write
+    from dashraker.outputs import atomic_write
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
     for ax, metric, title in zip(axes, ("speedup", "energy_efficiency"), ("speedup", "energy efficiency")):

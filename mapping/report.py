@@ -4,7 +4,8 @@ import csv
 import io
 
 from dashraker.mapping.dataflow import OPS
-from dashraker.trace.store import atomic_write, save_json
+from dashraker.outputs import atomic_write
+from dashraker.trace.store import save_json
 
 __all__ = ["REPORTS", "summary_table", "write_csv", "write_json", "plot_speedup", "plot_energy", "write_reports"]
 
