@@ -87,10 +87,15 @@ def _run_design(args):
         raise CliError(f"{args.design.name}: {tile_lanes(params):,} lanes need at least {luts:,} LUTs "
                        f"({MIN_LUTS_PER_LANE} per lane) and {args.device} has {available:,}; refused before synthesis "
                        "(pass --force-size to try anyway)")
+    from dashraker.fpga.flow import is_flow_output
+    from dashraker.outputs import OutputFolder
+
+    out = OutputFolder(args.out, "--out", is_flow_output, "give a new folder or one of an earlier flow run")
     try:
         component = args.design.tile(params)
     except ValueError as error:
         raise CliError(str(error)) from None
-    report = flow(component, args, args.design.name, params, args.out)
+    with out:
+        report = flow(component, args, args.design.name, params, args.out)
     print(summary(report))
     print(f"reports: {args.out / 'report.json'}, {args.out / 'report.md'}")

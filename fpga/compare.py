@@ -183,10 +183,18 @@ def _reusable(out, params, args):
     return report if same else None
 
 
+def _is_compare_output(path):
+    """Whether the folder ``path`` holds only a comparison: its reports and one flow folder per configuration."""
+    from dashraker.fpga.flow import is_flow_output
+
+    return all(entry.name.startswith("compare.") or (entry.is_dir() and is_flow_output(entry))
+               for entry in Path(path).iterdir())
+
+
 def run(args):
     from dashraker.designs import DESIGNS, reference
     from dashraker.fpga.cli import check_flow_arguments, flow
-    from dashraker.outputs import atomic_write
+    from dashraker.outputs import OutputFolder, atomic_write
     from dashraker.trace.store import save_json
 
     check_flow_arguments(args)
@@ -200,41 +208,43 @@ def run(args):
         speedups.update(speedups_from_map(args.map))
     speedups.update(_parse_speedups(args.speedup))
 
-    rows = []
-    for dtype in dtypes:
-        for design in designs:
-            if dtype not in design.formats:
-                print(f"skipping {design.name} {dtype}: {design.name} takes {', '.join(design.formats)} operands only")
-                continue
-            try:
-                params = design.params(lanes=args.lanes, rows=args.rows, cols=args.cols, fmt=dtype)
-            except ValueError as error:
-                raise CliError(f"{design.name}: {error}") from None
-            out = args.out / f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
-            report = _reusable(out, params, args)
-            if report is None:
-                print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}")
-                report = flow(design.tile(params), args, design.name, params, out)
-            else:
-                print(f"{design.name} {dtype}: reusing {out / 'report.json'}")
-            parts = breakdown(report)
-            speedup = speedups.get(design.name)
-            macs = args.rows * args.cols * args.lanes * speedup if speedup is not None else None
-            per_cycle, per_second = throughput(macs, report["fmax_mhz"], parts["tile_lut"]) if macs else (None, None)
-            rows.append({"design": design.name, "dtype": dtype, "lanes": args.lanes, "rows": args.rows, "cols": args.cols,
-                         **parts, "fmax_mhz": report["fmax_mhz"], "speedup": speedup, "macs_per_cycle": macs,
-                         "macs_per_cycle_per_klut": per_cycle, "gmacs_per_klut": per_second,
-                         "critical_path": report["critical_path"], "report": str(out / "report.json")})
-    if not rows:
-        raise CliError("no configuration to compare")
-    table = compare_table(rows)
-    print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    save_json(args.out / "compare.json", {"device": args.device, "clock_mhz": args.clock,
-                                          "speedups": speedups, "rows": rows})
-    note = ("Speedups over the dense baseline: " + ", ".join(f"{k} {v:.2f}" for k, v in speedups.items())
-            + " (a design without one has no throughput). LUTs are ECP5 LUT4 equivalents after synthesis.")
-    text = f"# FPGA comparison on {args.device}\n\n{table}\n\n{note}\n"
-    atomic_write(args.out / "compare.md", lambda file: file.write(text.encode()))
-    plot(args.out / "compare.png", rows)
-    print(f"wrote {args.out / 'compare.json'}, {args.out / 'compare.md'}, {args.out / 'compare.png'}")
+    with OutputFolder(args.out, "--out", _is_compare_output, "give a new folder or one of an earlier comparison"):
+        rows = []
+        for dtype in dtypes:
+            for design in designs:
+                if dtype not in design.formats:
+                    print(f"skipping {design.name} {dtype}: "
+                          f"{design.name} takes {', '.join(design.formats)} operands only")
+                    continue
+                try:
+                    params = design.params(lanes=args.lanes, rows=args.rows, cols=args.cols, fmt=dtype)
+                except ValueError as error:
+                    raise CliError(f"{design.name}: {error}") from None
+                out = args.out / f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
+                report = _reusable(out, params, args)
+                if report is None:
+                    print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}")
+                    report = flow(design.tile(params), args, design.name, params, out)
+                else:
+                    print(f"{design.name} {dtype}: reusing {out / 'report.json'}")
+                parts = breakdown(report)
+                speedup = speedups.get(design.name)
+                macs = args.rows * args.cols * args.lanes * speedup if speedup is not None else None
+                per_cycle, per_second = throughput(macs, report["fmax_mhz"], parts["tile_lut"]) if macs else (None, None)
+                rows.append({"design": design.name, "dtype": dtype, "lanes": args.lanes, "rows": args.rows,
+                             "cols": args.cols, **parts, "fmax_mhz": report["fmax_mhz"], "speedup": speedup, "macs_per_cycle": macs,
+                             "macs_per_cycle_per_klut": per_cycle, "gmacs_per_klut": per_second,
+                             "critical_path": report["critical_path"], "report": str(out / "report.json")})
+        if not rows:
+            raise CliError("no configuration to compare")
+        table = compare_table(rows)
+        print(table)
+        args.out.mkdir(parents=True, exist_ok=True)
+        save_json(args.out / "compare.json", {"device": args.device, "clock_mhz": args.clock,
+                                              "speedups": speedups, "rows": rows})
+        note = ("Speedups over the dense baseline: " + ", ".join(f"{k} {v:.2f}" for k, v in speedups.items())
+                + " (a design without one has no throughput). LUTs are ECP5 LUT4 equivalents after synthesis.")
+        text = f"# FPGA comparison on {args.device}\n\n{table}\n\n{note}\n"
+        atomic_write(args.out / "compare.md", lambda file: file.write(text.encode()))
+        plot(args.out / "compare.png", rows)
+        print(f"wrote {args.out / 'compare.json'}, {args.out / 'compare.md'}, {args.out / 'compare.png'}")

@@ -11,11 +11,14 @@ from dashraker.fpga.devices import device as find_device
 from dashraker.fpga.report import (fit_problems, hierarchy_breakdown, parse_nextpnr_report, synthesis_resources,
                                    write_report)
 
-__all__ = ["FlowError", "run_flow", "pin_count", "MAX_CLOCK_MHZ", "TOP", "ROUTERS"]
+__all__ = ["FlowError", "run_flow", "is_flow_output", "pin_count", "MAX_CLOCK_MHZ", "TOP", "ROUTERS"]
 
 TOP = "dashraker_fpga_top"
 MAX_CLOCK_MHZ = 1000  # far above anything these FPGAs reach; a larger target is a typo
 STAGES = ("verilog", "synthesis", "fit", "place & route", "report")
+# What a run writes; the reports come last, so a folder without report.json holds an unfinished run.
+FILES = ("top.v", "synth.ys", "yosys.log", "netlist.json", "stat.json", "nextpnr.log", "nextpnr.json", "report.json",
+         "report.md")
 ROUTERS = ("router1", "router2")  # nextpnr's routing algorithms
 
 # Progress lines worth showing: Yosys's numbered passes, nextpnr's phases.
@@ -78,13 +81,19 @@ def _synthesis_script(family, kept):
     return "\n".join(lines) + "\n"
 
 
+def is_flow_output(path):
+    """Whether the folder ``path`` holds only files of a flow run (what a new run may replace)."""
+    return all(entry.name in FILES for entry in Path(path).iterdir())
+
+
 def run_flow(component, device, clock_mhz, out, design="design", params=None, word_bits=16, keep_depth=3,
              seed=1, router="router1", progress=True):
     """Wrap ``component`` (``StreamTop``), synthesise, place and route it for ``device`` at ``clock_mhz``.
 
     Writes into the folder ``out``: ``top.v``, ``synth.ys``, ``yosys.log``, ``netlist.json``,
-    ``stat.json``, ``nextpnr.log``, ``nextpnr.json`` and the report ``report.json`` /
-    ``report.md``. Modules down to ``keep_depth`` levels below the top keep their
+    ``stat.json``, ``nextpnr.log``, ``nextpnr.json`` and, last and atomically, the report
+    ``report.json`` / ``report.md``; an earlier run's reports go first, so a report always
+    describes the files beside it and a failed or interrupted run leaves none (its logs stay). Modules down to ``keep_depth`` levels below the top keep their
     hierarchy through synthesis so that the report can break the resources down per
     instance (tile, PEs, MAC units, scheduler). ``router`` picks nextpnr's routing algorithm
     (``ROUTERS``). Returns the report (a dict).
@@ -103,6 +112,8 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
         raise ValueError(f"clock must be a frequency in MHz in (0, {MAX_CLOCK_MHZ}], not {clock_mhz!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    for name in ("report.json", "report.md"):
+        (out / name).unlink(missing_ok=True)
     timings = {}
     bar = tqdm(total=len(STAGES), desc=f"fpga {design}", unit="stage", disable=not progress, leave=False)
     start = time.perf_counter()

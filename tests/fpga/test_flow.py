@@ -115,3 +115,11 @@ def test_compare_runs_each_configuration_once_and_tabulates(tmp_path, capsys):
     assert rows["baseline", "fp32"]["tile_dsp"] > rows["baseline", "bf16"]["tile_dsp"]  # fp32 needs more MULT18X18D
     assert (tmp_path / "compare.png").stat().st_size > 0
     assert "| baseline | fp32 | 1 |" in (tmp_path / "compare.md").read_text()
+
+
+@pytest.mark.parametrize("command", [["baseline", "--lanes", "1"], ["compare", "--lanes", "1"]])
+def test_a_foreign_output_folder_is_refused_before_synthesis(command, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    status, _, err = run_cli(capsys, *command, "--out", str(tmp_path), "--no-progress")
+    assert status == 2 and "exists, is not empty and is not replaceable" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
