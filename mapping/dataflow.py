@@ -17,7 +17,7 @@ import torch
 
 from dashraker.models.numerics import quantize
 
-__all__ = ["OPS", "Streams", "Problem", "OpPlan", "PassBatch", "conv_geometry", "operands", "plan", "passes", "problem_passes"]
+__all__ = ["OPS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry", "operands", "plan", "passes", "problem_passes"]
 
 OPS = ("fwd", "bwd_input", "bwd_weight")
 
@@ -90,19 +90,36 @@ def _pair(value):
     return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
 
 
+@dataclasses.dataclass(frozen=True)
+class Geometry:
+    """A layer as a convolution: input (n, c, H, W), kernel (m, KH, KW), stride, padding, dilation, groups."""
+
+    input: tuple
+    kernel: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    groups: int
+
+    def output(self):
+        """Output map (OH, OW), as PyTorch sizes it."""
+        return tuple((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d in
+                     zip(self.input[2:], self.kernel[1:], self.stride, self.padding, self.dilation))
+
+
 def conv_geometry(layer, input_shape, weight_shape):
-    """(n, c, H, W), (m, KH, KW), stride, padding and groups of a layer, a Linear as a 1x1 convolution."""
+    """The ``Geometry`` of a layer, a Linear as a 1x1 convolution."""
     if len(weight_shape) == 2:
         n = input_shape[0]
         spatial = math.prod(input_shape[1:-1])  # a Linear over [n, ..., in]: positions on one axis
-        return (n, input_shape[-1], spatial, 1), (weight_shape[0], 1, 1), (1, 1), (0, 0), 1
-    groups = getattr(layer, "groups", 1) or 1
-    return (
+        return Geometry((n, input_shape[-1], spatial, 1), (weight_shape[0], 1, 1), (1, 1), (0, 0), (1, 1), 1)
+    return Geometry(
         tuple(input_shape),
         (weight_shape[0], weight_shape[2], weight_shape[3]),
         _pair(getattr(layer, "stride", 1)),
         _pair(getattr(layer, "padding", 0)),
-        groups,
+        _pair(getattr(layer, "dilation", 1)),
+        getattr(layer, "groups", 1) or 1,
     )
 
 
@@ -159,49 +176,55 @@ def _nhwc_with_zero_slot(x):
     return out
 
 
-def _forward_index(out_size, in_size, kernel, stride, pad):
+def _forward_index(out_size, in_size, kernel, stride, pad, dilation):
     """[out_size, kernel] input coordinate of each output position and tap; padding -> ``in_size``."""
-    index = np.arange(out_size)[:, None] * stride + np.arange(kernel)[None, :] - pad
+    index = np.arange(out_size)[:, None] * stride + np.arange(kernel)[None, :] * dilation - pad
     return np.where((index >= 0) & (index < in_size), index, in_size)
 
 
-def _phase_index(in_size, out_size, kernel, stride, pad, phase):
+def _phase_index(in_size, out_size, kernel, stride, pad, dilation, phase):
     """Input positions of one stride phase, its taps (rot180 order) and [positions, taps] gradient coordinates.
 
-    Input position x receives gradient from taps i with i = (x + pad) mod stride; walking them
-    from the last tap down is walking the rotated kernel, and the gradient coordinate is
-    (x + pad - i) / stride, exact. Coordinates outside the gradient map -> ``out_size``.
+    Input position x receives gradient from taps i with i * dilation = (x + pad) mod stride
+    (modulo stride); walking them from the last tap down is walking the rotated kernel, and the
+    gradient coordinate is (x + pad - i * dilation) / stride, exact. Coordinates outside the
+    gradient map -> ``out_size``.
     """
     positions = np.arange(in_size)[(np.arange(in_size) + pad) % stride == phase]
-    taps = np.arange(phase, kernel, stride)[::-1]
-    index = (positions[:, None] + pad - taps[None, :]) // stride
+    taps = np.arange(kernel)[np.arange(kernel) * dilation % stride == phase][::-1]
+    index = (positions[:, None] + pad - taps[None, :] * dilation) // stride
     return positions, taps, np.where((index >= 0) & (index < out_size), index, out_size)
 
 
-def _forward(a, w, g, groups, stride, pad, lanes):
+def _forward(a, w, g, geo, lanes):
     n, c, h, wd = a.shape
     m, cg, kh, kw = w.shape
-    mg = m // groups
-    oh, ow = g.shape[2:]
-    hi = _forward_index(oh, h, kh, stride[0], pad[0])
-    wi = _forward_index(ow, wd, kw, stride[1], pad[1])
+    groups, mg = geo.groups, m // geo.groups
+    hi, wi = _tap_index(a, w, g, geo)
     for k in range(groups):
         windows = _window_streams(_nhwc_with_zero_slot(a[:, k * cg : (k + 1) * cg]), hi, wi, lanes)
         filters = _array_streams(w[k * mg : (k + 1) * mg].transpose(0, 2, 3, 1), lanes)
         yield f"group {k}", windows, filters
 
 
-def _input_grad(a, w, g, groups, stride, pad, lanes):
+def _tap_index(a, w, g, geo):
+    """Input coordinates [out positions, taps] along H and along W (``_forward_index``)."""
+    return tuple(_forward_index(out, size, kernel, *params) for out, size, kernel, params in
+                 zip(g.shape[2:], a.shape[2:], w.shape[2:], zip(geo.stride, geo.padding, geo.dilation)))
+
+
+def _input_grad(a, w, g, geo, lanes):
     m, cg, kh, kw = w.shape
-    mg = m // groups
+    groups, mg = geo.groups, m // geo.groups
+    stride, pad, dilation = geo.stride, geo.padding, geo.dilation
     (h, wd), (oh, ow) = a.shape[2:], g.shape[2:]
     for k in range(groups):
         source = _nhwc_with_zero_slot(g[:, k * mg : (k + 1) * mg])
         flipped = w[k * mg : (k + 1) * mg].transpose(1, 2, 3, 0)  # [cg, kh, kw, mg]
         for qh in range(stride[0]):
-            rows, taps_h, hi = _phase_index(h, oh, kh, stride[0], pad[0], qh)
+            rows, taps_h, hi = _phase_index(h, oh, kh, stride[0], pad[0], dilation[0], qh)
             for qw in range(stride[1]):
-                cols, taps_w, wi = _phase_index(wd, ow, kw, stride[1], pad[1], qw)
+                cols, taps_w, wi = _phase_index(wd, ow, kw, stride[1], pad[1], dilation[1], qw)
                 if not (len(rows) and len(cols) and len(taps_h) and len(taps_w)):
                     continue  # positions no tap reaches: their gradient is zero, no work
                 windows = _window_streams(source, hi, wi, lanes)
@@ -216,15 +239,14 @@ def _position_streams(x, lanes):
     return np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(c, -1, lanes)
 
 
-def _weight_grad(a, w, g, groups, stride, pad, lanes):
+def _weight_grad(a, w, g, geo, lanes):
     n, c, h, wd = a.shape
     m, cg, kh, kw = w.shape
-    mg = m // groups
+    groups, mg = geo.groups, m // geo.groups
     oh, ow = g.shape[2:]
     padded = np.zeros((n, c, h + 1, wd + 1), np.float32)
     padded[:, :, :h, :wd] = a
-    hi = _forward_index(oh, h, kh, stride[0], pad[0])
-    wi = _forward_index(ow, wd, kw, stride[1], pad[1])
+    hi, wi = _tap_index(a, w, g, geo)
     steps = n * -(-oh * ow // lanes)
     for k in range(groups):
         grads = _position_streams(g[:, k * mg : (k + 1) * mg], lanes)
@@ -256,13 +278,11 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
     Values are converted to ``fmt`` (round to nearest even or truncate, subnormals flushed);
     a Linear layer's tensors become 1x1 convolution tensors.
     """
-    dilation = getattr(layer, "dilation", (1, 1))
-    if tuple(_pair(dilation)) != (1, 1):
-        raise ValueError(f"layer {layer.name!r}: dilation {dilation} is not supported by the SPEC section 5 dataflow")
-    shape, (m, kh, kw), _, _, groups = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
+    geo = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
+    (m, kh, kw), shape = geo.kernel, geo.input
     return {
         "A": _to_nchw(_quantized(tensors.input, fmt, rounding), shape),
-        "W": _quantized(tensors.weight, fmt, rounding).reshape(m, shape[1] // groups, kh, kw),
+        "W": _quantized(tensors.weight, fmt, rounding).reshape(m, shape[1] // geo.groups, kh, kw),
         "G": _to_nchw(_quantized(tensors.output_grad, fmt, rounding), shape),
     }
 
@@ -270,21 +290,21 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
 def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None):
     """The problems of one operation of a layer (``op`` in ``OPS``), the sparser operand on the rows.
 
-    ``layer`` has ``name``, ``stride``, ``padding``, ``groups`` (a LayerInfo); ``tensors`` has
+    ``layer`` has ``name``, ``stride``, ``padding``, ``dilation``, ``groups`` (a LayerInfo); ``tensors`` has
     ``input``, ``weight`` and ``output_grad`` arrays as PyTorch lays them out; ``arrays`` may
     give their ``operands(...)`` already converted, to share the conversion between operations.
     """
     if op not in _OPERATIONS:
         raise ValueError(f"unknown operation {op!r}; expected one of {list(OPS)}")
     build, names, result = _OPERATIONS[op]
-    _, _, stride, pad, groups = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
+    geo = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
     arrays = operands(layer, tensors, fmt, rounding) if arrays is None else arrays
     a, w, g = arrays["A"], arrays["W"], arrays["G"]
     zeros = {name: 1.0 - np.count_nonzero(arrays[name]) / max(arrays[name].size, 1) for name in names}
     swap = bool(zeros[names[1]] > zeros[names[0]])
     problems = [
         Problem(label, *((second, first) if swap else (first, second)))
-        for label, first, second in build(a, w, g, groups, stride, pad, lanes)
+        for label, first, second in build(a, w, g, geo, lanes)
     ]
     out_elements = {"out": g.size, "dA": a.size, "dW": w.size}[result]
     return OpPlan(

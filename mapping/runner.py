@@ -1,6 +1,7 @@
 """Maps a whole trace: one task per (step, layer, operation), spread over local processes, with a progress bar."""
 
 import concurrent.futures
+import math
 import multiprocessing
 import os
 import signal
@@ -69,8 +70,9 @@ def _task(trace_path, configs, step, index, op):
 
 def _work(layer):
     """Rough size of a layer's mapping work (its multiply-accumulates), to start the largest first."""
-    (n, c, h, w), (m, kh, kw), stride, _, groups = conv_geometry(layer, layer.input_shape, layer.weight_shape)
-    return n * m * (c // groups) * kh * kw * h * w // (stride[0] * stride[1])
+    geo = conv_geometry(layer, layer.input_shape, layer.weight_shape)
+    (n, c), (m, kh, kw) = geo.input[:2], geo.kernel
+    return n * m * (c // geo.groups) * kh * kw * math.prod(geo.output())
 
 
 def map_trace(trace_path, configs, steps=None, jobs=None, progress=True):

@@ -1,7 +1,12 @@
 """TensorDash reference scheduler, cycle model and functional golden model (SPEC section 3).
 
 The scheduled operand of a tile pass is a set of streams ``[rows, steps, lanes]``;
-only which values are non-zero matters to the schedule. Each row has a staging
+only which values are non-zero matters to the schedule. A value is zero for
+scheduling when its exponent field is 0 -- zeros and subnormals alike (DAZ), the
+RTL's test (``nonzero``); ``schedule`` and ``cycles`` apply it to value arrays
+and take boolean arrays as they are. A skipped zero is never multiplied, so a
+subnormal or zero scheduled value against an Inf partner contributes nothing,
+where the baseline multiplies it and gives NaN (0 x Inf). Each row has a staging
 window of steps ``t .. t+H`` and one scheduler. Every cycle each lane issues one
 value: its own slot ``(t, lane)`` when non-zero, otherwise the first non-zero of its
 interconnect candidates ``(t + ds, (lane + dl) mod N)``, visited in priority order;
@@ -41,6 +46,7 @@ __all__ = [
     "pattern_lookahead",
     "priority",
     "lane_groups",
+    "nonzero",
     "Schedule",
     "schedule",
     "cycles",
@@ -171,11 +177,22 @@ class Schedule:
         return np.where(idle, -1, step), np.where(idle, -1, lane)
 
 
-def _streams(nonzero):
-    nonzero = np.asarray(nonzero)
-    if nonzero.ndim != 4:
-        raise ValueError(f"nonzero must be a [passes, rows, steps, lanes] array, not shape {nonzero.shape}")
-    return nonzero.astype(bool)
+def nonzero(values):
+    """Which values are non-zero for scheduling: exponent field non-zero (zeros and subnormals are zeros, DAZ).
+
+    ``values`` are fp32 values (NumPy or CPU torch) exactly as the operand format holds them;
+    bf16 shares fp32's exponent field, so one test serves both formats.
+    """
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    return (bits & np.uint32(0x7F800000)) != 0
+
+
+def _streams(operand):
+    """Boolean ``[passes, rows, steps, lanes]`` streams: booleans as given, values through ``nonzero``."""
+    operand = np.asarray(operand)
+    if operand.ndim != 4:
+        raise ValueError(f"operand must be a [passes, rows, steps, lanes] array, not shape {operand.shape}")
+    return operand if operand.dtype == bool else nonzero(operand)
 
 
 def _skip(occupied):
@@ -200,15 +217,15 @@ def _run(window_state, pattern, lookahead, passes, steps, step_cycle):
     return count
 
 
-def schedule(nonzero, pattern=DEFAULT_PATTERN, lookahead=2):
-    """Schedule tile passes: ``nonzero`` bool ``[passes, rows, steps, lanes]`` -> ``Schedule``."""
-    nonzero = _streams(nonzero)
-    passes, rows, steps, lanes = nonzero.shape
+def schedule(operand, pattern=DEFAULT_PATTERN, lookahead=2):
+    """Schedule tile passes: ``operand`` ``[passes, rows, steps, lanes]`` (bool, or values) -> ``Schedule``."""
+    flags = _streams(operand)
+    passes, rows, steps, lanes = flags.shape
     pattern = _check(lanes, pattern, lookahead)
     groups = lane_groups(lanes, pattern)
     order = priority(pattern)
     state = np.zeros((passes, steps + lookahead + 1, rows, lanes), dtype=bool)
-    state[:, :steps] = nonzero.transpose(0, 2, 1, 3)
+    state[:, :steps] = flags.transpose(0, 2, 1, 3)
     select = np.full((passes, steps, rows, lanes), -1, dtype=np.int8)
     head = np.full((passes, steps), -1, dtype=np.int64)
 
@@ -242,16 +259,16 @@ def _rotate(words, offset, lanes):
     return ((words >> np.uint64(offset)) | (words << np.uint64(lanes - offset))) & mask
 
 
-def cycles(nonzero, pattern=DEFAULT_PATTERN, lookahead=2):
+def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2):
     """Cycle count per pass (int64 ``[passes]``), as ``schedule(...).cycles``, with lanes packed in words."""
-    nonzero = _streams(nonzero)
-    passes, rows, steps, lanes = nonzero.shape
+    flags = _streams(operand)
+    passes, rows, steps, lanes = flags.shape
     pattern = _check(lanes, pattern, lookahead)
     if lanes > 64:
-        return schedule(nonzero, pattern, lookahead).cycles
+        return schedule(flags, pattern, lookahead).cycles
     groups = lane_groups(lanes, pattern)
     order = [pattern[k] for k in priority(pattern)]
-    packed = np.packbits(nonzero, axis=-1, bitorder="little")
+    packed = np.packbits(flags, axis=-1, bitorder="little")
     packed = np.pad(packed, [(0, 0)] * 3 + [(0, 8 - packed.shape[-1])]).view(np.uint64)[..., 0]
     state = np.zeros((passes, steps + lookahead + 1, rows), dtype=np.uint64)
     state[:, :steps] = packed.transpose(0, 2, 1)

@@ -107,7 +107,11 @@ def register(subparsers):
     check.add_argument("--quiet", action="store_true", help="print problems only, no table or progress bar")
     check.set_defaults(func=_check)
 
-    export = actions.add_parser("export", help="export a trace to another simulator's layout")
+    export = actions.add_parser(
+        "export", help="export a trace to another simulator's layout",
+        description="Write the trace in DNNsim's per-layer .npy layout with trace_params.csv. Layers are renamed "
+        "fc<i> (Linear) and conv<i> (convolution), i the layer's index in the trace, so that DNNsim types them "
+        "right; layer_names.csv keeps the mapping. Grouped, depthwise and dilated layers are refused (exit 2).")
     export.add_argument("--format", choices=["dnnsim"], default="dnnsim", help="output layout (default dnnsim)")
     export.add_argument("--net", help="network folder name in the output (default: the trace's model name)")
     export.add_argument("trace", help="trace folder")

@@ -34,17 +34,17 @@ def _golden(params, scheduled_bits, partner_bits):
     from dashraker.models.numerics import fp32_bits, operand_values
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
-    schedule = tensordash.schedule((a != 0).numpy(), _pattern(params["pattern"]), params["lookahead"])
+    schedule = tensordash.schedule(a.numpy(), _pattern(params["pattern"]), params["lookahead"])
     outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
 
 def _evaluate(params, scheduled, partner):
     """Per row set: the reference scheduler's cycles and the non-zero scheduled values (each multiplied once
-    per partner operand)."""
+    per partner operand); zero as the scheduler defines it (exponent field 0)."""
     from dashraker.models import tensordash
 
-    nonzero = np.asarray(scheduled) != 0
+    nonzero = tensordash.nonzero(scheduled)
     return {"cycles": tensordash.cycles(nonzero, _pattern(params["pattern"]), params["lookahead"]),
             "mul": np.count_nonzero(nonzero, axis=(1, 2, 3))}
 

@@ -15,6 +15,10 @@ CASES = {
     "grouped": dict(c=8, m=6, groups=2),
     "depthwise": dict(c=6, m=6, groups=6, stride=2),
     "many_channels": dict(c=20, m=5, size=4),
+    "dilated": dict(size=7, dilation=2, padding=2),
+    "dilated_stride2": dict(size=9, stride=2, dilation=2, padding=2),  # odd input positions: no tap reaches them
+    "dilated_stride3_k5": dict(size=12, kernel=5, stride=3, dilation=2, padding=3),
+    "dilated_depthwise": dict(c=6, m=6, groups=6, size=8, dilation=3, padding=3, stride=2),
     "linear": dict(kind="linear", n=5, c=20, m=7),
 }
 
@@ -85,6 +89,25 @@ def test_dense_steps_follow_spec(layer_case):
     assert sum(p.rows.count if bwd.scheduled == "G" else p.cols.count for p in bwd.problems) == 3 * 7 * 7
     dw = plan(layer, tensors, "bwd_weight", 16)
     assert len(dw.problems) == 9 and {p.steps for p in dw.problems} == {3 * 1}  # 16 positions per sample
+
+
+def test_dilated_dense_steps_by_hand(layer_case):
+    """Dilation 2, stride 2, 3x3 on 7x7 (padding 2): output 4x4; every tap is even, so stride phase 0 takes all nine
+    taps and phase 1 none; the weight gradient samples taps 2 apart."""
+    layer, tensors, _ = layer_case(n=3, c=20, m=5, size=7, kernel=3, stride=2, padding=2, dilation=2)
+    fwd = plan(layer, tensors, "fwd", 16)
+    assert [p.steps for p in fwd.problems] == [2 * 9] and fwd.problems[0].rows.count == 3 * 4 * 4
+    bwd = plan(layer, tensors, "bwd_input", 16)
+    assert [(p.label, p.steps) for p in bwd.problems] == [("group 0 phase (0,0)", 1 * 9)]
+    assert sum(p.rows.count if bwd.scheduled == "G" else p.cols.count for p in bwd.problems) == 3 * 4 * 4
+    dw = plan(layer, tensors, "bwd_weight", 16)
+    assert len(dw.problems) == 9 and {p.steps for p in dw.problems} == {3 * 1}
+    # Tap (1, 2) of output position (1, 3) reads input (1*2 + 1*2 - 2, 3*2 + 2*2 - 2) = (2, 8): padding, zero.
+    acts = dw.problems[5].rows if dw.scheduled == "A" else dw.problems[5].cols
+    sampled = acts.take(0, 1)[0, 0]  # channel 0, sample 0, the 16 output positions
+    expected = [tensors.input[0, 0, 2 * y + 2 - 2, 2 * x + 4 - 2] if 2 * x + 2 < 7 else 0.0
+                for y in range(4) for x in range(4)]
+    assert sampled.tolist() == expected
 
 
 def test_sparser_operand_is_scheduled(layer_case):

@@ -6,6 +6,7 @@ import random
 import cocotb
 import numpy as np
 
+from dashraker.formats import float_format
 from dashraker.sim.stimulus import operand_bits
 from dashraker.sim.tile_tb import TileTB
 from tensordash_stimulus import CASES, operands
@@ -50,3 +51,25 @@ async def special_values(dut, stall):
     a, b = (operand_bits(gen.choice(special, (c["passes"], count, c["steps"], p["lanes"])), p["fmt"])
             for count in (p["rows"], p["cols"]))
     await tb.run_passes([(a, b)], names=["special"])
+
+
+@cocotb.test()
+async def subnormal_cases(dut):
+    """Issue 17: a scheduled subnormal is a zero (DAZ) -- skipped against a -Inf partner, its step skipped."""
+    tb = TileTB(dut)
+    await tb.reset()
+    p = tb.params
+    shift = float_format(p["fmt"]).width - 16  # the bf16 patterns, as the same values in fp32
+
+    def batch(steps):
+        return (np.zeros((1, p["rows"], steps, p["lanes"]), np.int64),
+                np.zeros((1, p["cols"], steps, p["lanes"]), np.int64))
+
+    inf_a, inf_b = batch(1)
+    inf_a[..., 0], inf_b[..., 0] = 0x807F << shift, 0xFF80 << shift
+    skip_a, skip_b = batch(8)
+    skip_a[:, :, 0], skip_a[0, 0, 1, 0], skip_b[...] = 0x3F80 << shift, 0x0001 << shift, 0x3F80 << shift
+    run = await tb.run_passes([(inf_a, inf_b), (skip_a, skip_b)], names=["subnormal x -inf", "subnormal step"])
+    # Only step 0 is non-zero once the subnormal counts as zero: each cycle consumes H+1 steps (3 cycles at H=2).
+    assert run.cycles.tolist() == [1, -(-8 // (p["lookahead"] + 1))], run.cycles
+    assert (tb.design.golden(p, inf_a, inf_b)[0] == 0).all()

@@ -8,6 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dashraker.designs import DESIGNS
+from dashraker.models import numerics
 from dashraker.models import tensordash as td
 
 PATTERNS = [
@@ -175,3 +177,52 @@ def test_dense_and_empty_extremes():
     assert td.cycles(dense).tolist() == [10, 10]
     assert td.cycles(~dense).tolist() == [4, 4]
     assert td.cycles(np.zeros((3, 2, 0, 16), bool)).tolist() == [0, 0, 0]
+
+
+# bf16 bit patterns of the subnormal cases (issue 17): 0x807F and 0x0001 are subnormals, 0xFF80 is -Inf.
+NEG_SUBNORMAL, TINY, NEG_INF, ONE = 0x807F, 0x0001, 0xFF80, 0x3F80
+
+
+def _bf16_values(bits):
+    return numerics.bf16_bits_to_fp32(torch.as_tensor(bits)).numpy()
+
+
+def test_zero_for_scheduling_is_exponent_zero():
+    bits = np.array([0x0000, 0x8000, TINY, NEG_SUBNORMAL, 0x0080, ONE, NEG_INF, 0x7FC0])
+    assert td.nonzero(_bf16_values(bits)).tolist() == [False] * 4 + [True] * 4
+    fp32 = numerics.fp32_from_bits(torch.tensor([1, 0x807FFFFF, 0x00800000, 0x80000000])).numpy()
+    assert td.nonzero(fp32).tolist() == [False, False, True, False]
+
+
+@pytest.mark.parametrize("lanes, pattern", [(4, "T<2,0>"), (16, "T<2,5>")])
+def test_subnormal_against_inf_is_skipped_not_nan(lanes, pattern):
+    """A scheduled subnormal is a zero: never multiplied, so no NaN from its -Inf partner (the baseline gives NaN)."""
+    scheduled = np.zeros((1, 1, 1, lanes), np.int64)
+    partner = np.zeros((1, 1, 1, lanes), np.int64)
+    scheduled[..., 0], partner[..., 0] = NEG_SUBNORMAL, NEG_INF
+    design = DESIGNS["tensordash"]
+    outputs, cycles = design.golden(design.params(rows=1, cols=1, lanes=lanes, pattern=pattern), scheduled, partner)
+    assert outputs.tolist() == [[[0x00000000]]] and cycles.tolist() == [1]
+    baseline = DESIGNS["baseline"]
+    outputs, _ = baseline.golden(baseline.params(rows=1, cols=1, lanes=lanes), scheduled, partner)
+    assert outputs.tolist() == [[[numerics.CANONICAL_NAN_BITS]]]
+
+
+def test_subnormal_steps_are_skipped():
+    """Step 0 dense, step 1 only a subnormal, steps 2..7 zero, H = 2.
+
+    By hand, with the subnormal a zero: cycle 1 issues step 0 and skips the empty steps 1, 2; cycle 2 consumes
+    3, 4, 5; cycle 3 consumes 6, 7: 3 cycles. Were it non-zero, step 1 would cost a cycle of its own: cycle 1
+    takes step 0, cycle 2 step 1 (skipping 2, 3), cycle 3 steps 4..6, cycle 4 step 7: 4 cycles.
+    """
+    bits = np.zeros((1, 1, 8, 16), np.int64)
+    bits[:, :, 0], bits[0, 0, 1, 0] = ONE, TINY
+    values = _bf16_values(bits)
+    assert td.cycles(values).tolist() == [3] and td.schedule(values).cycles.tolist() == [3]
+    assert td.cycles(values != 0).tolist() == [4]  # the value-is-not-0.0 reading the issue found
+    design = DESIGNS["tensordash"]
+    params = design.params(rows=1, cols=1)
+    outputs, cycles = design.golden(params, bits, np.full_like(bits, ONE))
+    assert cycles.tolist() == [3] and outputs.tolist() == [[[0x41800000]]]  # 16 x 1.0
+    assert design.cost.evaluate(params, values, None)["cycles"].tolist() == [3]
+    assert design.cost.evaluate(params, values, None)["mul"].tolist() == [16]

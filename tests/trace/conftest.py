@@ -39,7 +39,15 @@ def mixed_trace(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def square_trace(tmp_path_factory):
-    """A trace of MixedNet with equal strides on both axes everywhere (as the dnnsim layout needs)."""
-    torch.manual_seed(0)
-    return _record_mixed(tmp_path_factory.mktemp("square") / "trace", MixedNet(conv4_stride=2))
+def mixed_net_trace(tmp_path_factory):
+    """``get(**options)``: a trace of ``MixedNet(**options)``, recorded once per session."""
+    traces = {}
+
+    def get(**options):
+        key = repr(sorted(options.items()))
+        if key not in traces:
+            torch.manual_seed(0)
+            traces[key] = _record_mixed(tmp_path_factory.mktemp("mixednet") / "trace", MixedNet(**options))
+        return traces[key]
+
+    return get

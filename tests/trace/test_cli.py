@@ -36,7 +36,7 @@ def test_record_check_export(tmp_path, capsys, no_network):
     assert main(["trace", "check", str(out)]) == 0
     assert "ok, 3 layers x 2 steps, 18 tensors" in capsys.readouterr().out
     assert main(["trace", "export", "--format", "dnnsim", "--no-progress", str(out), str(tmp_path / "dnnsim")]) == 0
-    assert (tmp_path / "dnnsim" / "mlp" / "outGrad" / "fcs.2-0-2-outGrad.npy").is_file()
+    assert (tmp_path / "dnnsim" / "mlp" / "outGrad" / "fc2-0-2-outGrad.npy").is_file()  # fcs.2 is the third layer
     # The folder now holds a trace: a second record needs --force.
     assert main([*argv, "--no-progress", "--out", str(out)]) == 2
     assert "exists" in capsys.readouterr().err

@@ -9,34 +9,67 @@ from dashraker.trace import TraceError, open_trace
 from dashraker.trace.export import export_dnnsim
 
 
-def test_export_dnnsim(square_trace, tmp_path):
-    root = export_dnnsim(square_trace, tmp_path / "out", net="mixed")
+def _dnnsim_type(name):
+    """How DNNsim types a trace_params.csv line by its name (interface/src/NetReader.cpp at 3b0ecaf)."""
+    for word, kind in (("decoder", "Decoder"), ("encoder", "Encoder"), ("fc", "InnerProduct"),
+                       ("Linear", "InnerProduct"), ("lstm", "LSTM")):
+        if word in name:
+            return kind
+    return "Convolution"
+
+
+# Equal strides on both axes and no groups: what the dnnsim layout can hold.
+SQUARE = dict(conv4_stride=2, groups=(1, 1))
+
+
+def test_export_dnnsim(mixed_net_trace, tmp_path):
+    square_trace = mixed_net_trace(**SQUARE)
+    (tmp_path / "out" / "mixed" / "weights").mkdir(parents=True)
+    (tmp_path / "out" / "mixed" / "weights" / "stale.npy").write_bytes(b"")  # an older export is replaced whole
+    root = export_dnnsim(square_trace, tmp_path / "out", net="mixed", overwrite=True)
     assert root == tmp_path / "out" / "mixed"
     trace = open_trace(square_trace)
+    names = ["conv0", "conv1", "conv2", "conv3", "fc4"]
     # 2 batches per epoch: step 1 is epoch 0 batch 0, step 3 is epoch 1 batch 0.
     for step, tag in ((1, "0-0"), (3, "1-0")):
-        for layer in trace.layers:
+        for name, layer in zip(names, trace.layers):
             tensors = trace.load(layer.name, step)
             for folder, suffix, array in (
                 ("weights", "w", tensors.weight),
                 ("input", "in", tensors.input),
                 ("outGrad", "outGrad", tensors.output_grad),
             ):
-                exported = np.load(root / folder / f"{layer.name}-{tag}-{suffix}.npy")
+                exported = np.load(root / folder / f"{name}-{tag}-{suffix}.npy")
                 assert exported.dtype == np.float32
                 np.testing.assert_array_equal(exported, array)
-    assert sorted(p.name for p in root.iterdir()) == ["input", "outGrad", "trace_params.csv", "weights"]
-    assert len(list(root.rglob("*.npy"))) == 2 * 5 * 3
-    net = MixedNet(conv4_stride=2)
+    assert sorted(p.name for p in root.iterdir()) == ["input", "layer_names.csv", "outGrad", "trace_params.csv",
+                                                       "weights"]
+    assert sorted(p.name for p in root.parent.iterdir()) == ["mixed"]  # no temporary folder left
+    assert len(list(root.rglob("*.npy"))) == 2 * 5 * 3  # the stale file went with the older export
+    net = MixedNet(**SQUARE)
     expected = [
         f"{name},{m.out_channels},{m.kernel_size[0]},{m.kernel_size[1]},{m.stride[0]},{m.padding[0]}"
-        for name, m in (("conv1", net.conv1), ("conv2", net.conv2), ("conv3", net.conv3), ("conv4", net.conv4))
+        for name, m in zip(names, (net.conv1, net.conv2, net.conv3, net.conv4))
     ]
-    assert (root / "trace_params.csv").read_text().splitlines() == expected + ["fc,10,1,1,1,0"]
+    lines = (root / "trace_params.csv").read_text().splitlines()
+    assert lines == expected + ["fc4,10,1,1,1,0"]
+    assert [_dnnsim_type(line.split(",")[0]) for line in lines] == ["Convolution"] * 4 + ["InnerProduct"]
+    assert (root / "layer_names.csv").read_text().splitlines() == [
+        "dnnsim_name,trace_name", *(f"{new},{old}" for new, old in zip(names, ["conv1", "conv2", "conv3", "conv4", "fc"]))]
 
 
-def test_export_refuses_unequal_strides(mixed_trace, tmp_path):
-    # conv4 has stride (2, 1), which one csv column cannot hold.
-    with pytest.raises(TraceError, match=r"layer 'conv4': stride \[2, 1\] differs between axes"):
-        export_dnnsim(mixed_trace, tmp_path / "out")
-    assert main(["trace", "export", "--no-progress", str(mixed_trace), str(tmp_path / "out")]) == 2
+@pytest.mark.parametrize("options, message", [
+    (dict(groups=(2, 8)), r"layer 'conv2': groups 2 \(grouped\) cannot be exported to dnnsim: trace_params.csv "
+                          r"\(name,out_channels,Kx,Ky,stride,padding\) has no groups or dilation column"),
+    (dict(groups=(1, 8)), r"layer 'conv3': groups 8 \(depthwise\) cannot be exported"),
+    (dict(dilation=2), r"layer 'conv3': dilation \[2, 2\] \(dilated\) cannot be exported"),
+    (dict(conv4_stride=(2, 1), groups=(1, 1)), r"layer 'conv4': stride \[2, 1\] differs between axes"),
+])
+def test_export_refuses_what_the_csv_cannot_say(options, message, mixed_net_trace, tmp_path, capsys):
+    path = mixed_net_trace(**{**SQUARE, **options})
+    with pytest.raises(TraceError, match=message):
+        export_dnnsim(path, tmp_path / "out")
+    assert main(["trace", "export", "--no-progress", str(path), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "layer 'conv" in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())  # nothing written

@@ -172,3 +172,24 @@ def test_check_command_sparsity_table(mixed_trace, capsys):
     row = next(line for line in out.splitlines() if line.split()[:2] == ["3", "conv4"])
     assert row.split()[2] == expected.strip()
     assert "ok, 5 layers x 2 steps, 38 tensors" in out
+
+
+def test_dilation_is_recorded_and_read(mixed_net_trace):
+    """A dilated convolution's dilation reaches the manifest, the reader checks its shapes with it, the mapper maps it."""
+    from dashraker.mapping.config import load_config
+    from dashraker.mapping.dataflow import OPS, plan
+    from dashraker.mapping.runner import map_trace
+
+    trace = open_trace(mixed_net_trace(conv4_stride=2, groups=(1, 1), dilation=2))
+    conv3 = next(layer for layer in trace.layers if layer.name == "conv3")
+    assert conv3.dilation == (2, 2) and conv3.padding == (2, 2) and conv3.output_grad_shape == (2, 8, 4, 4)
+    assert {layer.dilation for layer in trace.layers if layer.name != "conv3"} == {(1, 1)}
+    tensors = trace.load("conv3", trace.steps[0])
+    assert all(plan(conv3, tensors, op, 16).problems for op in OPS)
+    rows = map_trace(trace.path, [load_config(None, "baseline")], steps=[1], jobs=1, progress=False)
+    dilated = {row["op"]: (row["passes"], row["dense_cycles"]) for row in rows if row["layer"] == "conv3"}
+    # By hand, 16 tiles of 4x4 PEs, 16 lanes; 2 samples, 8 channels, 4x4 maps, 3x3 taps 2 apart (padding 2).
+    # fwd: 32 windows (8 row sets) x 8 filters (2 column sets) = 16 passes of 9 steps, one per tile: 9 cycles.
+    # bwd_input: stride 1, every tap: the same. bwd_weight: 9 offsets x 2 x 2 channel sets = 36 passes of
+    # 2 samples x 1 chunk of 16 positions, round robin: the busiest tile runs 3 of them, 6 cycles.
+    assert dilated == {"fwd": (16, 9), "bwd_input": (16, 9), "bwd_weight": (36, 6)}

@@ -8,13 +8,16 @@ from torch.nn import functional as F
 
 
 class MixedNet(nn.Module):
-    """Plain, strided+grouped, depthwise and pointwise convolutions, a Linear, in-place ReLUs, a shared input."""
+    """Plain, strided+grouped, depthwise and pointwise convolutions, a Linear, in-place ReLUs, a shared input.
 
-    def __init__(self, conv4_stride=(2, 1)):
+    ``groups`` are conv2's and conv3's ((1, 1): plain convolutions); ``dilation`` dilates conv3.
+    """
+
+    def __init__(self, conv4_stride=(2, 1), groups=(2, 8), dilation=1):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
-        self.conv2 = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False)
-        self.conv3 = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=groups[0], bias=False)
+        self.conv3 = nn.Conv2d(8, 8, 3, padding=dilation, dilation=dilation, groups=groups[1], bias=False)
         self.conv4 = nn.Conv2d(8, 16, 1, stride=conv4_stride)
         self.fc = nn.Linear(16 * (4 // self.conv4.stride[0]) * (4 // self.conv4.stride[1]), 10)
 
