@@ -11,7 +11,7 @@ from amaranth.lib import data
 
 from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout
 
-__all__ = ["CYCLE_BITS", "step_layout", "result_layout"]
+__all__ = ["CYCLE_BITS", "step_layout", "result_layout", "payload_layout"]
 
 CYCLE_BITS = 32  # width of a pass's cycle count in a result
 
@@ -32,3 +32,8 @@ def result_layout(rows, cols, cycles=False):
     if cycles:
         fields["cycles"] = CYCLE_BITS
     return data.StructLayout(fields)
+
+
+def payload_layout(tile, port):
+    """The payload layout of a tile's stream ``port`` ("steps" or "results"), read from its signature."""
+    return tile.signature.members[port].signature.members["payload"].shape

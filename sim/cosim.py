@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from dashraker.designs import design as find_design
+from dashraker.hw.tile_stream import payload_layout
 from dashraker.sim import codec
 from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
 
@@ -38,10 +39,6 @@ _EXTENSION_VERSION = 1  # bump when the appended C++ changes, to rebuild cached 
 
 class CosimBuildError(Exception):
     """Verilator or the C++ compiler failed on a generated tile."""
-
-
-def _payload_layout(component, port):
-    return component.signature.members[port].signature.members["payload"].shape
 
 
 @dataclass
@@ -192,8 +189,8 @@ class Cosim:
         self.design = find_design(design) if isinstance(design, str) else design
         self.params = self.design.params(**(params or {}))
         self.tile = self.design.tile(self.params)
-        self.in_layout = _payload_layout(self.tile, "steps")
-        self.out_layout = _payload_layout(self.tile, "results")
+        self.in_layout = payload_layout(self.tile, "steps")
+        self.out_layout = payload_layout(self.tile, "results")
         self.optimize = optimize
         self.build_dir = Path(build_root) / self.design.cache_name(self.params, _EXTENSION_VERSION, opt=optimize)
         self.top = f"{self.design.name}_tile"

@@ -16,6 +16,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles
 
 from dashraker.designs import design
+from dashraker.hw.tile_stream import payload_layout
 from dashraker.models.numerics import operand_values
 from dashraker.sim import codec
 from dashraker.sim.runner import tb_config
@@ -58,9 +59,8 @@ class TileTB(TB):
         self.params = self.design.params(**self.config["params"])
         tile = self.design.tile(self.params)
         tile._MustUse__silence = True  # built for its layouts and latency, never elaborated
-        ports = tile.signature.members
-        self.step_layout = ports["steps"].signature.members["payload"].shape
-        self.result_layout = ports["results"].signature.members["payload"].shape
+        self.step_layout = payload_layout(tile, "steps")
+        self.result_layout = payload_layout(tile, "results")
         self.latency = tile.latency
         seed = self.config["seed"]
         self.source = StreamSource(dut, "steps", dut.clk, stall=stall, seed=seed)
