@@ -1,5 +1,6 @@
 """``dashraker map TRACE --config CFG [--design ...] --out DIR``: cycles and energy of a recorded training trace."""
 
+import dataclasses
 from pathlib import Path
 
 from dashraker.cli import CliError
@@ -9,7 +10,7 @@ __all__ = ["register", "run"]
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
-    from dashraker.mapping.config import AREA_MEASURES, COMPARISONS
+    from dashraker.mapping.config import AREA_MEASURES, COMPARISONS, DATAFLOWS
 
     parser = subparsers.add_parser(
         "map",
@@ -33,6 +34,8 @@ def register(subparsers):
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--compare", choices=COMPARISONS, help="lanes: the configured tiles; iso-area: also each "
                         "design with as many tiles as fit the reference design's area (default: the configuration's)")
+    parser.add_argument("--dataflow", choices=DATAFLOWS, help="pass formation: default (SPEC section 5) "
+                        "or dnnsim (the TensorDash authors' simulator, README 'Dataflow') (default: the configuration's)")
     parser.add_argument("--area", choices=AREA_MEASURES, help="iso-area measure: asic (CMOS transistors from "
                         "'dashraker area') or fpga (LUTs from FPGA flow reports) (default: the configuration's)")
     parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
@@ -78,6 +81,8 @@ def run(args):
     steps = step_list("--step", args.step)
     try:
         configs = [load_config(args.config, design) for design in _designs(args.design)]
+        if args.dataflow:
+            configs = [dataclasses.replace(c, dataflow=args.dataflow) for c in configs]
     except ConfigError as error:
         raise CliError(str(error)) from None
     if not args.trace.is_dir():
@@ -106,7 +111,6 @@ def run(args):
 
 def _iso_area(args, configs, steps, sums):
     """Map each design again with as many tiles as fit the reference's area; print the comparison, return it."""
-    import dataclasses
 
     from dashraker.designs import reference
     from dashraker.mapping import isoarea

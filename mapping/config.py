@@ -18,6 +18,8 @@ __all__ = [
 ]
 
 GEOMETRY = ("tiles", "rows", "cols", "lanes")  # the array; a design's section may override them
+# pass formation (mapping.dataflow): SPEC section 5's order, or that of the TensorDash authors' DNNsim
+DATAFLOWS = ("default", "dnnsim")
 COMPARISONS = ("lanes", "iso-area")  # equal lanes (the configured tiles), or as many tiles as fit the reference's area
 AREA_MEASURES = ("asic", "fpga")
 
@@ -72,6 +74,7 @@ class AcceleratorConfig:
     energy: EnergyTable
     compare: str = COMPARISONS[0]
     area: str = AREA_MEASURES[0]
+    dataflow: str = "default"  # mapping.dataflow.DATAFLOWS: pass formation (SPEC section 5, or DNNsim's)
 
     rows = property(lambda self: self.params["rows"])
     cols = property(lambda self: self.params["cols"])
@@ -86,7 +89,7 @@ class AcceleratorConfig:
         return {"path": self.path, "design": self.design.name, **self.params, "rounding": self.rounding,
                 "tiles": self.tiles, "clock_mhz": self.clock_mhz, "memory": dataclasses.asdict(self.memory),
                 "energy": {"name": self.energy.name, "path": self.energy.path}, "compare": self.compare,
-                "area": self.area}
+                "area": self.area, "dataflow": self.dataflow}
 
 
 def default_config_path():
@@ -245,7 +248,7 @@ def load_config(path=None, design=None):
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
     top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
-                 "compare", "area"})
+                 "compare", "area", "dataflow"})
     name = design if design is not None else top.data.get("design")
     if name not in DESIGNS:
         raise top.error("design", f"must be one of {list(DESIGNS)}, not {name!r}")
@@ -275,4 +278,5 @@ def load_config(path=None, design=None):
         energy=load_energy_table(top.text("energy_table"), path.parent),
         compare=top.choice("compare", COMPARISONS, COMPARISONS[0]),
         area=top.choice("area", AREA_MEASURES, AREA_MEASURES[0]),
+        dataflow=top.choice("dataflow", DATAFLOWS, DATAFLOWS[0]),
     )

@@ -15,9 +15,10 @@ import math
 import numpy as np
 import torch
 
+from dashraker.mapping.config import DATAFLOWS  # dnnsim: windows and taps W-outer, H-inner; dW per sample, lanes along H
 from dashraker.models.numerics import quantize
 
-__all__ = ["OPS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry", "operands", "plan", "passes", "problem_passes"]
+__all__ = ["OPS", "DATAFLOWS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry", "operands", "plan", "passes", "problem_passes"]
 
 OPS = ("fwd", "bwd_input", "bwd_weight")
 
@@ -148,11 +149,12 @@ def _array_streams(array, lanes):
     return Streams(array.shape[0], array.shape[1], lanes, lambda start, stop: array[start:stop])
 
 
-def _window_streams(source, rows_index, cols_index, lanes):
+def _window_streams(source, rows_index, cols_index, lanes, h_inner=False):
     """A stream per (sample, position): ``source`` [n, X+1, Y+1, channels] (index X / Y is a zero slot).
 
     ``rows_index`` [positions_x, taps_x] and ``cols_index`` [positions_y, taps_y] give the source
     coordinates of each window tap; steps walk the channel chunks, then the y taps, then the x taps.
+    ``h_inner`` (dnnsim) walks x innermost instead, for both the positions and the taps.
     """
     source = _pad_lanes(source, lanes)
     px, tx = rows_index.shape
@@ -161,9 +163,9 @@ def _window_streams(source, rows_index, cols_index, lanes):
 
     def take(start, stop):
         sample, position = np.divmod(np.arange(start, stop), px * py)
-        x, y = np.divmod(position, py)
+        y, x = np.divmod(position, px) if h_inner else np.divmod(position, py)[::-1]
         window = source[sample[:, None, None], rows_index[x][:, :, None], cols_index[y][:, None, :]]
-        return window.reshape(stop - start, steps, lanes)
+        return (window.swapaxes(1, 2) if h_inner else window).reshape(stop - start, steps, lanes)
 
     return Streams(source.shape[0] * px * py, steps, lanes, take)
 
@@ -196,14 +198,19 @@ def _phase_index(in_size, out_size, kernel, stride, pad, dilation, phase):
     return positions, taps, np.where((index >= 0) & (index < out_size), index, out_size)
 
 
-def _forward(a, w, g, geo, lanes):
+def _taps(kernel, h_inner):
+    """A kernel [..., KH, KW, channels] with its taps in the order ``_window_streams`` walks them."""
+    return kernel.swapaxes(-3, -2) if h_inner else kernel
+
+
+def _forward(a, w, g, geo, lanes, dnnsim):
     n, c, h, wd = a.shape
     m, cg, kh, kw = w.shape
     groups, mg = geo.groups, m // geo.groups
     hi, wi = _tap_index(a, w, g, geo)
     for k in range(groups):
-        windows = _window_streams(_nhwc_with_zero_slot(a[:, k * cg : (k + 1) * cg]), hi, wi, lanes)
-        filters = _array_streams(w[k * mg : (k + 1) * mg].transpose(0, 2, 3, 1), lanes)
+        windows = _window_streams(_nhwc_with_zero_slot(a[:, k * cg : (k + 1) * cg]), hi, wi, lanes, dnnsim)
+        filters = _array_streams(_taps(w[k * mg : (k + 1) * mg].transpose(0, 2, 3, 1), dnnsim), lanes)
         yield f"group {k}", windows, filters
 
 
@@ -213,7 +220,7 @@ def _tap_index(a, w, g, geo):
                  zip(g.shape[2:], a.shape[2:], w.shape[2:], zip(geo.stride, geo.padding, geo.dilation)))
 
 
-def _input_grad(a, w, g, geo, lanes):
+def _input_grad(a, w, g, geo, lanes, dnnsim):
     m, cg, kh, kw = w.shape
     groups, mg = geo.groups, m // geo.groups
     stride, pad, dilation = geo.stride, geo.padding, geo.dilation
@@ -227,19 +234,20 @@ def _input_grad(a, w, g, geo, lanes):
                 cols, taps_w, wi = _phase_index(wd, ow, kw, stride[1], pad[1], dilation[1], qw)
                 if not (len(rows) and len(cols) and len(taps_h) and len(taps_w)):
                     continue  # positions no tap reaches: their gradient is zero, no work
-                windows = _window_streams(source, hi, wi, lanes)
-                filters = _array_streams(flipped[:, taps_h][:, :, taps_w], lanes)
+                windows = _window_streams(source, hi, wi, lanes, dnnsim)
+                filters = _array_streams(_taps(flipped[:, taps_h][:, :, taps_w], dnnsim), lanes)
                 yield f"group {k} phase ({qh},{qw})", windows, filters
 
 
-def _position_streams(x, lanes):
-    """[n, channels, positions...] -> a stream per channel; steps are samples x position chunks."""
+def _position_streams(x, lanes, h_inner=False):
+    """[n, channels, H, W] -> a stream per channel; steps are samples x position chunks (``h_inner``: W-outer)."""
     n, c = x.shape[:2]
-    x = _pad_lanes(x.reshape(n, c, -1), lanes)
+    x = _pad_lanes((x.swapaxes(2, 3) if h_inner else x).reshape(n, c, -1), lanes)
     return np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(c, -1, lanes)
 
 
-def _weight_grad(a, w, g, geo, lanes):
+def _weight_grad(a, w, g, geo, lanes, dnnsim):
+    """Per kernel offset; dnnsim: per sample too (its passes see one sample, no lookahead across samples)."""
     n, c, h, wd = a.shape
     m, cg, kh, kw = w.shape
     groups, mg = geo.groups, m // geo.groups
@@ -247,18 +255,20 @@ def _weight_grad(a, w, g, geo, lanes):
     padded = np.zeros((n, c, h + 1, wd + 1), np.float32)
     padded[:, :, :h, :wd] = a
     hi, wi = _tap_index(a, w, g, geo)
-    steps = n * -(-oh * ow // lanes)
+    samples = [(f"sample {s} ", slice(s, s + 1)) for s in range(n)] if dnnsim else [("", slice(None))]
+    steps = len(range(n)[samples[0][1]]) * -(-oh * ow // lanes)
     for k in range(groups):
-        grads = _position_streams(g[:, k * mg : (k + 1) * mg], lanes)
-        for i in range(kh):
-            for j in range(kw):
+        for name, sample in samples:
+            grads = _position_streams(g[sample, k * mg : (k + 1) * mg], lanes, dnnsim)
+            for i in range(kh):
+                for j in range(kw):
 
-                def take(start, stop, i=i, j=j, first=k * cg):
-                    sampled = padded[:, first + start : first + stop][:, :, hi[:, i][:, None], wi[:, j][None, :]]
-                    return _position_streams(sampled, lanes)
+                    def take(start, stop, i=i, j=j, first=k * cg, sample=sample):
+                        sampled = padded[sample, first + start : first + stop][:, :, hi[:, i][:, None], wi[:, j][None, :]]
+                        return _position_streams(sampled, lanes, dnnsim)
 
-                acts = Streams(cg, steps, lanes, take)
-                yield f"group {k} offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
+                    acts = Streams(cg, steps, lanes, take)
+                    yield f"group {k} {name}offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
 
 
 def _slicer(array):
@@ -287,8 +297,10 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
     }
 
 
-def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None):
+def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None, dataflow="default"):
     """The problems of one operation of a layer (``op`` in ``OPS``), the sparser operand on the rows.
+
+    ``dataflow`` (in ``DATAFLOWS``) picks the pass formation: SPEC section 5's, or DNNsim's.
 
     ``layer`` has ``name``, ``stride``, ``padding``, ``dilation``, ``groups`` (a LayerInfo); ``tensors`` has
     ``input``, ``weight`` and ``output_grad`` arrays as PyTorch lays them out; ``arrays`` may
@@ -296,6 +308,8 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None)
     """
     if op not in _OPERATIONS:
         raise ValueError(f"unknown operation {op!r}; expected one of {list(OPS)}")
+    if dataflow not in DATAFLOWS:
+        raise ValueError(f"unknown dataflow {dataflow!r}; expected one of {list(DATAFLOWS)}")
     build, names, result = _OPERATIONS[op]
     geo = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
     arrays = operands(layer, tensors, fmt, rounding) if arrays is None else arrays
@@ -304,7 +318,7 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None)
     swap = bool(zeros[names[1]] > zeros[names[0]])
     problems = [
         Problem(label, *((second, first) if swap else (first, second)))
-        for label, first, second in build(a, w, g, geo, lanes)
+        for label, first, second in build(a, w, g, geo, lanes, dataflow == "dnnsim")
     ]
     out_elements = {"out": g.size, "dA": a.size, "dW": w.size}[result]
     return OpPlan(
@@ -317,7 +331,8 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None)
     )
 
 
-def passes(layer, tensors, op, rows, cols, lanes, fmt="bf16", rounding="nearest", max_values=1 << 24):
+def passes(layer, tensors, op, rows, cols, lanes, fmt="bf16", rounding="nearest", max_values=1 << 24,
+           dataflow="default"):
     """Yield the passes of one operation in batches (the public face of this module).
 
     Each ``PassBatch`` holds P passes of one problem, the scheduled side [P, rows, steps, lanes]
@@ -325,7 +340,7 @@ def passes(layer, tensors, op, rows, cols, lanes, fmt="bf16", rounding="nearest"
     row set by row set, the column sets innermost, and a batch holds at most about ``max_values``
     values. Missing streams of a partial set are zero (``rows_used``/``cols_used`` say how many are real).
     """
-    for index, problem in enumerate(plan(layer, tensors, op, lanes, fmt, rounding).problems):
+    for index, problem in enumerate(plan(layer, tensors, op, lanes, fmt, rounding, dataflow=dataflow).problems):
         yield from problem_passes(index, problem, rows, cols, max_values)
 
 

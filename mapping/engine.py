@@ -138,9 +138,9 @@ def map_op(config, layer, tensors, op, plans=None):
     fmt = (config.fmt, config.rounding)
     if fmt not in plans:
         plans[fmt] = operands(layer, tensors, *fmt)
-    key = (op, config.lanes, *fmt)
+    key = (op, config.lanes, *fmt, config.dataflow)
     if key not in plans:
-        plans[key] = plan(layer, tensors, op, config.lanes, *fmt, arrays=plans[fmt])
+        plans[key] = plan(layer, tensors, op, config.lanes, *fmt, arrays=plans[fmt], dataflow=config.dataflow)
     op_plan = plans[key]
     design_passes, dense_passes = _Passes(), _Passes()
     counts = {name: 0 for name in COMPONENTS}

@@ -34,7 +34,14 @@ def _phase_positions(size, stride, pad, phase):
     return [x for x in range(size) if (x + pad) % stride == phase]
 
 
-def _assemble(op, op_plan, shapes, layer, lanes):
+def _positions(products, n, size_h, size_w, channels, dataflow):
+    """Products [positions, channels] as [n, channels, H, W]: positions H-major (default) or W-major (dnnsim)."""
+    if dataflow == "dnnsim":
+        return products.reshape(n, size_w, size_h, channels).transpose(0, 3, 2, 1)
+    return products.reshape(n, size_h, size_w, channels).transpose(0, 3, 1, 2)
+
+
+def _assemble(op, op_plan, shapes, layer, lanes, dataflow="default"):
     """Put every problem's products where PyTorch has the result, from the labels of the problems."""
     result = np.full(shapes[op], np.nan)
     n = shapes["bwd_input"][0]
@@ -47,7 +54,7 @@ def _assemble(op, op_plan, shapes, layer, lanes):
         if op == "fwd":
             out = shapes["fwd"]
             mg = out[1] // groups
-            block = products.reshape(n, out[2], out[3], mg).transpose(0, 3, 1, 2)
+            block = _positions(products, n, out[2], out[3], mg, dataflow)
             result[:, k * mg : (k + 1) * mg] = block
         elif op == "bwd_input":
             qh, qw = map(int, re.search(r"phase \((\d+),(\d+)\)", problem.label).groups())
@@ -55,27 +62,29 @@ def _assemble(op, op_plan, shapes, layer, lanes):
             xs = _phase_positions(size_h, layer.stride[0], layer.padding[0], qh)
             ys = _phase_positions(size_w, layer.stride[1], layer.padding[1], qw)
             cg = shapes["bwd_input"][1] // groups
-            block = products.reshape(n, len(xs), len(ys), cg).transpose(0, 3, 1, 2)
+            block = _positions(products, n, len(xs), len(ys), cg, dataflow)
             result[:, k * cg : (k + 1) * cg][:, :, np.ix_(xs, ys)[0], np.ix_(xs, ys)[1]] = block
         else:
             i, j = map(int, re.search(r"offset \((\d+),(\d+)\)", problem.label).groups())
             mg = shapes["bwd_weight"][0] // groups
-            result[k * mg : (k + 1) * mg, :, i, j] = products.T
+            block = result[k * mg : (k + 1) * mg, :, i, j]
+            result[k * mg : (k + 1) * mg, :, i, j] = np.nan_to_num(block) + products.T  # dnnsim: per sample
     # positions that no tap reaches (stride > kernel) get no problem: their gradient is zero
     return np.nan_to_num(result, nan=0.0)
 
 
+@pytest.mark.parametrize("dataflow", ["default", "dnnsim"])
 @pytest.mark.parametrize("lanes", [4, 16])
 @pytest.mark.parametrize("case", CASES)
-def test_passes_reproduce_pytorch(layer_case, case, lanes):
+def test_passes_reproduce_pytorch(layer_case, case, lanes, dataflow):
     layer, tensors, reference = layer_case(**CASES[case])
     if case == "linear":
         reference = {k: v.reshape(v.shape + (1, 1) if v.ndim == 2 else v.shape) for k, v in reference.items()}
     shapes = {op: value.shape for op, value in reference.items()}
     for op, expected in reference.items():
-        op_plan = plan(layer, tensors, op, lanes)
-        got = _assemble(op, op_plan, shapes, layer, lanes)
-        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9, err_msg=f"{case} {op}")
+        op_plan = plan(layer, tensors, op, lanes, dataflow=dataflow)
+        got = _assemble(op, op_plan, shapes, layer, lanes, dataflow)
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9, err_msg=f"{case} {op} {dataflow}")
 
 
 def test_dense_steps_follow_spec(layer_case):
@@ -132,3 +141,19 @@ def test_pass_batches_cover_all_pairs(layer_case):
     assert rows_used.max() == 3 and rows_used.min() == 2 and cols_used.min() == 1
     last = batches[-1]
     assert not last.scheduled[-1, 2:].any() and not last.partner[-1, 1:].any()  # missing streams are zero
+
+
+def test_dnnsim_weight_gradient_one_pass_set_per_sample(layer_case):
+    """DNNsim forms the weight gradient of each sample on its own: n times the problems, 1/n the steps."""
+    layer, tensors, _ = layer_case(**CASES["stride2"])
+    default, dnnsim = (plan(layer, tensors, "bwd_weight", 4, dataflow=d) for d in ("default", "dnnsim"))
+    n = tensors.input.shape[0]
+    assert len(dnnsim.problems) == n * len(default.problems)
+    assert {int(p.label.split("sample ")[1].split()[0]) for p in dnnsim.problems} == set(range(n))
+    assert default.problems[0].steps == n * dnnsim.problems[0].steps
+
+
+def test_unknown_dataflow(layer_case):
+    layer, tensors, _ = layer_case()
+    with pytest.raises(ValueError, match="unknown dataflow 'x'"):
+        plan(layer, tensors, "fwd", 4, dataflow="x")

@@ -114,3 +114,21 @@ def test_a_signal_ends_the_workers_and_keeps_the_outputs(mobilenet_trace, tmp_pa
     assert [pid for pid in workers if _alive(pid)] == []
     assert [p.name for p in out.iterdir()] == ["map.csv"] and (out / "map.csv").read_text() == "earlier\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_dataflow_preset_from_config_and_cli(mobilenet_trace, tmp_path, monkeypatch, capsys):
+    path = tmp_path / "mine.yaml"
+    path.write_text("dataflow: dnnsim\n")
+    assert (load_config(None).dataflow, load_config(path).dataflow) == ("default", "dnnsim")
+    path.write_text("dataflow: caffe\n")
+    assert _map(mobilenet_trace, tmp_path / "o", "--config", str(path)) == 2
+    _one_line(capsys, r"mine\.yaml: field 'dataflow': must be one of \['default', 'dnnsim'\], not 'caffe'")
+    seen = []
+
+    def record(trace, configs, *rest, **options):
+        seen.extend(configs)
+        raise ValueError("recorded")
+
+    monkeypatch.setattr("dashraker.mapping.runner.map_trace", record)
+    assert _map(mobilenet_trace, tmp_path / "p", "--dataflow", "dnnsim") == 2
+    assert [c.dataflow for c in seen] == ["dnnsim"]
