@@ -18,7 +18,8 @@ import torch
 from dashraker.mapping.config import DATAFLOWS  # dnnsim: windows and taps W-outer, H-inner; dW per sample, lanes along H
 from dashraker.models.numerics import quantize
 
-__all__ = ["OPS", "DATAFLOWS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry", "operands", "plan", "passes", "problem_passes"]
+__all__ = ["OPS", "DATAFLOWS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry", "operands",
+           "plan", "passes", "problem_passes"]
 
 OPS = ("fwd", "bwd_input", "bwd_weight")
 
