@@ -2,7 +2,7 @@
 
 from dashraker.cli import CliError
 
-__all__ = ["register", "add_design_parsers", "design_params", "tile_lanes"]
+__all__ = ["register", "add_design_parsers", "check_flag", "design_params", "tile_lanes"]
 
 # Elaboration and conversion cost about 0.2 CPU s per lane (baseline bf16 here: 16 lanes 2.6 s,
 # 64 lanes 11 s) and grow in memory alike: past this many lanes in a tile, ask first.
@@ -31,14 +31,19 @@ def add_design_parsers(parser, func, add_options=None):
     return designs
 
 
+def check_flag(parameter, value, where=""):
+    """``value`` checked by its ``Parameter``; ``CliError`` naming the flag (after ``where``) if refused."""
+    try:
+        return parameter.check(value)
+    except ValueError as error:
+        raise CliError(f"{where}{parameter.option} {error}") from None
+
+
 def design_params(args):
     """The design's checked parameters from a namespace of ``add_design_parsers``; ``CliError`` if refused."""
     design = args.design
     for parameter in design.parameters:
-        try:
-            parameter.check(getattr(args, parameter.name))
-        except ValueError as error:
-            raise CliError(f"{design.name} {parameter.option} {error}") from None
+        check_flag(parameter, getattr(args, parameter.name), f"{design.name} ")
     try:
         params = design.params(**{parameter.name: getattr(args, parameter.name) for parameter in design.parameters})
     except ValueError as error:

@@ -1,7 +1,5 @@
 """``dashraker cosim``: run a trace layer's passes on a design's RTL and compare with the golden model and the mapper."""
 
-import json
-
 from dashraker.cli import CliError
 
 __all__ = ["register"]
@@ -79,10 +77,12 @@ def _run(args):
 
     from dashraker.designs import DESIGNS
     from dashraker.designs import design as find_design
+    from dashraker.hw.cli import check_flag
     from dashraker.outputs import check_output_file
     from dashraker.sim.cosim import Cosim, CosimBuildError
     from dashraker.sim.cosim_check import OPS, cosimulate
     from dashraker.trace import TraceError, open_trace
+    from dashraker.trace.store import save_json
 
     if args.passes < 1 or args.start < 0:
         raise CliError(f"--passes must be positive and --start non-negative, not {args.passes} and {args.start}")
@@ -102,10 +102,7 @@ def _run(args):
     for name in sorted(set(given) - set(known)):
         raise CliError(f"{options[name]} does not apply to design {design.name}")
     for name, value in given.items():
-        try:
-            known[name].check(value)
-        except ValueError as error:
-            raise CliError(f"{options[name]} {error}") from None
+        check_flag(known[name], value)
     try:  # a broken tensor file is found here, before minutes of building the RTL
         tensors = trace.load(layer.name, step)
     except TraceError as error:
@@ -124,14 +121,8 @@ def _run(args):
         raise CliError(f"layer {layer.name!r} {args.op}: no pass at index {args.start} or later")
     print("\n".join(summary_lines(report, cosim)))
     if args.json:
-        _write_json(args.json, {**{k: v for k, v in vars(report).items() if k != "problems"},
-                                "problems": report.problems, "ok": report.ok, "params": cosim.params,
-                                "cycles_per_second": report.cycles_per_second, "step": step})
+        save_json(args.json, {**{k: v for k, v in vars(report).items() if k != "problems"},
+                              "problems": report.problems, "ok": report.ok, "params": cosim.params,
+                              "cycles_per_second": report.cycles_per_second, "step": step})
     return 0 if report.ok else 1
 
-
-def _write_json(path, data):
-    from dashraker.outputs import atomic_write
-
-    text = json.dumps(data, indent=1, allow_nan=False)
-    atomic_write(path, lambda file: file.write(text.encode()))
