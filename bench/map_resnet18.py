@@ -1,6 +1,7 @@
 """Maps a real ResNet-18 training step (batch 16) on each design; prints values scheduled per second, wall time and peak memory.
 
-    .venv/bin/python bench/map_resnet18.py [--trace DIR] [--designs baseline,tensordash,fpraker] [--jobs 2] [--out DIR]
+    .venv/bin/python bench/map_resnet18.py [--trace DIR] [--designs baseline,tensordash,fpraker] [--jobs 2]
+        [--device cpu|cuda] [--out DIR]
 
 Without ``--trace`` it records one (``build/bench/resnet18``, reused when present): ResNet-18
 on the digits data (32x32, CIFAR-shaped) at batch 16, optimizer step 1, all 16 samples. Each
@@ -29,13 +30,13 @@ def _cpu_s():
     return sum(u.ru_utime + u.ru_stime for u in usage)
 
 
-def _one(trace, design, jobs, out):
+def _one(trace, design, jobs, device, out):
     """Map the trace on one design in this process; print the figures as one JSON line."""
     from dashraker.mapping.config import load_config
     from dashraker.mapping.report import summary_table, write_reports
     from dashraker.mapping.runner import map_trace, totals
 
-    configs = [load_config(None, design)]
+    configs = [load_config(None, design, device)]
     start, cpu_start = time.perf_counter(), _cpu_s()
     rows = map_trace(trace, configs, jobs=jobs, progress=False)
     wall, cpu = time.perf_counter() - start, _cpu_s() - cpu_start
@@ -66,16 +67,18 @@ def main():
     parser.add_argument("--trace", help="ResNet-18 trace folder (default: record one into build/bench/resnet18)")
     parser.add_argument("--designs", default="baseline,tensordash,fpraker")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="where the cost models run: cpu or cuda")
     parser.add_argument("--out", help="also write each design's reports into OUT/<design>/")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        return _one(args.trace, args.one, args.jobs, args.out)
+        return _one(args.trace, args.one, args.jobs, args.device, args.out)
     trace = _trace(args.trace)
     print(f"{'design':<11} {'values/s':>10} {'values/CPU s':>12} {'wall s':>8} {'target s':>8} {'CPU s':>8} "
           f"{'peak GiB':>8}  speedup fwd/bwd_in/bwd_w/all")
     for design in args.designs.split(","):
-        command = [sys.executable, __file__, "--trace", str(trace), "--one", design, "--jobs", str(args.jobs)]
+        command = [sys.executable, __file__, "--trace", str(trace), "--one", design, "--jobs", str(args.jobs),
+                   "--device", args.device]
         command += ["--out", args.out] if args.out else []
         done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
         r = json.loads(done.stdout.strip().splitlines()[-1])

@@ -32,6 +32,8 @@ def register(subparsers):
                         "(default: all)")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--device", default="cpu", help="where the designs' cost models run: cpu (fused kernels) "
+                        "or cuda[:N] (PyTorch on a GPU; same figures) (default cpu)")
     parser.add_argument("--compare", choices=COMPARISONS, help="lanes: the configured tiles; iso-area: also each "
                         "design with as many tiles as fit the reference design's area (default: the configuration's)")
     parser.add_argument("--dataflow", choices=DATAFLOWS, help="pass formation: default (SPEC section 5) "
@@ -80,7 +82,7 @@ def run(args):
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
     steps = step_list("--step", args.step)
     try:
-        configs = [load_config(args.config, design) for design in _designs(args.design)]
+        configs = [load_config(args.config, design, args.device) for design in _designs(args.design)]
         if args.dataflow:
             configs = [dataclasses.replace(c, dataflow=args.dataflow) for c in configs]
     except ConfigError as error:

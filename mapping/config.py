@@ -15,6 +15,7 @@ __all__ = [
     "default_config_path",
     "load_config",
     "load_energy_table",
+    "check_device",
 ]
 
 GEOMETRY = ("tiles", "rows", "cols", "lanes")  # the array; a design's section may override them
@@ -75,6 +76,7 @@ class AcceleratorConfig:
     compare: str = COMPARISONS[0]
     area: str = AREA_MEASURES[0]
     dataflow: str = "default"  # mapping.dataflow.DATAFLOWS: pass formation (SPEC section 5, or DNNsim's)
+    device: str = "cpu"  # where the cost models run: "cpu" (fused kernels) or a torch GPU device, e.g. "cuda"
 
     rows = property(lambda self: self.params["rows"])
     cols = property(lambda self: self.params["cols"])
@@ -83,7 +85,7 @@ class AcceleratorConfig:
 
     def with_design(self, design):
         """The same file read for another design (its section may override the geometry)."""
-        return load_config(self.path, design)
+        return load_config(self.path, design, self.device)
 
     def as_dict(self):
         return {"path": self.path, "design": self.design.name, **self.params, "rounding": self.rounding,
@@ -230,8 +232,30 @@ def _merged(defaults, given):
     return merged
 
 
-def load_config(path=None, design=None):
+def check_device(device):
+    """``device`` as the cost models take it: "cpu", or a CUDA GPU that PyTorch reaches ("cuda", "cuda:1")."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device {device!r}: not a device; use cpu or cuda[:N]") from None
+    if parsed.type == "cpu":
+        return "cpu"
+    if parsed.type != "cuda":
+        raise ConfigError(f"device {device!r}: the cost models run on cpu or cuda[:N] only")
+    if not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r}: PyTorch sees no CUDA GPU on this machine")
+    if (parsed.index or 0) >= torch.cuda.device_count():
+        raise ConfigError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s)")
+    return str(parsed)
+
+
+def load_config(path=None, design=None, device="cpu"):
     """Read and validate an accelerator configuration; ``design`` (a name) overrides the file's ``design``.
+
+    ``device`` (see ``check_device``) is where the mapper runs the designs' cost models;
+    it changes the speed of a mapping, never its figures.
 
     The file is merged over the packaged default (``default_config_path``), section by
     section, so it need only give the fields it changes; errors name the file and the field.
@@ -279,4 +303,5 @@ def load_config(path=None, design=None):
         compare=top.choice("compare", COMPARISONS, COMPARISONS[0]),
         area=top.choice("area", AREA_MEASURES, AREA_MEASURES[0]),
         dataflow=top.choice("dataflow", DATAFLOWS, DATAFLOWS[0]),
+        device=check_device(device),
     )

@@ -106,25 +106,25 @@ def _across_problems(problems, chunks, evaluate, limit):
 def _evaluate(problems, config):
     """Per problem, the cost model's per-pass (or per-row-set) arrays, as a dict of arrays."""
     cost, params = config.design.cost, config.params
-    by_row_set = cost.operands == "scheduled"
+    by_row_set, limit = cost.operands == "scheduled", cost.batch_values(config.device)
     names = []
 
     def chunks(index, problem):
         if by_row_set:
             sets = problem.rows.num_sets(config.rows)
-            per_batch = max(1, cost.max_values // (config.rows * problem.steps * config.lanes))
+            per_batch = max(1, limit // (config.rows * problem.steps * config.lanes))
             for first in range(0, sets, per_batch):
                 yield (problem.rows.sets(config.rows, first, min(first + per_batch, sets)),)
         else:
-            for batch in problem_passes(index, problem, config.rows, config.cols, cost.max_values):
+            for batch in problem_passes(index, problem, config.rows, config.cols, limit):
                 yield batch.scheduled, batch.partner
 
     def evaluate(scheduled, partner=None):
-        result = cost.evaluate(params, scheduled, partner)
+        result = cost.evaluate(params, scheduled, partner, config.device)
         names[:] = list(result)
         return tuple(result.values())
 
-    per_problem = _across_problems(problems, chunks, evaluate, cost.max_values)
+    per_problem = _across_problems(problems, chunks, evaluate, limit)
     return [dict(zip(names, arrays)) for arrays in per_problem]
 
 

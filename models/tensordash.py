@@ -197,16 +197,21 @@ def _streams(operand):
 
 def _skip(occupied):
     """Steps consumed this cycle: 1 + the leading run of steps 1..H empty in every row (occupied: [A, H])."""
-    return 1 + np.cumprod(~occupied, axis=1).sum(axis=1)
+    xp = torch if isinstance(occupied, torch.Tensor) else np
+    return 1 + xp.cumprod(~occupied, 1).sum(1)
 
 
-def _run(window_state, pattern, lookahead, passes, steps, step_cycle):
-    """Shared cycle loop: gathers each active pass's window, lets ``step_cycle`` schedule it, advances."""
-    head = np.zeros(passes, dtype=np.int64)
-    count = np.zeros(passes, dtype=np.int64)
-    span = np.arange(lookahead + 1)
-    active = np.arange(passes) if steps else np.arange(0)
-    while active.size:
+def _run(window_state, lookahead, passes, steps, step_cycle):
+    """Shared cycle loop: gathers each active pass's window, lets ``step_cycle`` schedule it, advances.
+
+    ``window_state`` is a NumPy array or a torch tensor (on any device); the counts come back alike.
+    """
+    xp, on = (torch, {"device": window_state.device}) if isinstance(window_state, torch.Tensor) else (np, {})
+    head = xp.zeros(passes, dtype=xp.int64, **on)
+    count = xp.zeros(passes, dtype=xp.int64, **on)
+    span = xp.arange(lookahead + 1, **on)
+    active = xp.arange(passes if steps else 0, **on)
+    while len(active):
         rows = head[active, None] + span
         window = window_state[active[:, None], rows]
         occupied = step_cycle(active, count[active], head[active], window)
@@ -245,45 +250,48 @@ def schedule(operand, pattern=DEFAULT_PATTERN, lookahead=2):
         head[active, cycle] = first
         return window[:, 1:].any(axis=(2, 3))
 
-    count = _run(state, pattern, lookahead, passes, steps, step_cycle)
+    count = _run(state, lookahead, passes, steps, step_cycle)
     width = int(count.max(initial=0))
     return Schedule(pattern, lookahead, groups, count, head[:, :width], select[:, :width])
 
 
 def _rotate(words, offset, lanes):
-    """Bit i of the result is bit (i + offset) mod N of ``words`` (N-bit lane masks)."""
+    """Bit i of the result is bit (i + offset) mod N of ``words`` (N-bit lane masks in int64, N < 64)."""
     offset %= lanes
     if offset == 0:
         return words
-    mask = np.uint64((1 << lanes) - 1)
-    return ((words >> np.uint64(offset)) | (words << np.uint64(lanes - offset))) & mask
+    return ((words >> offset) | (words << (lanes - offset))) & ((1 << lanes) - 1)
 
 
-def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2):
-    """Cycle count per pass (int64 ``[passes]``), as ``schedule(...).cycles``, with lanes packed in words."""
+def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu"):
+    """Cycle count per pass (int64 ``[passes]``), as ``schedule(...).cycles``, with lanes packed in words.
+
+    The words are torch tensors on ``device`` (a torch device: a GPU runs all passes' row
+    schedulers side by side); the counts come back as a NumPy array.
+    """
     flags = _streams(operand)
     passes, rows, steps, lanes = flags.shape
     pattern = _check(lanes, pattern, lookahead)
-    if lanes > 64:
+    if lanes >= 64:
         return schedule(flags, pattern, lookahead).cycles
     groups = lane_groups(lanes, pattern)
     order = [pattern[k] for k in priority(pattern)]
     packed = np.packbits(flags, axis=-1, bitorder="little")
-    packed = np.pad(packed, [(0, 0)] * 3 + [(0, 8 - packed.shape[-1])]).view(np.uint64)[..., 0]
-    state = np.zeros((passes, steps + lookahead + 1, rows), dtype=np.uint64)
-    state[:, :steps] = packed.transpose(0, 2, 1)
-    masks = [np.uint64(sum(1 << lane for lane in group)) for group in groups]
+    packed = np.pad(packed, [(0, 0)] * 3 + [(0, 8 - packed.shape[-1])]).view(np.int64)[..., 0]
+    state = torch.zeros((passes, steps + lookahead + 1, rows), dtype=torch.int64, device=device)
+    state[:, :steps] = torch.from_numpy(packed.transpose(0, 2, 1).copy()).to(device)
+    masks = [sum(1 << lane for lane in group) for group in groups]
 
     def step_cycle(active, cycle, first, window):
         for mask in masks:
-            need = np.broadcast_to(mask, window.shape[:1] + (rows,))
+            need = torch.full(window.shape[:1] + (rows,), mask, dtype=torch.int64, device=device)
             for step, offset in order:
                 take = need & _rotate(window[:, step], offset, lanes)
                 window[:, step] &= ~_rotate(take, -offset, lanes)
                 need = need & ~take
-        return (window[:, 1:] != 0).any(axis=2)
+        return (window[:, 1:] != 0).any(2)
 
-    return _run(state, pattern, lookahead, passes, steps, step_cycle)
+    return _run(state, lookahead, passes, steps, step_cycle).cpu().numpy()
 
 
 def tile_outputs(sched, scheduled, partner, fmt="bf16"):

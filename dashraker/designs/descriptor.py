@@ -226,23 +226,30 @@ class Cost:
         What a pass's cycles depend on: nothing (a pass costs its dense steps), the
         scheduled side only (evaluated once per row set and shared by its column
         sets), or both sides.
-    evaluate : callable(params, scheduled, partner) -> dict of int64 arrays
+    evaluate : callable(params, scheduled, partner, device="cpu") -> dict of int64 arrays
         Per pass (per row set when ``operands`` is "scheduled", ``partner`` then None):
         ``cycles`` and per-pass action counters named as the mapper's energy
         components. Operands are fp32 values already in the operand format,
-        ``[P, R, S, N]`` and ``[P, C, S, N]``. A per-row-set counter counts once per
-        partner operand (column) of the problem.
+        ``[P, R, S, N]`` and ``[P, C, S, N]`` NumPy arrays. A per-row-set counter counts
+        once per partner operand (column) of the problem. ``device``: "cpu", or a torch
+        GPU device to run the reference models on; the results are the same.
     pass_counts : callable(params, arrays, value_bits) -> dict
         The action counts that follow from the per-pass arrays ``cycles``, ``steps``,
         ``rows`` and ``cols`` (PEs used) of an operation.
     max_values : int
-        Values per ``evaluate`` call (bounds its memory).
+        Values per ``evaluate`` call on the CPU (bounds its memory); a GPU takes ``GPU_BATCH`` times more.
     """
 
     operands: str
     pass_counts: Callable
     evaluate: Callable = None
     max_values: int = 1 << 22
+
+    GPU_BATCH = 16  # a GPU's calls are this many times larger: fewer, fuller kernels
+
+    def batch_values(self, device="cpu"):
+        """Values per ``evaluate`` call on ``device``."""
+        return self.max_values * (1 if str(device) == "cpu" else self.GPU_BATCH)
 
     def cycles(self, params, scheduled, partner):
         """The cycles each pass costs, int64 ``[P]``: what the mapper charges and the RTL must take."""

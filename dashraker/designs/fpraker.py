@@ -17,10 +17,10 @@ def _build(params):
                 zero_block_cycles=params["zero_block_cycles"])
 
 
-def _tile(params, scheduled_bits, partner_bits):
+def _tile(params, scheduled_bits, partner_bits, device=None):
     from dashraker.models import fpraker
 
-    return fpraker.tile(scheduled_bits, partner_bits, params["guard_bits"], params["zero_block_cycles"])
+    return fpraker.tile(scheduled_bits, partner_bits, params["guard_bits"], params["zero_block_cycles"], device)
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -35,10 +35,10 @@ def _bf16_bits(values):
     return (np.ascontiguousarray(values, np.float32).view(np.uint32) >> 16).astype(np.int64)
 
 
-def _evaluate(params, scheduled, partner):
+def _evaluate(params, scheduled, partner, device="cpu"):
     """Per pass: the golden tile's cycles and in-bound terms, and the non-zero (term-encoded) scheduled values."""
-    result = _tile(params, _bf16_bits(scheduled), _bf16_bits(partner))
-    return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
+    result = _tile(params, _bf16_bits(scheduled), _bf16_bits(partner), device)
+    return {"cycles": result.cycles.cpu().numpy(), "terms": result.terms.cpu().numpy(),
             "term_encodes": np.count_nonzero(scheduled, axis=(1, 2, 3))}
 
 

@@ -39,13 +39,13 @@ def _golden(params, scheduled_bits, partner_bits):
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
 
-def _evaluate(params, scheduled, partner):
+def _evaluate(params, scheduled, partner, device="cpu"):
     """Per row set: the reference scheduler's cycles and the non-zero scheduled values (each multiplied once
     per partner operand); zero as the scheduler defines it (exponent field 0)."""
     from dashraker.models import tensordash
 
     nonzero = tensordash.nonzero(scheduled)
-    return {"cycles": tensordash.cycles(nonzero, _pattern(params["pattern"]), params["lookahead"]),
+    return {"cycles": tensordash.cycles(nonzero, _pattern(params["pattern"]), params["lookahead"], device),
             "mul": np.count_nonzero(nonzero, axis=(1, 2, 3))}
 
 

@@ -76,6 +76,7 @@ _TOP_TERM = 8  # highest term position of an 8-bit significand in NAF
 _NONE = -(1 << 24)  # exponent of lanes without a product: below every real one
 _DEAD = _NONE // 2  # product exponents below this have no product
 _CHUNK = 1 << 22  # elements per pass chunk (bounds the memory of the precomputed tensors)
+_GPU_CHUNK = 1 << 26  # on a GPU: fewer, larger kernels (a few GB of GPU memory)
 
 
 def window_width(lanes, guard_bits):
@@ -113,7 +114,7 @@ def encode_terms(significand):
 
 
 @functools.lru_cache(maxsize=None)
-def _tables(guard_bits, count_bits):
+def _tables(guard_bits, count_bits, device="cpu"):
     """Lookup table over (operands, alignment distance d = 0 .. 25 + G) for a lane of a step.
 
     ``packed[(((sa * 2 + sb) * 128 + ia) * 128 + ib) * (D + 1) + d]`` holds, above its low
@@ -123,7 +124,7 @@ def _tables(guard_bits, count_bits):
     (``d <= t + 16 + G``). Summing packed entries over a step's lanes sums both
     fields at once, as long as the counts stay below ``2**count_bits``. At
     ``d = D = 25 + G`` every term is out of bounds, so larger distances clamp to D.
-    Also returns the total term count of each significand and D.
+    Also returns the total term count of each significand and D. Tensors live on ``device``.
     """
     g = guard_bits
     span = 26 + g
@@ -138,7 +139,7 @@ def _tables(guard_bits, count_bits):
     in_bound = (signs[None, :, None, None, :] != 0) & (d[None, None, None, :, None] <= t + 16 + g)
     contrib = torch.where(in_bound, floored, 0).sum(-1)
     packed = (contrib << count_bits) | in_bound.sum(-1)
-    return packed.reshape(-1), count, span - 1
+    return packed.reshape(-1).to(device), count.to(device), span - 1
 
 
 @dataclass
@@ -207,27 +208,29 @@ def _round_window(window, exponent, guard_bits):
     return torch.where(mag == 0, 0, bits)
 
 
-def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
+def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1, device=None):
     """Run passes of an R x C FPRaker tile.
 
     ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
     ``b_bits``: [passes, cols, steps, lanes] (bit-parallel, shared along columns);
-    ints (torch or numpy). Returns a ``TileResult``. Work is vectorised over passes,
-    PEs and lanes; only the steps run one after another.
+    ints (torch or numpy). Returns a ``TileResult``, on ``device`` (a torch device; default:
+    where ``a_bits`` is). Work is vectorised over passes, PEs and lanes; only the steps run
+    one after another.
     """
     if not isinstance(guard_bits, int) or guard_bits < 0:
         raise ValueError(f"guard_bits must be a non-negative integer, not {guard_bits!r}")
     if zero_block_cycles not in (0, 1):
         raise ValueError(f"zero_block_cycles must be 0 or 1, not {zero_block_cycles!r}")
     a_bits = _as_bits(a_bits, "a_bits")
-    b_bits = _as_bits(b_bits, "b_bits")
+    device = torch.device(a_bits.device if device is None else device)
+    a_bits, b_bits = a_bits.to(device), _as_bits(b_bits, "b_bits").to(device)
     passes, rows, steps, lanes = a_bits.shape
     if (b_bits.shape[0], b_bits.shape[2], b_bits.shape[3]) != (passes, steps, lanes):
         raise ValueError(
             f"a_bits {tuple(a_bits.shape)} and b_bits {tuple(b_bits.shape)} disagree on passes, steps or lanes"
         )
     per_pass = max(1, rows * b_bits.shape[1] * steps * lanes)
-    chunk = max(1, _CHUNK // per_pass)
+    chunk = max(1, (_CHUNK if device.type == "cpu" else _GPU_CHUNK) // per_pass)
     parts = [
         _tile_chunk(a_bits[p : p + chunk], b_bits[p : p + chunk], guard_bits, zero_block_cycles)
         for p in range(0, passes, chunk)
@@ -238,7 +241,7 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
 def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
     passes, rows, steps, lanes = a_bits.shape
     count_bits = max(3, (MAX_TERMS * lanes).bit_length())
-    packed_table, total_table, far = _tables(g, count_bits)
+    packed_table, total_table, far = _tables(g, count_bits, str(a_bits.device))
     span = far + 1
     cols = b_bits.shape[1]
     # step-major layout [S, P, R|1, 1|C, N]: each step is one contiguous slice
@@ -253,12 +256,12 @@ def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
     row_terms = torch.where(a.live, total_table[a.index], 0).sum(2)  # [S, P, 1, N]
     total = (row_terms * b.live.sum(3)).sum((2, 3))  # [S, P]
 
-    shape = (passes, rows, cols)
-    window = torch.zeros(shape, dtype=torch.int64)
-    acc_exp = torch.full(shape, _NONE, dtype=torch.int64)
-    nonempty = torch.zeros(shape, dtype=torch.bool)
-    step_cycles = torch.zeros((steps, passes), dtype=torch.int64)
-    terms = torch.zeros((steps, passes), dtype=torch.int64)
+    shape, on = (passes, rows, cols), {"device": a_bits.device}
+    window = torch.zeros(shape, dtype=torch.int64, **on)
+    acc_exp = torch.full(shape, _NONE, dtype=torch.int64, **on)
+    nonempty = torch.zeros(shape, dtype=torch.bool, **on)
+    step_cycles = torch.zeros((steps, passes), dtype=torch.int64, **on)
+    terms = torch.zeros((steps, passes), dtype=torch.int64, **on)
     for s in range(steps):
         top = torch.maximum(step_max[s], acc_exp)  # acc_exp is _NONE while empty
         # with nothing to align to, every lane is out of bounds
