@@ -30,14 +30,20 @@ def _golden(params, scheduled_bits, partner_bits):
     return fp32_bits(result.outputs).numpy().astype(np.uint32), result.cycles.numpy()
 
 
-def _bf16_bits(values):
-    """bf16 bit patterns of values already in bf16: the upper half of their fp32 bits."""
-    return (np.ascontiguousarray(values, np.float32).view(np.uint32) >> 16).astype(np.int64)
+def _bf16_bits(values, device="cpu"):
+    """bf16 bit patterns of values already in bf16: the upper half of their fp32 bits, int64 on ``device``.
+
+    On a GPU the fp32 values travel (half the bytes of int64) and are split there.
+    """
+    import torch
+
+    words = torch.from_numpy(np.ascontiguousarray(values, np.float32)).to(device).view(torch.int32)
+    return (words.to(torch.int64) >> 16) & 0xFFFF
 
 
 def _evaluate(params, scheduled, partner, device="cpu"):
     """Per pass: the golden tile's cycles and in-bound terms, and the non-zero (term-encoded) scheduled values."""
-    result = _tile(params, _bf16_bits(scheduled), _bf16_bits(partner), device)
+    result = _tile(params, _bf16_bits(scheduled, device), _bf16_bits(partner, device), device)
     return {"cycles": result.cycles.cpu().numpy(), "terms": result.terms.cpu().numpy(),
             "term_encodes": np.count_nonzero(scheduled, axis=(1, 2, 3))}
 
