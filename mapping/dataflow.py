@@ -13,10 +13,9 @@ import dataclasses
 import math
 
 import numpy as np
-import torch
 
 from dashraker.mapping.config import DATAFLOWS  # dnnsim: windows and taps W-outer, H-inner; dW per sample, lanes along H
-from dashraker.models.numerics import quantize
+from dashraker.models.kernels.numerics import quantize
 
 __all__ = ["OPS", "DATAFLOWS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry", "operands",
            "plan", "passes", "problem_passes"]
@@ -131,10 +130,6 @@ def _to_nchw(x, shape):
         return x
     x = x.reshape(shape[0], -1, x.shape[-1])
     return np.ascontiguousarray(x.transpose(0, 2, 1))[..., None]
-
-
-def _quantized(x, fmt, rounding):
-    return quantize(torch.from_numpy(np.array(x, dtype=np.float32)), fmt, rounding).numpy()  # a writable copy
 
 
 def _pad_lanes(x, lanes):
@@ -292,9 +287,9 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
     geo = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
     (m, kh, kw), shape = geo.kernel, geo.input
     return {
-        "A": _to_nchw(_quantized(tensors.input, fmt, rounding), shape),
-        "W": _quantized(tensors.weight, fmt, rounding).reshape(m, shape[1] // geo.groups, kh, kw),
-        "G": _to_nchw(_quantized(tensors.output_grad, fmt, rounding), shape),
+        "A": _to_nchw(quantize(tensors.input, fmt, rounding), shape),
+        "W": quantize(tensors.weight, fmt, rounding).reshape(m, shape[1] // geo.groups, kh, kw),
+        "G": _to_nchw(quantize(tensors.output_grad, fmt, rounding), shape),
     }
 
 

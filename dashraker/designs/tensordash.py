@@ -41,12 +41,11 @@ def _golden(params, scheduled_bits, partner_bits):
 
 def _evaluate(params, scheduled, partner):
     """Per row set: the reference scheduler's cycles and the non-zero scheduled values (each multiplied once
-    per partner operand); zero as the scheduler defines it (exponent field 0)."""
-    from dashraker.models import tensordash
+    per partner operand); zero as the scheduler defines it (exponent field 0). Both from the fused kernel."""
+    from dashraker.models.kernels.tensordash import cycles_and_nonzero
 
-    nonzero = tensordash.nonzero(scheduled)
-    return {"cycles": tensordash.cycles(nonzero, _pattern(params["pattern"]), params["lookahead"]),
-            "mul": np.count_nonzero(nonzero, axis=(1, 2, 3))}
+    cycles, nonzero = cycles_and_nonzero(scheduled, _pattern(params["pattern"]), params["lookahead"])
+    return {"cycles": cycles, "mul": nonzero}
 
 
 def _pass_counts(params, arrays, value_bits):
