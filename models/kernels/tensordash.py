@@ -48,8 +48,9 @@ def _tables(lanes, rows, pattern):
     fields = _WORD // lanes
     candidates = [pattern[k] for k in reference.priority(pattern)][1:]
     bounds = np.searchsorted([step for step, _ in candidates], np.arange(max(s for s, _ in pattern) + 1), "right")
+    bounds = bounds.astype(np.uint64)  # unsigned indices: no negative-index wrap-around in the inner loop
     rotations = np.array([[_rotation(signed, lanes, fields) for signed in (offset, -offset)]
-                          for _, offset in candidates], np.uint64).ravel()
+                          for _, offset in candidates], np.uint64).reshape(-1, 8)
     groups = np.array([_field_mask(sum(1 << lane for lane in group), lanes, fields)
                        for group in reference.lane_groups(lanes, pattern)], np.uint64)
     field = (1 << lanes) - 1
@@ -59,10 +60,9 @@ def _tables(lanes, rows, pattern):
 
 
 @numba.njit(nogil=True, cache=True)
-def _rotate(words, rotations, at):
-    """Bit i of each N-bit field of the result is bit (i + offset) mod N of that field of ``words``:
-    the rotation ``rotations[at : at + 4]`` (see ``_rotation``)."""
-    return ((words >> rotations[at]) & rotations[at + 1]) | ((words << rotations[at + 2]) & rotations[at + 3])
+def _rotate(words, right, low, left, high):
+    """Bit i of each N-bit field of the result is bit (i + offset) mod N of that field of ``words`` (``_rotation``)."""
+    return ((words >> right) & low) | ((words << left) & high)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -98,12 +98,12 @@ def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cyc
                         if need == 0:
                             break
                         slot = base + step * words + w
-                        source = state[slot]
+                        source, taken = state[slot], np.uint64(0)
                         for k in range(bounds[step - 1], bounds[step]):
-                            take = need & _rotate(source, rotations, 8 * k)
-                            source &= ~_rotate(take, rotations, 8 * k + 4)
+                            take = need & _rotate(source, rotations[k, 0], rotations[k, 1], rotations[k, 2], rotations[k, 3])
+                            taken |= _rotate(take, rotations[k, 4], rotations[k, 5], rotations[k, 6], rotations[k, 7])
                             need &= ~take
-                        state[slot] = source
+                        state[slot] = source & ~taken
             advance = 1
             while advance <= lookahead:
                 occupied = np.uint64(0)
