@@ -66,6 +66,15 @@ def _rotate(words, right, low, left, high):
 
 
 @numba.njit(nogil=True, cache=True)
+def _popcount(word):
+    """Set bits of a 64-bit word (the SWAR sum LLVM turns into one popcnt)."""
+    word -= (word >> np.uint64(1)) & np.uint64(0x5555555555555555)
+    word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (word * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@numba.njit(nogil=True, cache=True)
 def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cycles, nonzero):
     """Per pass p of ``bits`` [P, R, S, N] (non-zero where ``bits & test``): ``cycles[p]`` and ``nonzero[p]``."""
     passes, rows, length, lanes = bits.shape
@@ -73,15 +82,14 @@ def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cyc
     state = np.zeros((length + lookahead + 1) * words, np.uint64)
     for p in range(passes):
         state[:] = 0
-        count = 0
+        count = np.uint64(0)
         for r in range(rows):
             word, shift = r // fields, np.uint64(lanes * (r % fields))
             for t in range(length):
                 mask = np.uint64(0)
                 for i in range(lanes):
-                    hit = (bits[p, r, t, i] & test) != 0
-                    mask |= np.uint64(hit) << np.uint64(i)
-                    count += hit
+                    mask |= np.uint64((bits[p, r, t, i] & test) != 0) << np.uint64(i)
+                count += _popcount(mask)
                 state[t * words + word] |= mask << shift
         nonzero[p] = count
         head, cycle = 0, 0
