@@ -11,6 +11,7 @@ are taken first for every lane at once -- step 0 is a candidate of its own lane 
 its owner always takes it and the window's first step ends empty -- then the lanes left
 idle (``need``) try their group's candidates in priority order, group by group, stopping
 as soon as no lane of the group still needs a value. Lanes > 64 go to the reference.
+Patterns are checked by the reference's own ``_check``, so both refuse the same arguments.
 """
 
 import numba
@@ -43,8 +44,9 @@ def _rotation(offset, lanes, fields):
 
 
 def _tables(lanes, rows, pattern):
-    """Per promotion candidate (priority order, own slot excluded): its step and its rotations there and back
-    ``[candidates, 2]``; the group masks and each word's mask of real rows."""
+    """The kernel's view of the pattern: rows per word; ``bounds`` (the candidates of step s, in priority order and
+    own slot excluded, are ``bounds[s-1]`` to ``bounds[s]``); each candidate's rotation to its lanes and back
+    ``[candidates, 8]``; the group masks; each word's mask of real rows."""
     fields = _WORD // lanes
     candidates = [pattern[k] for k in reference.priority(pattern)][1:]
     bounds = np.searchsorted([step for step, _ in candidates], np.arange(max(s for s, _ in pattern) + 1), "right")
@@ -106,9 +108,12 @@ def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cyc
                         if need == 0:
                             break
                         slot = base + step * words + w
+                        # The group's lanes share no candidate slot, so its takes never hide a value from
+                        # it: every candidate reads the step as the group found it, the takes clear at the end.
                         source, taken = state[slot], np.uint64(0)
                         for k in range(bounds[step - 1], bounds[step]):
-                            take = need & _rotate(source, rotations[k, 0], rotations[k, 1], rotations[k, 2], rotations[k, 3])
+                            take = need & _rotate(source, rotations[k, 0], rotations[k, 1],
+                                                  rotations[k, 2], rotations[k, 3])
                             taken |= _rotate(take, rotations[k, 4], rotations[k, 5], rotations[k, 6], rotations[k, 7])
                             need &= ~take
                         state[slot] = source & ~taken
