@@ -43,7 +43,7 @@ class Streams:
     def sets(self, size, first, last):
         """Stream sets ``first`` to ``last`` as [last - first, size, steps, lanes], missing streams zero.
 
-        Only a partial last set is copied to be padded; otherwise the array is ``take``'s, possibly a read-only view.
+        Only a partial last set is copied to be padded; otherwise the array is ``take``'s (read-only if a view).
         """
         start, stop = first * size, min(last * size, self.count)
         taken = self.take(start, stop)
@@ -284,6 +284,9 @@ def _weight_grad(a, w, g, geo, lanes, dnnsim):
 
 
 def _slicer(array):
+    """``take`` of streams stored whole: views, read-only since the plan's arrays are shared by every design."""
+    array = array.view()
+    array.flags.writeable = False
     return lambda start, stop: array[start:stop]
 
 
