@@ -5,8 +5,8 @@ column streams of equal length (``steps`` x ``lanes``), one per convolution grou
 input-gradient stride phase (the s*s sub-kernels) or weight-gradient kernel offset.
 A *pass* pairs a set of R row streams with a set of C column streams. The operand
 with more zeros (after conversion to the operand format) goes on the rows, the
-scheduled side. Streams are gathered on demand with NumPy fancy indexing, never
-with a Python loop per value, so only a batch of passes is in memory at a time.
+scheduled side. Streams are gathered on demand, one ``np.take`` of index arrays per batch
+(never a Python loop per value), so only a batch of passes is in memory at a time.
 """
 
 import dataclasses
@@ -158,16 +158,16 @@ def _window_streams(source, rows_index, cols_index, lanes, h_inner=False):
     ``h_inner`` (dnnsim) walks x innermost instead, for both the positions and the taps.
     """
     source = _pad_lanes(source, lanes)
-    n, width = source.shape[0], source.shape[2]
+    n, size_x, size_y, channels = source.shape
     px, tx = rows_index.shape
     py, ty = cols_index.shape
-    steps = tx * ty * source.shape[-1] // lanes
-    pixels = source.reshape(-1, source.shape[-1])  # one row of channels per (sample, x, y)
+    steps = tx * ty * channels // lanes
+    pixels = source.reshape(-1, channels)  # one row of channels per (sample, x, y)
 
     def take(start, stop):
         sample, position = np.divmod(np.arange(start, stop), px * py)
         y, x = np.divmod(position, px) if h_inner else np.divmod(position, py)[::-1]
-        rows = (sample[:, None] * source.shape[1] + rows_index[x]) * width
+        rows = (sample[:, None] * size_x + rows_index[x]) * size_y
         index = rows[:, :, None] + cols_index[y][:, None, :]  # [streams, x taps, y taps]
         index = index.swapaxes(1, 2) if h_inner else index
         return np.take(pixels, index.ravel(), axis=0).reshape(stop - start, steps, lanes)

@@ -99,7 +99,8 @@ def _across_problems(problems, chunks, evaluate, limit):
         for index, problem in enumerate(problems):
             if problem.steps == steps:
                 for chunk in chunks(index, problem):
-                    if sum(part.size for _, held in [*pending, (index, chunk)] for part in held) > limit:
+                    held = sum(part.size for _, earlier in pending for part in earlier)
+                    if held + sum(part.size for part in chunk) > limit:
                         flush()
                     pending.append((index, chunk))
         flush()
