@@ -5,18 +5,17 @@ column streams of equal length (``steps`` x ``lanes``), one per convolution grou
 input-gradient stride phase (the s*s sub-kernels) or weight-gradient kernel offset.
 A *pass* pairs a set of R row streams with a set of C column streams. The operand
 with more zeros (after conversion to the operand format) goes on the rows, the
-scheduled side. Streams are gathered on demand with NumPy fancy indexing, never
-with a Python loop per value, so only a batch of passes is in memory at a time.
+scheduled side. Streams are gathered on demand, one ``np.take`` of index arrays per batch
+(never a Python loop per value), so only a batch of passes is in memory at a time.
 """
 
 import dataclasses
 import math
 
 import numpy as np
-import torch
 
 from dashraker.mapping.config import DATAFLOWS  # dnnsim: windows and taps W-outer, H-inner; dW per sample, lanes along H
-from dashraker.models.numerics import quantize
+from dashraker.models.kernels.numerics import quantize
 
 __all__ = ["OPS", "DATAFLOWS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry", "operands",
            "plan", "passes", "problem_passes"]
@@ -42,11 +41,16 @@ class Streams:
         return np.minimum(size, self.count - np.asarray(sets) * size)
 
     def sets(self, size, first, last):
-        """Stream sets ``first`` to ``last`` as [last - first, size, steps, lanes], missing streams zero."""
+        """Stream sets ``first`` to ``last`` as [last - first, size, steps, lanes], missing streams zero.
+
+        Only a partial last set is copied to be padded; otherwise the array is ``take``'s (read-only if a view).
+        """
         start, stop = first * size, min(last * size, self.count)
-        out = np.zeros(((last - first) * size, self.steps, self.lanes), np.float32)
-        out[: stop - start] = self.take(start, stop)
-        return out.reshape(last - first, size, self.steps, self.lanes)
+        taken = self.take(start, stop)
+        missing = (last - first) * size - (stop - start)
+        if missing:
+            taken = np.concatenate([taken, np.zeros((missing, self.steps, self.lanes), np.float32)])
+        return taken.reshape(last - first, size, self.steps, self.lanes)
 
 
 @dataclasses.dataclass
@@ -133,10 +137,6 @@ def _to_nchw(x, shape):
     return np.ascontiguousarray(x.transpose(0, 2, 1))[..., None]
 
 
-def _quantized(x, fmt, rounding):
-    return quantize(torch.from_numpy(np.array(x, dtype=np.float32)), fmt, rounding).numpy()  # a writable copy
-
-
 def _pad_lanes(x, lanes):
     """Zero-pad the last axis to a multiple of ``lanes``."""
     pad = -x.shape[-1] % lanes
@@ -147,7 +147,7 @@ def _array_streams(array, lanes):
     """Streams stored whole: ``array`` [count, ..., values] with values padded and split into lanes."""
     array = _pad_lanes(array, lanes)
     array = np.ascontiguousarray(array.reshape(array.shape[0], -1, lanes))
-    return Streams(array.shape[0], array.shape[1], lanes, lambda start, stop: array[start:stop])
+    return Streams(array.shape[0], array.shape[1], lanes, _slicer(array))
 
 
 def _window_streams(source, rows_index, cols_index, lanes, h_inner=False):
@@ -158,17 +158,21 @@ def _window_streams(source, rows_index, cols_index, lanes, h_inner=False):
     ``h_inner`` (dnnsim) walks x innermost instead, for both the positions and the taps.
     """
     source = _pad_lanes(source, lanes)
+    n, size_x, size_y, channels = source.shape
     px, tx = rows_index.shape
     py, ty = cols_index.shape
-    steps = tx * ty * source.shape[-1] // lanes
+    steps = tx * ty * channels // lanes
+    pixels = source.reshape(-1, channels)  # one row of channels per (sample, x, y)
 
     def take(start, stop):
         sample, position = np.divmod(np.arange(start, stop), px * py)
         y, x = np.divmod(position, px) if h_inner else np.divmod(position, py)[::-1]
-        window = source[sample[:, None, None], rows_index[x][:, :, None], cols_index[y][:, None, :]]
-        return (window.swapaxes(1, 2) if h_inner else window).reshape(stop - start, steps, lanes)
+        rows = (sample[:, None] * size_x + rows_index[x]) * size_y
+        index = rows[:, :, None] + cols_index[y][:, None, :]  # [streams, x taps, y taps]
+        index = index.swapaxes(1, 2) if h_inner else index
+        return np.take(pixels, index.ravel(), axis=0).reshape(stop - start, steps, lanes)
 
-    return Streams(source.shape[0] * px * py, steps, lanes, take)
+    return Streams(n * px * py, steps, lanes, take)
 
 
 def _nhwc_with_zero_slot(x):
@@ -253,26 +257,36 @@ def _weight_grad(a, w, g, geo, lanes, dnnsim):
     m, cg, kh, kw = w.shape
     groups, mg = geo.groups, m // geo.groups
     oh, ow = g.shape[2:]
-    padded = np.zeros((n, c, h + 1, wd + 1), np.float32)
-    padded[:, :, :h, :wd] = a
+    planes = np.zeros((c, n, h + 1, wd + 1), np.float32)  # per channel and sample, with a zero row and column
+    planes[:, :, :h, :wd] = a.transpose(1, 0, 2, 3)
+    planes = planes.reshape(c, n, -1)
     hi, wi = _tap_index(a, w, g, geo)
     samples = [(f"sample {s} ", slice(s, s + 1)) for s in range(n)] if dnnsim else [("", slice(None))]
-    steps = len(range(n)[samples[0][1]]) * -(-oh * ow // lanes)
+    chunks = -(-oh * ow // lanes)  # lane chunks of a sample's output positions
+    steps = len(range(n)[samples[0][1]]) * chunks
     for k in range(groups):
         for name, sample in samples:
             grads = _position_streams(g[sample, k * mg : (k + 1) * mg], lanes, dnnsim)
             for i in range(kh):
                 for j in range(kw):
+                    # The plane slot sampled at each output position, in _position_streams' order;
+                    # the padding positions read the zero slot (h, wd), the plane's last.
+                    taps = hi[:, i][:, None] * (wd + 1) + wi[:, j][None, :]
+                    index = np.full(chunks * lanes, planes.shape[-1] - 1)
+                    index[: taps.size] = (taps.T if dnnsim else taps).ravel()
 
-                    def take(start, stop, i=i, j=j, first=k * cg, sample=sample):
-                        sampled = padded[sample, first + start : first + stop][:, :, hi[:, i][:, None], wi[:, j][None, :]]
-                        return _position_streams(sampled, lanes, dnnsim)
+                    def take(start, stop, index=index, first=k * cg, sample=sample):
+                        sampled = np.take(planes[first + start : first + stop, sample], index, axis=2)
+                        return sampled.reshape(stop - start, -1, lanes)
 
                     acts = Streams(cg, steps, lanes, take)
                     yield f"group {k} {name}offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
 
 
 def _slicer(array):
+    """``take`` of streams stored whole: views, read-only since the plan's arrays are shared by every design."""
+    array = array.view()
+    array.flags.writeable = False
     return lambda start, stop: array[start:stop]
 
 
@@ -292,9 +306,9 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
     geo = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
     (m, kh, kw), shape = geo.kernel, geo.input
     return {
-        "A": _to_nchw(_quantized(tensors.input, fmt, rounding), shape),
-        "W": _quantized(tensors.weight, fmt, rounding).reshape(m, shape[1] // geo.groups, kh, kw),
-        "G": _to_nchw(_quantized(tensors.output_grad, fmt, rounding), shape),
+        "A": _to_nchw(quantize(tensors.input, fmt, rounding), shape),
+        "W": quantize(tensors.weight, fmt, rounding).reshape(m, shape[1] // geo.groups, kh, kw),
+        "G": _to_nchw(quantize(tensors.output_grad, fmt, rounding), shape),
     }
 
 

@@ -78,13 +78,16 @@ def _across_problems(problems, chunks, evaluate, limit):
     ``chunks(index, problem)`` yields tuples of arrays whose first axis is passes (or row sets);
     ``evaluate(*arrays)`` returns a tuple of per-pass arrays. A layer with many small problems
     (groups, kernel offsets) thus costs the reference models a few large calls, not many small ones.
+    A batch stops short of ``limit`` values when the next chunk would pass it, so a chunk of about
+    ``limit`` values goes alone, uncopied.
     """
     results = [[] for _ in problems]
     pending = []  # (problem index, chunk) of one step count
 
     def flush():
         if pending:
-            outputs = evaluate(*(np.concatenate(parts) for parts in zip(*(chunk for _, chunk in pending))))
+            batch = zip(*(chunk for _, chunk in pending))
+            outputs = evaluate(*(np.concatenate(parts) if len(parts) > 1 else parts[0] for parts in batch))
             offset = 0
             for owner, chunk in pending:
                 count = len(chunk[0])
@@ -96,9 +99,10 @@ def _across_problems(problems, chunks, evaluate, limit):
         for index, problem in enumerate(problems):
             if problem.steps == steps:
                 for chunk in chunks(index, problem):
-                    pending.append((index, chunk))
-                    if sum(part.size for _, held in pending for part in held) >= limit:
+                    held = sum(part.size for _, earlier in pending for part in earlier)
+                    if held + sum(part.size for part in chunk) > limit:
                         flush()
+                    pending.append((index, chunk))
         flush()
     return [tuple(np.concatenate(parts) for parts in zip(*result)) for result in results]
 

@@ -1,5 +1,6 @@
 """Cycles of small layers counted by hand, and invariants of the three designs on real layers."""
 
+import contextlib
 import dataclasses
 import types
 
@@ -119,12 +120,12 @@ def test_design_invariants(tmp_path, layer_case, case):
 def test_fpraker_operand_bits_match_numerics():
     import torch
 
-    from dashraker.mapping.dataflow import _quantized
     from dashraker.designs.fpraker import _bf16_bits
+    from dashraker.models.kernels.numerics import quantize  # the mapper's conversion
     from dashraker.models.numerics import to_bf16_bits
 
     raw = np.concatenate([np.random.default_rng(0).standard_normal(1000) * 1e3, [0.0, -0.0, np.nan, np.inf, 1e-40]])
-    values = _quantized(raw.astype(np.float32), "bf16", "nearest")
+    values = quantize(raw.astype(np.float32), "bf16", "nearest")
     assert np.array_equal(_bf16_bits(values), to_bf16_bits(torch.from_numpy(raw.astype(np.float32))).numpy())
 
 
@@ -138,3 +139,57 @@ def test_batching_across_problems_changes_nothing(tmp_path, layer_case, design):
     config = dataclasses.replace(config, design=one_by_one)
     alone = [map_op(config, layer, tensors, op) for op in ("fwd", "bwd_input", "bwd_weight")]
     assert alone == together
+
+
+@contextlib.contextmanager
+def reference_models(monkeypatch):
+    """The mapper with the reference models in place of the fused kernels (quantization, TensorDash counts)."""
+    import torch
+
+    from dashraker.mapping import dataflow
+    from dashraker.models import numerics
+    from dashraker.models import tensordash as reference
+    from dashraker.models.kernels import tensordash as kernel
+
+    def reference_counts(operand, pattern, lookahead):
+        flags = reference.nonzero(operand)
+        return reference.cycles(flags, pattern, lookahead), np.count_nonzero(flags, axis=(1, 2, 3))
+
+    def reference_quantize(x, fmt, rounding):
+        return numerics.quantize(torch.from_numpy(np.array(x, np.float32)), fmt, rounding).numpy()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(dataflow, "quantize", reference_quantize)
+        patched.setattr(kernel, "cycles_and_nonzero", reference_counts)
+        yield
+
+
+@pytest.mark.parametrize("changes", [dict(), dict(dataflow="dnnsim"), dict(dtype="fp32"), dict(rounding="truncate"),
+                                     {"tensordash.lanes": 7, "tensordash.pattern": "T<3,0>", "tensordash.lookahead": 4}],
+                         ids=["default", "dnnsim", "fp32", "truncate", "odd"])
+def test_kernels_map_as_the_reference_models(tmp_path, layer_case, monkeypatch, changes):
+    """The fused kernels give the rows the reference models give."""
+    layers = [layer_case(**case)[:2] for case in
+              (dict(size=7, stride=2, seed=1), dict(c=8, m=8, groups=8), dict(kind="linear", n=6, c=40, m=9))]
+    configs = [config_file(tmp_path, design, **changes) for design in ("baseline", "tensordash")]
+
+    def rows():
+        return [map_op(config, layer, tensors, op) for layer, tensors in layers for config in configs
+                for op in ("fwd", "bwd_input", "bwd_weight")]
+
+    fused = rows()
+    with reference_models(monkeypatch):
+        assert rows() == fused
+
+
+def test_kernels_map_a_real_trace_as_the_reference_models(mobilenet_trace, monkeypatch):
+    from dashraker.mapping.runner import map_layer
+    from dashraker.trace import open_trace
+
+    trace = open_trace(mobilenet_trace)
+    configs = [load_config(None, design) for design in ("baseline", "tensordash")]
+    depthwise = max(i for i, layer in enumerate(trace.layers) if layer.groups > 1 and layer.stride[0] == 2)
+    layers = (0, depthwise, depthwise + 1, len(trace.layers) - 1)  # first conv, strided depthwise, pointwise, Linear
+    fused = [map_layer(trace, configs, trace.steps[0], index) for index in layers]
+    with reference_models(monkeypatch):
+        assert [map_layer(trace, configs, trace.steps[0], index) for index in layers] == fused

@@ -1,0 +1,150 @@
+"""TensorDash row schedulers fused in one compiled loop: cycles and non-zero counts per pass.
+
+Computes exactly ``dashraker.models.tensordash.cycles`` (read its docstring: lane groups,
+priority order, the window of H+1 steps, skipping of all-zero steps) and, in the same
+read of the operand, the non-zero values per pass the mapper counts as multiplications.
+
+Rows are packed side by side into 64-bit words: ``64 // N`` rows' N-lane masks per word,
+one N-bit field each (4 rows of 16 lanes: one word per step), so one shift-and-mask
+rotates the lane masks of all of them at once (``_rotation``). Per cycle, the own slots
+are taken first for every lane at once -- step 0 is a candidate of its own lane only, so
+its owner always takes it and the window's first step ends empty -- then the lanes left
+idle (``need``) try their group's candidates in priority order, group by group, stopping
+as soon as no lane of the group still needs a value. Lanes > 64 go to the reference.
+Patterns are checked by the reference's own ``_check``, so both refuse the same arguments.
+"""
+
+import numba
+import numpy as np
+
+from dashraker.models import tensordash as reference
+
+__all__ = ["cycles_and_nonzero"]
+
+_WORD = 64
+_EXPONENT = 0x7F800000  # fp32 (and bf16 widened to fp32) exponent field: zero there is zero for scheduling
+
+
+def _field_mask(bits, lanes, fields):
+    """``bits`` (a mask of one N-bit field) repeated in each of ``fields`` fields of a word."""
+    return sum(bits << (lanes * f) for f in range(fields))
+
+
+def _rotation(offset, lanes, fields):
+    """(right, low, left, high): a lane rotation by ``offset`` within every field, as ``_rotate`` applies it.
+
+    Bit i of the rotated field is bit (i + offset) mod N: a right shift by o = offset mod N gives the field's
+    low N - o bits and a left shift by N - o its high o bits. With o = 0 the left shift is by 0 and its mask
+    empty, so no shift ever reaches the word width.
+    """
+    o = offset % lanes
+    low = _field_mask((1 << (lanes - o)) - 1, lanes, fields)
+    high = _field_mask(((1 << lanes) - 1) ^ ((1 << (lanes - o)) - 1), lanes, fields)
+    return o, low, (lanes - o) % lanes, high
+
+
+def _tables(lanes, rows, pattern):
+    """The kernel's view of the pattern: rows per word; ``bounds`` (the candidates of step s, in priority order and
+    own slot excluded, are ``bounds[s-1]`` to ``bounds[s]``); each candidate's rotation to its lanes and back
+    ``[candidates, 8]``; the group masks; each word's mask of real rows."""
+    fields = _WORD // lanes
+    candidates = [pattern[k] for k in reference.priority(pattern)][1:]
+    bounds = np.searchsorted([step for step, _ in candidates], np.arange(max(s for s, _ in pattern) + 1), "right")
+    bounds = bounds.astype(np.uint64)  # unsigned indices: no negative-index wrap-around in the inner loop
+    rotations = np.array([[_rotation(signed, lanes, fields) for signed in (offset, -offset)]
+                          for _, offset in candidates], np.uint64).reshape(-1, 8)
+    groups = np.array([_field_mask(sum(1 << lane for lane in group), lanes, fields)
+                       for group in reference.lane_groups(lanes, pattern)], np.uint64)
+    field = (1 << lanes) - 1
+    valid = np.array([_field_mask(field, lanes, min(fields, rows - first)) for first in range(0, rows, fields)],
+                     np.uint64)
+    return fields, bounds, rotations, groups, valid
+
+
+@numba.njit(nogil=True, cache=True)
+def _rotate(words, right, low, left, high):
+    """Bit i of each N-bit field of the result is bit (i + offset) mod N of that field of ``words`` (``_rotation``)."""
+    return ((words >> right) & low) | ((words << left) & high)
+
+
+@numba.njit(nogil=True, cache=True)
+def _popcount(word):
+    """Set bits of a 64-bit word (the SWAR sum LLVM turns into one popcnt)."""
+    word -= (word >> np.uint64(1)) & np.uint64(0x5555555555555555)
+    word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (word * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@numba.njit(nogil=True, cache=True)
+def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cycles, nonzero):
+    """Per pass p of ``bits`` [P, R, S, N] (non-zero where ``bits & test``): ``cycles[p]`` and ``nonzero[p]``."""
+    passes, rows, length, lanes = bits.shape
+    words = valid.size
+    state = np.zeros((length + lookahead + 1) * words, np.uint64)
+    for p in range(passes):
+        state[:] = 0
+        count = np.uint64(0)
+        for r in range(rows):
+            word, shift = r // fields, np.uint64(lanes * (r % fields))
+            for t in range(length):
+                mask = np.uint64(0)
+                for i in range(lanes):
+                    mask |= np.uint64((bits[p, r, t, i] & test) != 0) << np.uint64(i)
+                count += _popcount(mask)
+                state[t * words + word] |= mask << shift
+        nonzero[p] = count
+        head, cycle = 0, 0
+        while head < length:
+            base = head * words
+            for w in range(words):
+                idle = valid[w] & ~state[base + w]
+                state[base + w] = 0
+                if idle == 0:
+                    continue
+                for g in range(groups.size):
+                    need = idle & groups[g]
+                    for step in range(1, bounds.size):
+                        if need == 0:
+                            break
+                        slot = base + step * words + w
+                        # The group's lanes share no candidate slot, so its takes never hide a value from
+                        # it: every candidate reads the step as the group found it, the takes clear at the end.
+                        source, taken = state[slot], np.uint64(0)
+                        for k in range(bounds[step - 1], bounds[step]):
+                            take = need & _rotate(source, rotations[k, 0], rotations[k, 1],
+                                                  rotations[k, 2], rotations[k, 3])
+                            taken |= _rotate(take, rotations[k, 4], rotations[k, 5], rotations[k, 6], rotations[k, 7])
+                            need &= ~take
+                        state[slot] = source & ~taken
+            advance = 1
+            while advance <= lookahead:
+                occupied = np.uint64(0)
+                for w in range(words):
+                    occupied |= state[(head + advance) * words + w]
+                if occupied != 0:
+                    break
+                advance += 1
+            head += advance
+            cycle += 1
+        cycles[p] = cycle
+
+
+def cycles_and_nonzero(operand, pattern=reference.DEFAULT_PATTERN, lookahead=2):
+    """Per pass of ``operand`` [passes, rows, steps, lanes] (bool, or values as ``reference.nonzero`` reads them):
+    ``(cycles, nonzero)``, int64 ``[passes]``: ``reference.cycles(...)`` and the non-zero values."""
+    operand = np.asarray(operand)
+    if operand.ndim != 4:
+        raise ValueError(f"operand must be a [passes, rows, steps, lanes] array, not shape {operand.shape}")
+    passes, rows, _, lanes = operand.shape
+    pattern = reference._check(lanes, pattern, lookahead)
+    if operand.dtype == bool:
+        bits, test = np.ascontiguousarray(operand).view(np.uint8), np.uint8(1)
+    else:
+        bits, test = np.ascontiguousarray(operand, np.float32).view(np.uint32), np.uint32(_EXPONENT)
+    if lanes > _WORD:
+        flags = (bits & test) != 0
+        return reference.cycles(flags, pattern, lookahead), np.count_nonzero(flags, axis=(1, 2, 3))
+    cycles, nonzero = np.zeros(passes, np.int64), np.zeros(passes, np.int64)
+    _kernel(bits, test, lookahead, *_tables(lanes, rows, pattern), cycles, nonzero)
+    return cycles, nonzero
