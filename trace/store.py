@@ -21,7 +21,9 @@ __all__ = [
 ]
 
 FORMAT = "dashraker-trace"
-FORMAT_VERSION = 1
+# Version 2 added the layer types conv1d and matmul and the entries name#k of a module's repeated calls;
+# readers take every version up to FORMAT_VERSION (a version 1 trace is a valid version 2 trace).
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 # Tensors saved per layer and step; ``input_grad`` only when recorded.
 TENSORS = ("input", "weight", "output_grad", "input_grad")
