@@ -103,9 +103,9 @@ class Recorder:
 
     Parameters: ``model`` (``nn.Module``, or a ``DistributedDataParallel`` wrapper of one),
     ``out`` (trace folder), ``samples`` (the first ``samples`` samples of each batch are saved),
-    ``input_grad`` (also save input gradients), ``meta`` (extra manifest fields: model, data,
-    optimizer settings...; the recorder writes the format, framework versions, steps and layers
-    itself).
+    ``input_grad`` (also save input gradients), ``meta`` (extra manifest fields: model (default:
+    its class name), data, optimizer settings...; the recorder writes the format, framework
+    versions, steps and layers itself).
 
     Each recorded step writes its files atomically and then rewrites ``manifest.json``
     atomically with the step added, so an interrupted run leaves a valid trace of the
@@ -121,7 +121,7 @@ class Recorder:
         self.out = Path(out)
         self.samples = samples
         self.input_grad = input_grad
-        self.meta = dict(meta or {})
+        self.meta = {"model": type(_unwrapped(model)).__name__, **(meta or {})}
         self.modules = recordable_layers(model)
         if not self.modules:
             raise RecordError("the model has no Conv1d, Conv2d, Linear or MatMul layer to record")

@@ -151,16 +151,6 @@ def test_interrupted_run_leaves_the_finished_steps(tmp_path):
     assert trace.steps == open_trace(tmp_path / "t").steps
 
 
-def test_module_used_twice_is_refused(tmp_path):
-    net = TokenMLP()
-    recorder = Recorder(net, tmp_path / "t", samples=1)
-    with pytest.raises(RecordError, match="'up' ran twice"):
-        with recorder.step(1):
-            net.up(net.up.weight.new_zeros(1, 6)[:, :6].repeat(1, 1))
-            net.up(torch.zeros(1, 6))
-    assert not (tmp_path / "t" / "manifest.json").exists()
-
-
 def test_layer_without_gradient_is_refused(tmp_path):
     net = TokenMLP()
     recorder = Recorder(net, tmp_path / "t", samples=1)
