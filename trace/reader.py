@@ -121,7 +121,8 @@ def _layer_info(entry, where, types):
         return tuple(_get(entry, key, where, lambda v: _ints(v, rank, 1), f"{rank} positive integers"))
 
     def pair(key, minimum=1):
-        value = _get(entry, key, where, lambda v: _ints(v, axes, minimum), f"{axes} integer(s) >= {minimum}")
+        count = "one integer" if axes == 1 else "two integers"
+        value = _get(entry, key, where, lambda v: _ints(v, axes, minimum), f"{count} >= {minimum}")
         return (minimum,) * (2 - axes) + tuple(value)  # a conv1d has height 1: no padding, unit kernel and steps
 
     def positive(key):
