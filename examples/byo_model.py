@@ -1,6 +1,6 @@
 """Bring your own model: record a training trace inside your own PyTorch loop, then map it onto the accelerators.
 
-The network (a Conv1d front end, one causal self-attention layer whose two products go through
+The network (two Conv1d layers, one causal self-attention layer whose two products go through
 ``dashraker.trace.layers.Attention``, a feed-forward Linear applied twice with shared weights)
 and the data (noisy sine waves, classified by frequency) stand for yours. The loop is ordinary
 PyTorch: AdamW, bf16 autocast, two micro-batches accumulated per optimizer step. The lines
@@ -36,13 +36,14 @@ class WaveNet(nn.Module):
         super().__init__()
         self.heads = heads
         self.embed = nn.Conv1d(channels, dim, 5, padding=2)
+        self.conv = nn.Conv1d(dim, dim, 3, padding=2, dilation=2)
         self.qkv = nn.Linear(dim, 3 * dim)
         self.attention = Attention()
         self.ffn = nn.Linear(dim, dim)  # applied twice: recorded as "ffn" and "ffn#1"
         self.head = nn.Linear(dim, classes)
 
     def forward(self, x):
-        h = F.relu(self.embed(x)).transpose(1, 2)  # [n, length, dim]
+        h = F.relu(self.conv(F.relu(self.embed(x)))).transpose(1, 2)  # [n, length, dim]
         n, t, d = h.shape
         q, k, v = (y.view(n, t, self.heads, -1).transpose(1, 2) for y in self.qkv(h).chunk(3, dim=-1))
         h = h + self.attention(q, k, v, is_causal=True).transpose(1, 2).reshape(n, t, d)

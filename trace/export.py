@@ -49,6 +49,9 @@ def _square(layer, field):
 
 def _expressible(layer):
     """Refuse what trace_params.csv cannot say: DNNsim would read the layer as a plain convolution."""
+    if layer.type == "matmul":
+        raise TraceError(f"layer {layer.name!r}: a matmul (a product of two activations, one weight per sample) "
+                         "cannot be exported to dnnsim: DNNsim's layers have one weight tensor")
     lost = []
     if layer.groups != 1:
         kind = "depthwise" if layer.groups == layer.in_channels == layer.out_channels else "grouped"
