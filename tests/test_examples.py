@@ -24,6 +24,6 @@ def test_byo_model_example_core(tmp_path):
     trace = open_trace(tmp_path / "t")
     assert len(losses) == 6 and trace.steps == [1, 3]
     names = [layer.name for layer in trace.layers]
-    assert names[:4] == ["embed", "embed#1", "qkv", "qkv#1"] and "ffn#3" in names  # 2 micro-batches x 2 calls
+    assert names[:4] == ["embed", "embed#1", "conv", "conv#1"] and "ffn#3" in names  # 2 micro-batches x 2 calls
     assert sums["baseline", "all"]["speedup"] == 1.0
     assert sums["tensordash", "all"]["cycles"] < sums["baseline", "all"]["cycles"]  # ReLU and causal-mask zeros
