@@ -13,16 +13,17 @@ from dashraker.trace.store import FORMAT, FORMAT_VERSION, MANIFEST, tensor_path
 __all__ = ["LayerInfo", "LayerTensors", "Trace", "open_trace", "open_tensor", "LAYER_TYPES"]
 
 LAYER_TYPES = ("conv2d", "linear", "conv1d", "matmul")
-RANK = {"conv2d": 4, "linear": 2, "conv1d": 3, "matmul": 3}  # dimensions of a layer type's input
+RANKS = {"conv2d": (4,), "linear": (2, 3), "conv1d": (3,), "matmul": (3,)}  # dimensions of a layer type's tensors
 
 
 @dataclass(frozen=True)
 class LayerInfo:
     """One recorded layer as the manifest describes it.
 
-    A Linear layer is a 1x1 convolution on 1x1 maps: kernel (1, 1), stride (1, 1), padding (0, 0),
-    groups 1; its ``input_shape`` is [rows, in_features] (rows = samples, times tokens per sample
-    for sequence models) and ``weight_shape`` [out_features, in_features]. A Conv2d layer's shapes
+    A Linear layer is a 1x1 convolution: kernel (1, 1), stride (1, 1), padding (0, 0), groups 1;
+    its ``input_shape`` is [samples, in_features] (1x1 maps) or, for a sequence model, [samples,
+    positions, in_features] (the tokens are the map's positions), and ``weight_shape``
+    [out_features, in_features]. A Conv2d layer's shapes
     are NCHW as PyTorch has them: input [n, c, h, w], weight [m, c/groups, kx, ky], output
     gradient [n, m, oh, ow]. ``kernel``, ``stride``, ``padding`` and ``dilation`` are pairs over
     the two spatial axes (weight dimensions 2 and 3). A Conv1d layer (NCL shapes, one value per
@@ -97,7 +98,7 @@ def _conv_out(size, kernel, stride, padding, dilation):
 def _expected_shapes(info):
     """(weight shape, output gradient shape) that the layer's hyper-parameters and input shape imply."""
     if info.type == "linear":
-        return (info.out_channels, info.in_channels), (info.input_shape[0], info.out_channels)
+        return (info.out_channels, info.in_channels), (*info.input_shape[:-1], info.out_channels)
     if info.type == "matmul":
         b, m, k = info.input_shape
         return (b, k, info.out_channels), (b, m, info.out_channels)
@@ -115,10 +116,11 @@ def _layer_info(entry, where, types):
     name = _get(entry, "name", where, lambda v: isinstance(v, str) and v and "/" not in v, "a name without '/'")
     where = f"{where} {name!r}"
     kind = _get(entry, "type", where, lambda v: v in types, f"one of {types}")
-    rank, axes = RANK[kind], 1 if kind == "conv1d" else 2
+    ranks, axes = RANKS[kind], 1 if kind == "conv1d" else 2
 
     def shape(key):
-        return tuple(_get(entry, key, where, lambda v: _ints(v, rank, 1), f"{rank} positive integers"))
+        expected = f"{' or '.join(map(str, ranks))} positive integers"
+        return tuple(_get(entry, key, where, lambda v: _ints(v, None, 1) and len(v) in ranks, expected))
 
     def pair(key, minimum=1):
         count = "one integer" if axes == 1 else "two integers"
@@ -153,7 +155,7 @@ def _layer_info(entry, where, types):
         _fail(where, f"a {kind} layer has kernel [1, 1], stride [1, 1], padding [0, 0], dilation [1, 1], groups 1")
     if info.in_channels % info.groups or info.out_channels % info.groups:
         _fail(where, f"field 'groups' ({info.groups}) must divide in_channels and out_channels")
-    if info.input_shape[-1 if kind == "matmul" else 1] != info.in_channels:
+    if info.input_shape[-1 if kind in ("matmul", "linear") else 1] != info.in_channels:
         _fail(where, f"field 'input_shape' {list(info.input_shape)} does not have in_channels={info.in_channels}")
     weight, output_grad = _expected_shapes(info)
     for key, expected in (("weight_shape", weight), ("output_grad_shape", output_grad)):

@@ -110,8 +110,9 @@ class Recorder:
     Each recorded step writes its files atomically and then rewrites ``manifest.json``
     atomically with the step added, so an interrupted run leaves a valid trace of the
     steps it finished (``recording`` writes the whole trace into a temporary sibling instead).
-    Linear inputs and gradients with extra leading axes (tokens) are flattened to
-    [rows, features]; a ``MatMul``'s operands and gradient to [batch, rows, columns].
+    Linear inputs and gradients with axes between the samples and the features (tokens) keep
+    them, flattened to one: [samples, positions, features]; a ``MatMul``'s operands and gradient
+    are flattened to [batch, rows, columns].
     Tensors are saved as float32 whatever dtype autocast computed them in.
     """
 
@@ -133,8 +134,8 @@ class Recorder:
     def _rows(self, module, tensor):
         """The recorded samples of an activation or gradient, copied (later in-place ops must not reach it)."""
         tensor = tensor.detach()[: self.samples]
-        if isinstance(module, nn.Linear):
-            tensor = tensor.reshape(-1, tensor.shape[-1])
+        if isinstance(module, nn.Linear) and tensor.dim() > 2:
+            tensor = tensor.reshape(len(tensor), -1, tensor.shape[-1])
         elif isinstance(module, MatMul):
             tensor = tensor.reshape(-1, *tensor.shape[-2:])
         return tensor.to(torch.float32, copy=True)
@@ -239,7 +240,8 @@ class Recorder:
         save_json(self.out / MANIFEST, manifest)
 
 
-LAYOUT = ("NCHW for conv2d, NCL for conv1d; [rows, features] for linear; [batch, M, K], [batch, K, N] and "
+LAYOUT = ("NCHW for conv2d, NCL for conv1d; [samples, features] or [samples, positions, features] for linear; "
+          "[batch, M, K], [batch, K, N] and "
           "[batch, M, N] for matmul's input, weight (its second activation) and output gradient; weights as PyTorch")
 
 

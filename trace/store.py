@@ -21,7 +21,8 @@ __all__ = [
 ]
 
 FORMAT = "dashraker-trace"
-# Version 2 added the layer types conv1d and matmul and the entries name#k of a module's repeated calls;
+# Version 2 added the layer types conv1d and matmul, the entries name#k of a module's repeated calls and Linear
+# tensors of sequence models as [samples, positions, features] (version 1 flattened them to [rows, features]);
 # readers take every version up to FORMAT_VERSION (a version 1 trace is a valid version 2 trace).
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"

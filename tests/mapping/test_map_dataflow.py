@@ -24,6 +24,7 @@ CASES = {
     "conv1d": dict(kind="conv1d", size=11, kernel=5, stride=2, padding=2),
     "conv1d_grouped_dilated": dict(kind="conv1d", c=8, m=6, groups=2, size=12, dilation=2, padding=2),
     "matmul": dict(kind="matmul", n=3, c=20, m=7, size=9),
+    "linear_tokens": dict(kind="tokens", n=2, c=20, m=7, size=19),  # 19 positions: dW lanes over tokens
 }
 
 
@@ -36,6 +37,9 @@ def _conv_form(layer, reference):
         reference = {"fwd": out.reshape(1, -1, out.shape[2], 1), "bwd_input": d_a.reshape(1, -1, d_a.shape[2], 1),
                      "bwd_weight": d_b.reshape(-1, d_b.shape[2], 1, 1)}  # [b, M, X] -> [1, b*X, M, 1]; dB [b*N, K]
         return SimpleNamespace(**{**vars(layer), "groups": b}), reference
+    if layer.type == "linear" and reference["fwd"].ndim == 3:  # [n, tokens, features] -> [n, features, tokens, 1]
+        return layer, {k: (v.transpose(0, 2, 1)[..., None] if v.ndim == 3 else v[..., None, None])
+                       for k, v in reference.items()}
     if layer.type == "linear":
         return layer, {k: v.reshape(v.shape + (1, 1)) for k, v in reference.items()}
     if layer.type == "conv1d":
@@ -176,3 +180,15 @@ def test_unknown_dataflow(layer_case):
     layer, tensors, _ = layer_case()
     with pytest.raises(ValueError, match="unknown dataflow 'x'"):
         plan(layer, tensors, "fwd", 4, dataflow="x")
+
+
+def test_linear_on_tokens_has_token_lanes(layer_case):
+    """A Linear on [n, T, features] is a 1x1 convolution over T positions: its weight gradient fills the lanes with
+    tokens (2 samples x ceil(19 / 16) = 4 steps), where 38 rows of one position each would take 38 mostly empty steps."""
+    layer, tensors, _ = layer_case(kind="tokens", n=2, c=20, m=7, size=19)
+    assert [p.steps for p in plan(layer, tensors, "bwd_weight", 16).problems] == [4]
+    fwd = plan(layer, tensors, "fwd", 16)
+    windows = fwd.problems[0].rows if fwd.scheduled == "A" else fwd.problems[0].cols
+    assert windows.count == 2 * 19 and windows.steps == 2  # a window per token, ceil(20 / 16) steps
+    layer, tensors, _ = layer_case(kind="linear", n=38, c=20, m=7)
+    assert [p.steps for p in plan(layer, tensors, "bwd_weight", 16).problems] == [38]

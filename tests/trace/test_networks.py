@@ -69,7 +69,7 @@ def test_transformer_trace(tmp_path):
     )
     trace = open_trace(out)
     ffn2 = trace.layer("blocks.1.ffn2")
-    assert ffn2.input_shape == (2 * 16, 256) and ffn2.output_grad_shape == (32, 128)
+    assert ffn2.input_shape == (2, 16, 256) and ffn2.output_grad_shape == (2, 16, 128)
     assert np.mean(trace.load("blocks.1.ffn2", 2).input == 0) > 0.2  # ReLU zeros
     assert trace.manifest["optimizer"] == {"name": "AdamW", "lr": 1e-3}
     # Attention products of 2 samples x 4 heads: q k^T and weights @ v, the causal mask's zeros in the

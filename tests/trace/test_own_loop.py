@@ -28,11 +28,9 @@ def _batch(seed, n=5):
 
 
 def _layout(name, tensor):
-    """A reference tensor as the recorder saves it: the first samples, a Linear's rows or a matmul's [batch, M, N]."""
+    """A reference tensor as the recorder saves it: the first samples, a matmul's as [batch, M, N]."""
     tensor = tensor.detach()[:SAMPLES].float()
-    if name.startswith("attention."):
-        return tensor.reshape(-1, *tensor.shape[-2:]).numpy()
-    return tensor.numpy() if name == "conv" else tensor.reshape(-1, tensor.shape[-1]).numpy()
+    return (tensor.reshape(-1, *tensor.shape[-2:]) if name.startswith("attention.") else tensor).numpy()
 
 
 def _check_against_reference(trace, step, reference, suffix=lambda name: name):

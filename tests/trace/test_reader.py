@@ -230,7 +230,8 @@ def seq_trace(tmp_path):
         ("attention.scores", dict(weight_shape=[4, 4, 5]), ["'weight_shape' is [4, 4, 5]", "give [4, 4, 6]"]),
         ("attention.mix", dict(in_channels=4), ["'attention.mix'", "[4, 6, 6] does not have in_channels=4"]),
         ("attention.mix", dict(stride=[2, 1]), ["a matmul layer has kernel [1, 1], stride [1, 1]"]),
-        ("shared#1", dict(input_shape=[12, 8, 1]), ["'shared#1'", "field 'input_shape' must be 2 positive"]),
+        ("shared#1", dict(input_shape=[2, 6, 8, 1]), ["'shared#1'", "field 'input_shape' must be 2 or 3 positive"]),
+        ("shared#1", dict(input_shape=[2, 5, 8]), ["'shared#1'", "'output_grad_shape' is [2, 6, 8]", "give [2, 5, 8]"]),
     ],
 )
 def test_conv1d_and_matmul_manifest_errors(seq_trace, layer, change, fragments):
