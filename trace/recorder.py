@@ -24,9 +24,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from dashraker.outputs import OutputFolder
 from dashraker.trace.errors import RecordError
 from dashraker.trace.layers import MatMul
-from dashraker.outputs import OutputFolder
 from dashraker.trace.store import FORMAT, FORMAT_VERSION, MANIFEST, is_trace, save_json, save_npy, tensor_path
 
 __all__ = ["Recorder", "recording", "recordable_layers", "call_name", "RECORDED"]
@@ -65,6 +65,10 @@ def _conv_padding(name, conv):
     return list(conv.padding)
 
 
+# A Linear's or a matmul's fields as a 1x1 convolution.
+_ONE_BY_ONE = {"kernel": [1, 1], "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 1}
+
+
 def _hyper_parameters(name, module):
     """Manifest fields that describe the layer itself (SPEC section 6); a Linear layer and a product of two
     activations (``matmul``: its channels are the product's K and N) are 1x1 convolutions."""
@@ -79,16 +83,9 @@ def _hyper_parameters(name, module):
             "dilation": list(module.dilation),
             "groups": module.groups,
         }
-    return {
-        "type": "linear" if isinstance(module, nn.Linear) else "matmul",
-        **({"in_channels": module.in_features, "out_channels": module.out_features} if isinstance(module, nn.Linear)
-           else {}),
-        "kernel": [1, 1],
-        "stride": [1, 1],
-        "padding": [0, 0],
-        "dilation": [1, 1],
-        "groups": 1,
-    }
+    if isinstance(module, MatMul):  # its channels, K and N, come from its operands (``Recorder._entries``)
+        return {"type": "matmul", **_ONE_BY_ONE}
+    return {"type": "linear", "in_channels": module.in_features, "out_channels": module.out_features, **_ONE_BY_ONE}
 
 
 def _alias_input(module, inputs):
