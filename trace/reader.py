@@ -46,6 +46,7 @@ class LayerInfo:
     weight_shape: tuple
     output_grad_shape: tuple
     has_input_grad: bool
+    input_needs_grad: bool = None  # whether training computes the input gradient; None where a trace does not say
 
     @property
     def input_grad_shape(self):
@@ -110,11 +111,12 @@ def _expected_shapes(info):
     return weight, (n, info.out_channels, *out)
 
 
-def _layer_info(entry, where, types):
+def _layer_info(entry, where, version):
     if not isinstance(entry, dict):
         _fail(where, f"layer entry must be an object, not {entry!r}")
     name = _get(entry, "name", where, lambda v: isinstance(v, str) and v and "/" not in v, "a name without '/'")
     where = f"{where} {name!r}"
+    types = LAYER_TYPES if version > 1 else LAYER_TYPES[:2]  # version 1 knew conv2d and linear
     kind = _get(entry, "type", where, lambda v: v in types, f"one of {types}")
     ranks, axes = RANKS[kind], 1 if kind == "conv1d" else 2
 
@@ -148,6 +150,7 @@ def _layer_info(entry, where, types):
         weight_shape=shape("weight_shape"),
         output_grad_shape=shape("output_grad_shape"),
         has_input_grad=flag("has_input_grad"),
+        input_needs_grad=flag("input_needs_grad") if version > 1 else None,
     )
     if kind in ("linear", "matmul") and (info.kernel, info.stride, info.padding, info.dilation, info.groups) != (
         (1, 1), (1, 1), (0, 0), (1, 1), 1
@@ -185,8 +188,7 @@ def _parse_manifest(path):
     if steps != sorted(set(steps)):
         _fail(where, f"field 'steps' must be increasing without repeats, not {steps}")
     entries = _get(manifest, "layers", where, lambda v: isinstance(v, list) and v, "a non-empty list")
-    types = LAYER_TYPES if version > 1 else LAYER_TYPES[:2]  # version 1 knew conv2d and linear
-    layers = [_layer_info(entry, f"{where}: layer {i}", types) for i, entry in enumerate(entries)]
+    layers = [_layer_info(entry, f"{where}: layer {i}", version) for i, entry in enumerate(entries)]
     names = [layer.name for layer in layers]
     if len(set(names)) != len(names):
         _fail(where, f"layer names repeat: {sorted({n for n in names if names.count(n) > 1})}")

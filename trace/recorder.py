@@ -27,7 +27,8 @@ from torch import nn
 from dashraker.outputs import OutputFolder
 from dashraker.trace.errors import RecordError
 from dashraker.trace.layers import MatMul
-from dashraker.trace.store import FORMAT, FORMAT_VERSION, MANIFEST, is_trace, save_json, save_npy, tensor_path
+from dashraker.trace.store import (FORMAT, FORMAT_VERSION, MANIFEST, TENSORS, is_trace, save_json, save_npy,
+                                   tensor_path)
 
 __all__ = ["Recorder", "recording", "recordable_layers", "call_name", "RECORDED"]
 
@@ -149,7 +150,7 @@ class Recorder:
             weight = self._rows(module, _second_activation(name, x, inputs[1]))
         else:
             weight = module.weight.detach().to(torch.float32, copy=True)
-        capture = {"input": self._rows(module, x), "weight": weight}
+        capture = {"input": self._rows(module, x), "weight": weight, "input_needs_grad": x.requires_grad}
         calls.append(capture)
         if self.input_grad and x.requires_grad:
             x.register_hook(partial(self._keep, capture, "input_grad", module))
@@ -199,6 +200,7 @@ class Recorder:
                     "weight_shape": list(capture["weight"].shape),
                     "output_grad_shape": list(capture["output_grad"].shape),
                     "has_input_grad": "input_grad" in capture,
+                    "input_needs_grad": capture["input_needs_grad"],
                 })
         return entries
 
@@ -214,8 +216,9 @@ class Recorder:
                 name = entry["name"]
                 raise RecordError(f"step {step}: layer {name!r} changed since step {self.steps[0]}: {entry} vs {first}")
         for entry, capture in zip(entries, (c for calls in captures.values() for c in calls)):
-            for tensor, value in capture.items():
-                save_npy(tensor_path(self.out, step, entry["name"], tensor), value.numpy())
+            for tensor in TENSORS:
+                if tensor in capture:
+                    save_npy(tensor_path(self.out, step, entry["name"], tensor), capture[tensor].numpy())
         self.steps.append(step)
         self.write_manifest()
 

@@ -15,6 +15,7 @@ from torch import distributed as dist
 from torch.nn import functional as F
 from trace_helpers import SeqNet, seq_reference
 
+from dashraker.mapping.runner import layer_ops
 from dashraker.trace import RecordError, open_trace
 from dashraker.trace.recorder import Recorder, recording
 
@@ -89,6 +90,10 @@ def test_gradient_accumulation_records_each_micro_batch(tmp_path):
     assert [layer.name for layer in trace.layers] == [
         "conv", "conv#1", "q", "q#1", "k", "k#1", "v", "v#1", "attention.scores", "attention.scores#1",
         "attention.mix", "attention.mix#1", "shared", "shared#1", "shared#2", "shared#3", "head", "head#1"]
+    # The data feeds conv and conv#1: no input gradient for either (``layer_ops``), every other layer has one.
+    assert [layer.name for layer in trace.layers if not layer.input_needs_grad] == ["conv", "conv#1"]
+    assert layer_ops(1, trace.layer("conv#1")) == ["fwd", "bwd_weight"]
+    assert layer_ops(2, trace.layer("q")) == ["fwd", "bwd_input", "bwd_weight"]
     # A micro-batch's gradients are those of its own loss, halved by the accumulation's scaling.
     for reference in references:
         for _, _, out in reference.values():

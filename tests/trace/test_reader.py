@@ -195,12 +195,20 @@ def test_dilation_is_recorded_and_read(mixed_net_trace):
     assert dilated == {"fwd": (16, 9), "bwd_input": (16, 9), "bwd_weight": (36, 6)}
 
 
+def _as_version_1(manifest):
+    """A manifest as format version 1 wrote it: no ``input_needs_grad``."""
+    manifest["format_version"] = 1
+    for entry in manifest["layers"]:
+        del entry["input_needs_grad"]
+
+
 def test_version_1_manifest_is_read(broken):
     """Traces written before conv1d and matmul layers (format version 1) read as before."""
-    _rewrite_manifest(broken, lambda m: m.update(format_version=1))
+    _rewrite_manifest(broken, _as_version_1)
     trace = open_trace(broken)
     assert trace.manifest["format_version"] == 1 and [layer.type for layer in trace.layers][-1] == "linear"
     assert trace.load("fc", 3).weight.shape == trace.layer("fc").weight_shape
+    assert {layer.input_needs_grad for layer in trace.layers} == {None}  # the mapper's rule: all but the first
     _rewrite_manifest(broken, lambda m: m["layers"][4].update(type="matmul"))
     with pytest.raises(TraceError, match=r"'fc': field 'type' must be one of \('conv2d', 'linear'\)"):
         open_trace(broken)
