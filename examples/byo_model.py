@@ -123,8 +123,9 @@ def main():
     start = time.perf_counter()
     losses = train_and_record(args.out, args.steps, (1, args.steps), autocast=not args.no_autocast)
     trace = open_trace(args.out)
+    names = ", ".join(layer.name for layer in trace.layers[:8])
     print(f"trained {args.steps} steps (loss {losses[0]:.3f} -> {sum(losses[-8:]) / 8:.3f}), recorded steps "
-          f"{trace.steps}: {len(trace.layers)} layer entries ({', '.join(layer.name for layer in trace.layers[:8])}, ...)")
+          f"{trace.steps}: {len(trace.layers)} layer entries ({names}, ...)")
     for (design, op), total in speedups(args.out).items():
         print(f"{design:>10} {op:>10}: {total['cycles']:>9,} cycles, speedup {total['speedup']:.3f} over dense")
     print(f"done in {time.perf_counter() - start:.1f} s")

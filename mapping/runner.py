@@ -90,7 +90,8 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True):
     if missing:
         raise ValueError(f"{trace_path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
     tasks = sorted(
-        ((step, index, op) for step in steps for index in range(len(trace.layers)) for op in layer_ops(index, trace.layers[index])),
+        ((step, index, op) for step in steps for index, layer in enumerate(trace.layers)
+         for op in layer_ops(index, layer)),
         key=lambda task: -_work(trace.layers[task[1]]),
     )
     jobs = min(jobs or os.cpu_count() or 1, len(tasks))

@@ -192,7 +192,8 @@ class Recorder:
                                       "(its output does not reach the loss)")
                 hyper = self.hyper[name]
                 if hyper["type"] == "matmul":  # [batch, M, K] @ [batch, K, N]
-                    hyper = {**hyper, "in_channels": capture["weight"].shape[1], "out_channels": capture["weight"].shape[2]}
+                    _, k, n = capture["weight"].shape
+                    hyper = {**hyper, "in_channels": k, "out_channels": n}
                 entries.append({
                     "name": call_name(name, call),
                     **hyper,

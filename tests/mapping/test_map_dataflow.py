@@ -184,7 +184,7 @@ def test_unknown_dataflow(layer_case):
 
 def test_linear_on_tokens_has_token_lanes(layer_case):
     """A Linear on [n, T, features] is a 1x1 convolution over T positions: its weight gradient fills the lanes with
-    tokens (2 samples x ceil(19 / 16) = 4 steps), where 38 rows of one position each would take 38 mostly empty steps."""
+    tokens (2 samples x ceil(19 / 16) = 4 steps), where 38 rows of one position each would take 38 near-empty steps."""
     layer, tensors, _ = layer_case(kind="tokens", n=2, c=20, m=7, size=19)
     assert [p.steps for p in plan(layer, tensors, "bwd_weight", 16).problems] == [4]
     fwd = plan(layer, tensors, "fwd", 16)

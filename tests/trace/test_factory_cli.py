@@ -41,7 +41,8 @@ class Nothing:
 
 
 def test_parse_args():
-    assert parse_args(["dim=8", "name=hello", "sizes=(1, 2)", "flag=True", "path=a/b.txt", "empty="], "--model-arg") == {
+    pairs = ["dim=8", "name=hello", "sizes=(1, 2)", "flag=True", "path=a/b.txt", "empty="]
+    assert parse_args(pairs, "--model-arg") == {
         "dim": 8, "name": "hello", "sizes": (1, 2), "flag": True, "path": "a/b.txt", "empty": ""}
 
 
@@ -56,7 +57,8 @@ def test_example_factories_from_the_command_line(tmp_path, monkeypatch, capsys):
     assert trace.manifest["model_args"] == {"dim": 16, "heads": 4} and trace.manifest["data_args"] == {"count": 40}
     assert trace.manifest["optimizer"]["name"] == "SGD"  # float samples: a classifier's optimizer
     assert [(layer.name, layer.type) for layer in trace.layers] == [
-        ("embed", "conv1d"), ("conv", "conv1d"), ("qkv", "linear"), ("attention.scores", "matmul"), ("attention.mix", "matmul"),
+        ("embed", "conv1d"), ("conv", "conv1d"), ("qkv", "linear"), ("attention.scores", "matmul"),
+        ("attention.mix", "matmul"),
         ("ffn", "linear"), ("ffn#1", "linear"), ("head", "linear")]
     assert trace.layer("attention.scores").input_shape == (4, 64, 4)  # 1 sample x 4 heads, 64 positions, 16 / 4
 

@@ -86,7 +86,7 @@ def test_gradient_accumulation_records_each_micro_batch(tmp_path):
     for a, b in zip(net.parameters(), plain.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     trace = open_trace(tmp_path / "t")
-    second = {name: f"{name}#1" for name in LAYERS if name != "shared#1"} | {"shared": "shared#2", "shared#1": "shared#3"}
+    second = {name: f"{name}#1" for name in LAYERS} | {"shared": "shared#2", "shared#1": "shared#3"}
     assert [layer.name for layer in trace.layers] == [
         "conv", "conv#1", "q", "q#1", "k", "k#1", "v", "v#1", "attention.scores", "attention.scores#1",
         "attention.mix", "attention.mix#1", "shared", "shared#1", "shared#2", "shared#3", "head", "head#1"]
