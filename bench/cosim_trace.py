@@ -45,7 +45,7 @@ def main(argv=None):
         cosim = Cosim(design, {"rows": args.rows, "cols": args.cols, "lanes": args.lanes}, build_root=args.build)
         totals = {op: CosimReport(design, "*", op) for op in ("fwd", "bwd_input", "bwd_weight")}
         began = time.perf_counter()
-        jobs = [(index, op) for index in indices for op in layer_ops(index)]
+        jobs = [(index, op) for index in indices for op in layer_ops(index, trace.layers[index])]
         for index, op in tqdm(jobs, desc=design, unit="op"):
             layer = trace.layers[index]
             report = cosimulate(cosim, layer, trace.load(layer.name, step), op, args.passes, args.start)

@@ -114,14 +114,19 @@ class Geometry:
 
 
 def conv_geometry(layer, input_shape, weight_shape):
-    """The ``Geometry`` of a layer, a Linear as a 1x1 convolution."""
+    """The ``Geometry`` of a layer: a Linear a 1x1 convolution, a Conv1d a Conv2d of height 1, a ``matmul``
+    [b, M, K] @ [b, K, N] a grouped 1x1 convolution (one sample, M positions, b groups of K channels, b*N filters)."""
+    if getattr(layer, "type", None) == "matmul":
+        b, m, k = input_shape
+        return Geometry((1, b * k, m, 1), (b * weight_shape[2], 1, 1), (1, 1), (0, 0), (1, 1), b)
     if len(weight_shape) == 2:
         n = input_shape[0]
         spatial = math.prod(input_shape[1:-1])  # a Linear over [n, ..., in]: positions on one axis
         return Geometry((n, input_shape[-1], spatial, 1), (weight_shape[0], 1, 1), (1, 1), (0, 0), (1, 1), 1)
+    height = (1,) * (4 - len(input_shape))  # a Conv1d's [n, c, L] is [n, c, 1, L]
     return Geometry(
-        tuple(input_shape),
-        (weight_shape[0], weight_shape[2], weight_shape[3]),
+        (*input_shape[:2], *height, *input_shape[2:]),
+        (weight_shape[0], *height, *weight_shape[2:]),
         _pair(getattr(layer, "stride", 1)),
         _pair(getattr(layer, "padding", 0)),
         _pair(getattr(layer, "dilation", 1)),
@@ -129,12 +134,16 @@ def conv_geometry(layer, input_shape, weight_shape):
     )
 
 
-def _to_nchw(x, shape):
-    """A Linear's [n, ..., features] tensor as [n, features, positions, 1]; a conv tensor unchanged."""
-    if x.ndim == 4:
-        return x
-    x = x.reshape(shape[0], -1, x.shape[-1])
-    return np.ascontiguousarray(x.transpose(0, 2, 1))[..., None]
+def _to_nchw(x, shape, features_last):
+    """A recorded activation or gradient as the NCHW tensor ``shape`` of the layer's convolution.
+
+    ``features_last``: a Linear's [n, ..., features] or a matmul's [b, M, features], which become
+    [n, features, positions, 1] (a matmul's b then folds into one sample of b channel groups); a
+    convolution's tensor is only reshaped (a Conv1d's [n, c, L] to [n, c, 1, L]).
+    """
+    if features_last:
+        x = np.ascontiguousarray(x.reshape(x.shape[0], -1, x.shape[-1]).transpose(0, 2, 1))
+    return x.reshape(shape)
 
 
 def _pad_lanes(x, lanes):
@@ -301,14 +310,18 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
     """A layer's tensors in the operand format as NCHW arrays: ``{"A": input, "W": weight, "G": output grad}``.
 
     Values are converted to ``fmt`` (round to nearest even or truncate, subnormals flushed);
-    a Linear layer's tensors become 1x1 convolution tensors.
+    Linear, Conv1d and matmul tensors become those of their convolution (``conv_geometry``).
     """
     geo = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
     (m, kh, kw), shape = geo.kernel, geo.input
+    weight, matmul = tensors.weight, getattr(layer, "type", None) == "matmul"
+    if matmul:
+        weight = weight.swapaxes(1, 2)  # [b, N, K]: b*N filters of K channels
+    features_last = matmul or weight.ndim == 2
     return {
-        "A": _to_nchw(quantize(tensors.input, fmt, rounding), shape),
-        "W": quantize(tensors.weight, fmt, rounding).reshape(m, shape[1] // geo.groups, kh, kw),
-        "G": _to_nchw(quantize(tensors.output_grad, fmt, rounding), shape),
+        "A": _to_nchw(quantize(tensors.input, fmt, rounding), shape, features_last),
+        "W": quantize(weight, fmt, rounding).reshape(m, shape[1] // geo.groups, kh, kw),
+        "G": _to_nchw(quantize(tensors.output_grad, fmt, rounding), (shape[0], m, *geo.output()), features_last),
     }
 
 

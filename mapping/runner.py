@@ -14,9 +14,11 @@ from dashraker.mapping.engine import map_op
 __all__ = ["layer_ops", "map_layer", "map_trace", "totals"]
 
 
-def layer_ops(index):
-    """The operations mapped for the layer at ``index``: no input gradient for the first layer (SPEC section 5)."""
-    return [op for op in OPS if not (op == "bwd_input" and index == 0)]
+def layer_ops(index, layer=None):
+    """The operations mapped for the layer at ``index``: an input gradient where training computes one, as the trace
+    records it (``input_needs_grad``), else (older traces) for every layer but the first (SPEC section 5)."""
+    needs = index > 0 if getattr(layer, "input_needs_grad", None) is None else layer.input_needs_grad
+    return [op for op in OPS if op != "bwd_input" or needs]
 
 
 def map_layer(trace, configs, step, index, ops=None):
@@ -27,7 +29,7 @@ def map_layer(trace, configs, step, index, ops=None):
     layer = trace.layers[index]
     tensors = trace.load(layer.name, step)
     plans, rows = {}, []
-    for op in layer_ops(index) if ops is None else ops:
+    for op in layer_ops(index, layer) if ops is None else ops:
         for config in configs:
             rows.append({"step": step, "layer_index": index, **map_op(config, layer, tensors, op, plans)})
     return rows
@@ -88,7 +90,8 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True):
     if missing:
         raise ValueError(f"{trace_path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
     tasks = sorted(
-        ((step, index, op) for step in steps for index in range(len(trace.layers)) for op in layer_ops(index)),
+        ((step, index, op) for step in steps for index, layer in enumerate(trace.layers)
+         for op in layer_ops(index, layer)),
         key=lambda task: -_work(trace.layers[task[1]]),
     )
     jobs = min(jobs or os.cpu_count() or 1, len(tasks))

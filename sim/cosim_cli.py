@@ -46,13 +46,15 @@ def register(subparsers):
 
 
 def _layer(trace, name, op):
+    from dashraker.mapping.runner import layer_ops
+
     names = [layer.name for layer in trace.layers]
     if name not in names:
         raise CliError(f"{trace.path}: no layer {name!r}; layers are {', '.join(names)}")
     index = names.index(name)
-    if op == "bwd_input" and index == 0:
-        raise CliError(f"{trace.path}: layer {name!r} is the first layer: the mapper forms no bwd-input passes "
-                       "for it (SPEC section 5)")
+    if op not in layer_ops(index, trace.layers[index]):
+        raise CliError(f"{trace.path}: layer {name!r} needs no input gradient (the first layer, or its input is the "
+                       "network's data): the mapper forms no bwd-input passes for it (SPEC section 5)")
     return trace.layers[index]
 
 

@@ -21,6 +21,7 @@ def step_list(flag, texts):
 
 def _record(args):
     from dashraker.trace.errors import RecordError
+    from dashraker.trace.factory import parse_args
     from dashraker.trace.training import record
 
     try:
@@ -39,6 +40,8 @@ def _record(args):
             seq_len=args.seq_len,
             overwrite=args.force,
             threads=args.threads,
+            model_args=parse_args(args.model_arg, "--model-arg"),
+            data_args=parse_args(args.data_arg, "--data-arg"),
         )
     except RecordError as error:
         raise CliError(str(error)) from None
@@ -81,12 +84,17 @@ def register(subparsers):
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     rec = actions.add_parser("record", help="train a network and record a trace on chosen optimizer steps")
-    rec.add_argument("--model", required=True, help=f"network: {MODEL_NAMES}")
+    rec.add_argument("--model", required=True,
+                     help=f"network: {MODEL_NAMES}, or PACKAGE.MODULE:FACTORY, a callable returning an nn.Module")
+    rec.add_argument("--model-arg", action="append", metavar="K=V",
+                     help="keyword argument of the model factory (repeatable; V a Python literal, else a string)")
     rec.add_argument(
         "--data",
         default="digits",
-        help="digits, pystdlib (for transformer), cifar10:FOLDER or npy:FOLDER (default digits)",
+        help="digits, pystdlib (for transformer), cifar10:FOLDER, npy:FOLDER, or PACKAGE.MODULE:FACTORY, a callable "
+        "returning a map-style data set of (sample, target) pairs (default digits)",
     )
+    rec.add_argument("--data-arg", action="append", metavar="K=V", help="keyword argument of the data factory")
     rec.add_argument("--steps", required=True, help="optimizer steps to record, e.g. 1,50,200 (trains to the last)")
     rec.add_argument("--samples", type=int, default=4, help="samples of each recorded batch to save (default 4)")
     rec.add_argument("--batch-size", type=int, default=16, help="training batch size (default 16)")

@@ -10,6 +10,8 @@ A data set is named ``name`` or ``name:path``:
 - ``npy:FOLDER``: ``x.npy`` and ``y.npy``, or ``.npz`` files each holding arrays ``x`` and ``y``
   (taken in name order); ``x`` is [N, C, H, W], [N, H, W] (one channel) or [N, features],
   ``y`` integer class labels [N].
+- ``PACKAGE.MODULE:FACTORY``: the user's own map-style data set (``factory.build_dataset``),
+  used as it is (no scaling); integer samples are token sequences.
 
 Images are scaled to [0, 1] (uint8 by 255) and standardized per channel over the data set.
 The bundled sets are built once per process (cached; their tensors are never modified).
@@ -25,6 +27,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from dashraker.trace import factory
 from dashraker.trace.errors import RecordError
 
 __all__ = ["Dataset", "DATASETS", "load_data"]
@@ -191,9 +194,16 @@ DATASETS = {"digits": digits, "pystdlib": stdlib_text, "cifar10": cifar10, "npy"
 _NEEDS_PATH = {"cifar10", "npy"}
 
 
-def load_data(spec, seq_len=64):
-    """Load the data set named ``spec`` (``name`` or ``name:path``, see the module docstring)."""
+def load_data(spec, seq_len=64, data_args=None):
+    """Load the data set named ``spec`` (``name``, ``name:path`` or a factory called with ``data_args``, see the
+    module docstring)."""
     name, _, path = str(spec).partition(":")
+    if name not in DATASETS and factory.is_factory(spec):
+        x, y = factory.build_dataset(spec, data_args or {})
+        kind = "tensors" if x.is_floating_point() else "tokens"
+        return Dataset(str(spec), x.float() if kind == "tensors" else x.long(), y.long(), int(y.max()) + 1, kind)
+    if data_args:
+        raise RecordError(f"data set {spec!r} takes no arguments; only a factory does")
     if name not in DATASETS:
         raise RecordError(f"unknown data set {name!r}; choose one of {sorted(DATASETS)} (cifar10 and npy take :FOLDER)")
     if (name in _NEEDS_PATH) != bool(path):

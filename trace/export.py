@@ -49,6 +49,9 @@ def _square(layer, field):
 
 def _expressible(layer):
     """Refuse what trace_params.csv cannot say: DNNsim would read the layer as a plain convolution."""
+    if layer.type == "matmul":
+        raise TraceError(f"layer {layer.name!r}: a matmul (a product of two activations, one weight per sample) "
+                         "cannot be exported to dnnsim: DNNsim's layers have one weight tensor")
     lost = []
     if layer.groups != 1:
         kind = "depthwise" if layer.groups == layer.in_channels == layer.out_channels else "grouped"
@@ -96,6 +99,8 @@ def export_dnnsim(path, out, net=None, progress=False, overwrite=False):
             epoch, batch = divmod(step - 1, per_epoch) if per_epoch else (0, step - 1)
             sub, suffix = DNNSIM_FILES[tensor]
             array = trace.load_tensor(layer.name, step, tensor)
+            if layer.type == "linear":
+                array = array.reshape(-1, array.shape[-1])  # DNNsim's fc rows: samples times tokens
             save_npy(staging / net / sub / f"{names[layer.name]}-{epoch}-{batch}-{suffix}.npy", array)
         atomic_write(staging / net / "trace_params.csv", lambda file: file.write("".join(params).encode()))
         mapping = "dnnsim_name,trace_name\n" + "".join(f"{new},{old}\n" for old, new in names.items())

@@ -2,8 +2,8 @@
 
 The CNNs take CIFAR-sized images (any size from 8x8 works); the MLP takes images or
 vectors; the Transformer is a causal character-level language model whose projections are
-all ``nn.Linear`` modules, so the recorder sees them (``nn.MultiheadAttention`` would hide
-its input projection inside a functional call).
+all ``nn.Linear`` modules and whose attention products go through ``MatMul`` modules, so the
+recorder sees them all (``nn.MultiheadAttention`` would hide them inside functional calls).
 """
 
 import math
@@ -13,6 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from dashraker.trace.errors import RecordError
+from dashraker.trace.layers import Attention
 
 __all__ = ["MODELS", "build_model", "ResNet18", "VGGSmall", "MobileNetSmall", "MLP", "TransformerLM"]
 
@@ -131,13 +132,16 @@ class MLP(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    """Pre-norm causal self-attention and ReLU feed-forward, every projection an ``nn.Linear``."""
+    """Pre-norm causal self-attention and ReLU feed-forward, every projection an ``nn.Linear`` and the two attention
+    products (``attention.scores``: q k^T, ``attention.mix``: weights times v) ``MatMul`` layers, all recorded."""
 
     def __init__(self, dim, heads, hidden):
         super().__init__()
         self.heads = heads
         self.norm1 = nn.LayerNorm(dim)
-        self.q, self.k, self.v, self.out = (nn.Linear(dim, dim) for _ in range(4))
+        self.q, self.k, self.v = (nn.Linear(dim, dim) for _ in range(3))
+        self.attention = Attention()
+        self.out = nn.Linear(dim, dim)
         self.norm2 = nn.LayerNorm(dim)
         self.ffn1 = nn.Linear(dim, hidden)
         self.ffn2 = nn.Linear(hidden, dim)
@@ -146,7 +150,7 @@ class EncoderBlock(nn.Module):
         n, t, d = x.shape
         h = self.norm1(x)
         split = lambda y: y.view(n, t, self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
-        attention = F.scaled_dot_product_attention(split(self.q(h)), split(self.k(h)), split(self.v(h)), is_causal=True)
+        attention = self.attention(split(self.q(h)), split(self.k(h)), split(self.v(h)), is_causal=True)
         x = x + self.out(attention.transpose(1, 2).reshape(n, t, d))
         return x + self.ffn2(F.relu(self.ffn1(self.norm2(x)), inplace=True))
 

@@ -12,19 +12,24 @@ from dashraker.trace.store import FORMAT, FORMAT_VERSION, MANIFEST, tensor_path
 
 __all__ = ["LayerInfo", "LayerTensors", "Trace", "open_trace", "open_tensor", "LAYER_TYPES"]
 
-LAYER_TYPES = ("conv2d", "linear")
+LAYER_TYPES = ("conv2d", "linear", "conv1d", "matmul")
+RANKS = {"conv2d": (4,), "linear": (2, 3), "conv1d": (3,), "matmul": (3,)}  # dimensions of a layer type's tensors
 
 
 @dataclass(frozen=True)
 class LayerInfo:
     """One recorded layer as the manifest describes it.
 
-    A Linear layer is a 1x1 convolution on 1x1 maps: kernel (1, 1), stride (1, 1), padding (0, 0),
-    groups 1; its ``input_shape`` is [rows, in_features] (rows = samples, times tokens per sample
-    for sequence models) and ``weight_shape`` [out_features, in_features]. A Conv2d layer's shapes
+    A Linear layer is a 1x1 convolution: kernel (1, 1), stride (1, 1), padding (0, 0), groups 1;
+    its ``input_shape`` is [samples, in_features] (1x1 maps) or, for a sequence model, [samples,
+    positions, in_features] (the tokens are the map's positions), and ``weight_shape``
+    [out_features, in_features]. A Conv2d layer's shapes
     are NCHW as PyTorch has them: input [n, c, h, w], weight [m, c/groups, kx, ky], output
     gradient [n, m, oh, ow]. ``kernel``, ``stride``, ``padding`` and ``dilation`` are pairs over
-    the two spatial axes (weight dimensions 2 and 3).
+    the two spatial axes (weight dimensions 2 and 3). A Conv1d layer (NCL shapes, one value per
+    field in the manifest) is a Conv2d of height 1: its pairs are (1, k), (1, s), (0, p), (1, d).
+    A ``matmul`` layer is a product of two activations, input [b, M, K] @ weight [b, K, N] (its
+    second activation), output gradient [b, M, N]; in_channels K, out_channels N, fields as a Linear's.
     """
 
     name: str
@@ -41,6 +46,7 @@ class LayerInfo:
     weight_shape: tuple
     output_grad_shape: tuple
     has_input_grad: bool
+    input_needs_grad: bool = None  # whether training computes the input gradient; None where a trace does not say
 
     @property
     def input_grad_shape(self):
@@ -93,26 +99,35 @@ def _conv_out(size, kernel, stride, padding, dilation):
 def _expected_shapes(info):
     """(weight shape, output gradient shape) that the layer's hyper-parameters and input shape imply."""
     if info.type == "linear":
-        return (info.out_channels, info.in_channels), (info.input_shape[0], info.out_channels)
-    n, _, h, w = info.input_shape
-    out = [_conv_out(*dims) for dims in zip((h, w), info.kernel, info.stride, info.padding, info.dilation)]
-    weight = (info.out_channels, info.in_channels // info.groups, *info.kernel)
+        return (info.out_channels, info.in_channels), (*info.input_shape[:-1], info.out_channels)
+    if info.type == "matmul":
+        b, m, k = info.input_shape
+        return (b, k, info.out_channels), (b, m, info.out_channels)
+    n, _, *spatial = info.input_shape
+    axes = slice(2 - len(spatial), 2)  # a conv1d's one axis is the second of its pairs
+    out = [_conv_out(*dims) for dims in zip(spatial, info.kernel[axes], info.stride[axes], info.padding[axes],
+                                            info.dilation[axes])]
+    weight = (info.out_channels, info.in_channels // info.groups, *info.kernel[axes])
     return weight, (n, info.out_channels, *out)
 
 
-def _layer_info(entry, where):
+def _layer_info(entry, where, version):
     if not isinstance(entry, dict):
         _fail(where, f"layer entry must be an object, not {entry!r}")
     name = _get(entry, "name", where, lambda v: isinstance(v, str) and v and "/" not in v, "a name without '/'")
     where = f"{where} {name!r}"
-    kind = _get(entry, "type", where, lambda v: v in LAYER_TYPES, f"one of {LAYER_TYPES}")
-    rank = 4 if kind == "conv2d" else 2
+    types = LAYER_TYPES if version > 1 else LAYER_TYPES[:2]  # version 1 knew conv2d and linear
+    kind = _get(entry, "type", where, lambda v: v in types, f"one of {types}")
+    ranks, axes = RANKS[kind], 1 if kind == "conv1d" else 2
 
     def shape(key):
-        return tuple(_get(entry, key, where, lambda v: _ints(v, rank, 1), f"{rank} positive integers"))
+        expected = f"{' or '.join(map(str, ranks))} positive integers"
+        return tuple(_get(entry, key, where, lambda v: _ints(v, None, 1) and len(v) in ranks, expected))
 
     def pair(key, minimum=1):
-        return tuple(_get(entry, key, where, lambda v: _ints(v, 2, minimum), f"two integers >= {minimum}"))
+        count = "one integer" if axes == 1 else "two integers"
+        value = _get(entry, key, where, lambda v: _ints(v, axes, minimum), f"{count} >= {minimum}")
+        return (minimum,) * (2 - axes) + tuple(value)  # a conv1d has height 1: no padding, unit kernel and steps
 
     def positive(key):
         return _get(entry, key, where, lambda v: _is_int(v, 1), "a positive integer")
@@ -135,14 +150,15 @@ def _layer_info(entry, where):
         weight_shape=shape("weight_shape"),
         output_grad_shape=shape("output_grad_shape"),
         has_input_grad=flag("has_input_grad"),
+        input_needs_grad=flag("input_needs_grad") if version > 1 else None,
     )
-    if kind == "linear" and (info.kernel, info.stride, info.padding, info.dilation, info.groups) != (
+    if kind in ("linear", "matmul") and (info.kernel, info.stride, info.padding, info.dilation, info.groups) != (
         (1, 1), (1, 1), (0, 0), (1, 1), 1
     ):
-        _fail(where, "a linear layer has kernel [1, 1], stride [1, 1], padding [0, 0], dilation [1, 1], groups 1")
+        _fail(where, f"a {kind} layer has kernel [1, 1], stride [1, 1], padding [0, 0], dilation [1, 1], groups 1")
     if info.in_channels % info.groups or info.out_channels % info.groups:
         _fail(where, f"field 'groups' ({info.groups}) must divide in_channels and out_channels")
-    if info.input_shape[1] != info.in_channels:
+    if info.input_shape[-1 if kind in ("matmul", "linear") else 1] != info.in_channels:
         _fail(where, f"field 'input_shape' {list(info.input_shape)} does not have in_channels={info.in_channels}")
     weight, output_grad = _expected_shapes(info)
     for key, expected in (("weight_shape", weight), ("output_grad_shape", output_grad)):
@@ -163,7 +179,8 @@ def _parse_manifest(path):
     if not isinstance(manifest, dict):
         _fail(where, "must hold a JSON object")
     _get(manifest, "format", where, lambda v: v == FORMAT, repr(FORMAT))
-    _get(manifest, "format_version", where, lambda v: v == FORMAT_VERSION, f"{FORMAT_VERSION} (this reader's version)")
+    version = _get(manifest, "format_version", where, lambda v: _is_int(v, 1) and v <= FORMAT_VERSION,
+                   f"1 to {FORMAT_VERSION} (this reader's versions)")
     _get(manifest, "dtype", where, lambda v: v == "float32", "'float32'")
     _get(manifest, "model", where, lambda v: isinstance(v, str), "a string")
     _get(manifest, "framework", where, lambda v: isinstance(v, dict), "an object of package versions")
@@ -171,7 +188,7 @@ def _parse_manifest(path):
     if steps != sorted(set(steps)):
         _fail(where, f"field 'steps' must be increasing without repeats, not {steps}")
     entries = _get(manifest, "layers", where, lambda v: isinstance(v, list) and v, "a non-empty list")
-    layers = [_layer_info(entry, f"{where}: layer {i}") for i, entry in enumerate(entries)]
+    layers = [_layer_info(entry, f"{where}: layer {i}", version) for i, entry in enumerate(entries)]
     names = [layer.name for layer in layers]
     if len(set(names)) != len(names):
         _fail(where, f"layer names repeat: {sorted({n for n in names if names.count(n) > 1})}")

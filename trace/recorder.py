@@ -1,4 +1,5 @@
-"""Records the input, weight and output gradient (input gradient optionally) of every Conv2d and Linear layer.
+"""Records the input, weight and output gradient (input gradient optionally) of every Conv1d, Conv2d, Linear and
+``MatMul`` layer (``trace.layers``; a ``MatMul``'s second activation is recorded as its weight).
 
 Output gradients are captured by tensor hooks that forward hooks register on each layer's
 output. Unlike module backward hooks this works when an in-place op (``ReLU(inplace=True)``,
@@ -8,6 +9,10 @@ alias of the input (``view_as``) made by a forward pre-hook, so a tensor that fe
 layers (a ResNet block input feeds ``conv1`` and the shortcut) yields each layer's own
 contribution rather than their sum. Hooks exist only during recorded steps and only copy
 tensors (or pass on a copy of a layer's output), so training is unchanged.
+
+A module that runs k + 1 times in a step (shared weights, a block applied repeatedly, gradient
+accumulation inside one recorded step) gives k + 1 layer entries: its name for the first call,
+``name#1`` ... ``name#k`` for the later ones, in call order.
 """
 
 import contextlib
@@ -19,15 +24,32 @@ import numpy as np
 import torch
 from torch import nn
 
+from dashraker.outputs import OutputFolder
 from dashraker.trace.errors import RecordError
-from dashraker.trace.store import FORMAT, FORMAT_VERSION, MANIFEST, save_json, save_npy, tensor_path
+from dashraker.trace.layers import MatMul
+from dashraker.trace.store import (FORMAT, FORMAT_VERSION, MANIFEST, TENSORS, is_trace, save_json, save_npy,
+                                   tensor_path)
 
-__all__ = ["Recorder", "recordable_layers"]
+__all__ = ["Recorder", "recording", "recordable_layers", "call_name", "RECORDED"]
+
+
+RECORDED = (nn.Conv1d, nn.Conv2d, nn.Linear, MatMul)
+
+
+def _unwrapped(model):
+    """The module a ``DistributedDataParallel``/``DataParallel`` wrapper holds, so layer names match the plain model."""
+    wrappers = (nn.parallel.DistributedDataParallel, nn.DataParallel)
+    return model.module if isinstance(model, wrappers) else model
 
 
 def recordable_layers(model):
-    """The ``(name, module)`` pairs of the Conv2d and Linear layers of ``model``, in definition order."""
-    return [(name, m) for name, m in model.named_modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    """The ``(name, module)`` pairs of the recorded layers of ``model`` (``RECORDED``), in definition order."""
+    return [(name, m) for name, m in _unwrapped(model).named_modules() if isinstance(m, RECORDED)]
+
+
+def call_name(name, call):
+    """The layer entry of a module's ``call``-th run in a step (0-based): ``name``, then ``name#1``, ``name#2``..."""
+    return f"{name}#{call}" if call else name
 
 
 def _conv_padding(name, conv):
@@ -44,11 +66,16 @@ def _conv_padding(name, conv):
     return list(conv.padding)
 
 
+# A Linear's or a matmul's fields as a 1x1 convolution.
+_ONE_BY_ONE = {"kernel": [1, 1], "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 1}
+
+
 def _hyper_parameters(name, module):
-    """Manifest fields that describe the layer itself (SPEC section 6); a Linear layer is a 1x1 convolution."""
-    if isinstance(module, nn.Conv2d):
+    """Manifest fields that describe the layer itself (SPEC section 6); a Linear layer and a product of two
+    activations (``matmul``: its channels are the product's K and N) are 1x1 convolutions."""
+    if isinstance(module, (nn.Conv1d, nn.Conv2d)):
         return {
-            "type": "conv2d",
+            "type": "conv1d" if isinstance(module, nn.Conv1d) else "conv2d",
             "in_channels": module.in_channels,
             "out_channels": module.out_channels,
             "kernel": list(module.kernel_size),
@@ -57,16 +84,9 @@ def _hyper_parameters(name, module):
             "dilation": list(module.dilation),
             "groups": module.groups,
         }
-    return {
-        "type": "linear",
-        "in_channels": module.in_features,
-        "out_channels": module.out_features,
-        "kernel": [1, 1],
-        "stride": [1, 1],
-        "padding": [0, 0],
-        "dilation": [1, 1],
-        "groups": 1,
-    }
+    if isinstance(module, MatMul):  # its channels, K and N, come from its operands (``Recorder._entries``)
+        return {"type": "matmul", **_ONE_BY_ONE}
+    return {"type": "linear", "in_channels": module.in_features, "out_channels": module.out_features, **_ONE_BY_ONE}
 
 
 def _alias_input(module, inputs):
@@ -77,17 +97,21 @@ def _alias_input(module, inputs):
 
 
 class Recorder:
-    """Writes the tensors of ``model``'s Conv2d and Linear layers on the steps run inside ``with recorder.step(n):``.
+    """Writes the tensors of ``model``'s recorded layers on the steps run inside ``with recorder.step(n):``.
 
-    Parameters: ``model`` (``nn.Module``), ``out`` (trace folder), ``samples`` (the first
-    ``samples`` samples of each batch are saved), ``input_grad`` (also save input gradients),
-    ``meta`` (extra manifest fields: model, data, optimizer settings...; the recorder writes
-    the format, framework versions, steps and layers itself).
+    Parameters: ``model`` (``nn.Module``, or a ``DistributedDataParallel`` wrapper of one),
+    ``out`` (trace folder), ``samples`` (the first ``samples`` samples of each batch are saved),
+    ``input_grad`` (also save input gradients), ``meta`` (extra manifest fields: model (default:
+    its class name), data, optimizer settings...; the recorder writes the format, framework
+    versions, steps and layers itself).
 
     Each recorded step writes its files atomically and then rewrites ``manifest.json``
     atomically with the step added, so an interrupted run leaves a valid trace of the
-    steps it finished. Linear inputs and gradients with extra leading axes (tokens) are
-    flattened to [rows, features].
+    steps it finished (``recording`` writes the whole trace into a temporary sibling instead).
+    Linear inputs and gradients with axes between the samples and the features (tokens) keep
+    them, flattened to one: [samples, positions, features]; a ``MatMul``'s operands and gradient
+    are flattened to [batch, rows, columns].
+    Tensors are saved as float32 whatever dtype autocast computed them in.
     """
 
     def __init__(self, model, out, samples, input_grad=False, meta=None):
@@ -96,32 +120,38 @@ class Recorder:
         self.out = Path(out)
         self.samples = samples
         self.input_grad = input_grad
-        self.meta = dict(meta or {})
+        self.meta = {"model": type(_unwrapped(model)).__name__, **(meta or {})}
         self.modules = recordable_layers(model)
         if not self.modules:
-            raise RecordError("the model has no Conv2d or Linear layer to record")
-        self.hyper = {name: {**_hyper_parameters(name, m), "bias": m.bias is not None} for name, m in self.modules}
+            raise RecordError("the model has no Conv1d, Conv2d, Linear or MatMul layer to record")
+        self.hyper = {name: {**_hyper_parameters(name, m), "bias": getattr(m, "bias", None) is not None}
+                      for name, m in self.modules}
         self.steps = []
         self.layers = None  # manifest layer entries, fixed by the first recorded step
 
     def _rows(self, module, tensor):
         """The recorded samples of an activation or gradient, copied (later in-place ops must not reach it)."""
         tensor = tensor.detach()[: self.samples]
-        if isinstance(module, nn.Linear):
-            tensor = tensor.reshape(-1, tensor.shape[-1])
+        if isinstance(module, nn.Linear) and tensor.dim() > 2:
+            tensor = tensor.reshape(len(tensor), -1, tensor.shape[-1])
+        elif isinstance(module, MatMul):
+            tensor = tensor.reshape(-1, *tensor.shape[-2:])
         return tensor.to(torch.float32, copy=True)
 
     def _keep(self, capture, key, module, grad):
         capture[key] = self._rows(module, grad)
 
-    def _on_forward(self, name, capture, module, inputs, output):
-        if capture:
-            raise RecordError(f"layer {name!r} ran twice in one step; a module used more than once is not recordable")
+    def _on_forward(self, name, calls, module, inputs, output):
         x = inputs[0]
+        name = call_name(name, len(calls))
         if len(x) < self.samples:
             raise RecordError(f"layer {name!r}: the batch has {len(x)} samples, fewer than {self.samples} to record")
-        capture["input"] = self._rows(module, x)
-        capture["weight"] = module.weight.detach().to(torch.float32, copy=True)
+        if isinstance(module, MatMul):
+            weight = self._rows(module, _second_activation(name, x, inputs[1]))
+        else:
+            weight = module.weight.detach().to(torch.float32, copy=True)
+        capture = {"input": self._rows(module, x), "weight": weight, "input_needs_grad": x.requires_grad}
+        calls.append(capture)
         if self.input_grad and x.requires_grad:
             x.register_hook(partial(self._keep, capture, "input_grad", module))
         if not output.requires_grad:
@@ -135,10 +165,10 @@ class Recorder:
 
     @contextlib.contextmanager
     def step(self, step):
-        """Record optimizer step ``step``: run its forward and backward pass inside this block."""
+        """Record optimizer step ``step``: run its forward and backward pass (or passes) inside this block."""
         if self.steps and step <= self.steps[-1]:
             raise RecordError(f"steps must be recorded in increasing order; step {step} comes after {self.steps[-1]}")
-        captures = {name: {} for name, _ in self.modules}
+        captures = {name: [] for name, _ in self.modules}
         handles = []
         try:
             for name, module in self.modules:
@@ -153,32 +183,43 @@ class Recorder:
 
     def _entries(self, step, captures):
         entries = []
-        for name, capture in captures.items():
-            for key in ("input", "output_grad"):
-                if key not in capture:
-                    what = "did not run" if key == "input" else "got no gradient (its output does not reach the loss)"
-                    raise RecordError(f"step {step}: layer {name!r} {what}")
-            entries.append({
-                "name": name,
-                **self.hyper[name],
-                "input_shape": list(capture["input"].shape),
-                "weight_shape": list(capture["weight"].shape),
-                "output_grad_shape": list(capture["output_grad"].shape),
-                "has_input_grad": "input_grad" in capture,
-            })
+        for name, calls in captures.items():
+            if not calls:
+                raise RecordError(f"step {step}: layer {name!r} did not run")
+            for call, capture in enumerate(calls):
+                if "output_grad" not in capture:
+                    raise RecordError(f"step {step}: layer {call_name(name, call)!r} got no gradient "
+                                      "(its output does not reach the loss)")
+                hyper = self.hyper[name]
+                if hyper["type"] == "matmul":  # [batch, M, K] @ [batch, K, N]
+                    _, k, n = capture["weight"].shape
+                    hyper = {**hyper, "in_channels": k, "out_channels": n}
+                entries.append({
+                    "name": call_name(name, call),
+                    **hyper,
+                    "input_shape": list(capture["input"].shape),
+                    "weight_shape": list(capture["weight"].shape),
+                    "output_grad_shape": list(capture["output_grad"].shape),
+                    "has_input_grad": "input_grad" in capture,
+                    "input_needs_grad": capture["input_needs_grad"],
+                })
         return entries
 
     def _save(self, step, captures):
         entries = self._entries(step, captures)
         if self.layers is None:
             self.layers = entries
+        if len(entries) != len(self.layers):
+            raise RecordError(f"step {step}: {len(entries)} layer calls, step {self.steps[0]} had {len(self.layers)}; "
+                              "every recorded step must run the same layers the same number of times")
         for entry, first in zip(entries, self.layers):
             if entry != first:
                 name = entry["name"]
                 raise RecordError(f"step {step}: layer {name!r} changed since step {self.steps[0]}: {entry} vs {first}")
-        for name, capture in captures.items():
-            for tensor, value in capture.items():
-                save_npy(tensor_path(self.out, step, name, tensor), value.numpy())
+        for entry, capture in zip(entries, (c for calls in captures.values() for c in calls)):
+            for tensor in TENSORS:
+                if tensor in capture:
+                    save_npy(tensor_path(self.out, step, entry["name"], tensor), capture[tensor].numpy())
         self.steps.append(step)
         self.write_manifest()
 
@@ -191,10 +232,40 @@ class Recorder:
             "format_version": FORMAT_VERSION,
             **self.meta,
             "dtype": "float32",
-            "layout": "NCHW for conv2d; [rows, features] for linear; weights as PyTorch",
+            "layout": LAYOUT,
             "framework": {"torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version()},
             "samples": self.samples,
             "steps": self.steps,
             "layers": self.layers,
         }
         save_json(self.out / MANIFEST, manifest)
+
+
+LAYOUT = ("NCHW for conv2d, NCL for conv1d; [samples, features] or [samples, positions, features] for linear; "
+          "[batch, M, K], [batch, K, N] and "
+          "[batch, M, N] for matmul's input, weight (its second activation) and output gradient; weights as PyTorch")
+
+
+def _second_activation(name, a, b):
+    """A ``MatMul``'s second operand, after checking the product is batched and needs no broadcasting."""
+    if a.dim() < 3 or a.shape[:-2] != b.shape[:-2]:
+        raise RecordError(f"layer {name!r}: a recorded matmul takes [batch, ..., M, K] @ [batch, ..., K, N] with the "
+                          f"same batch axes, not {list(a.shape)} @ {list(b.shape)} (expand the operands first)")
+    return b
+
+
+@contextlib.contextmanager
+def recording(model, out, samples, input_grad=False, meta=None, overwrite=False):
+    """A ``Recorder`` for a training loop of one's own, writing the whole trace at once.
+
+    The trace is written into a temporary sibling of ``out`` that replaces it when the block
+    ends without an exception (so a failed run leaves ``out`` as it was); ``overwrite`` lets it
+    replace an earlier trace (and nothing else). At least one step must have been recorded.
+    """
+    folder = OutputFolder(out, "trace folder", is_trace if overwrite else None, "overwrite=True replaces a trace")
+    with folder, folder.staging() as staging:
+        recorder = Recorder(model, staging, samples, input_grad=input_grad, meta=meta)
+        yield recorder
+        if not recorder.steps:
+            raise RecordError(f"trace folder {out}: no step was recorded (run passes inside recorder.step(n))")
+        recorder.write_manifest()

@@ -21,7 +21,11 @@ __all__ = [
 ]
 
 FORMAT = "dashraker-trace"
-FORMAT_VERSION = 1
+# Version 2 added the layer types conv1d and matmul, the entries name#k of a module's repeated calls, Linear
+# tensors of sequence models as [samples, positions, features] (version 1 flattened them to [rows, features]) and
+# each layer's input_needs_grad (version 1 implied it: every layer but the first);
+# readers take every version up to FORMAT_VERSION (a version 1 trace is a valid version 2 trace).
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 # Tensors saved per layer and step; ``input_grad`` only when recorded.
 TENSORS = ("input", "weight", "output_grad", "input_grad")

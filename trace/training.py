@@ -8,6 +8,7 @@ from torch.nn import functional as F
 from torch.nn.utils import prune as torch_prune
 from tqdm import tqdm
 
+from dashraker.trace import factory
 from dashraker.trace.data import load_data
 from dashraker.trace.errors import RecordError
 from dashraker.trace.networks import build_model
@@ -51,7 +52,7 @@ class MagnitudePruner:
         self.target = self.check(target)
         self.ramp = max(1, total_steps // 2)
         self.every = max(1, self.ramp // 10)
-        self.modules = [module for _, module in recordable_layers(net)]
+        self.modules = [module for _, module in recordable_layers(net) if hasattr(module, "weight")]  # not MatMul
         for module in self.modules:
             torch_prune.identity(module, "weight")
 
@@ -88,6 +89,21 @@ def _batches(dataset, batch_size, generator):
             yield dataset.x[index], dataset.y[index]
 
 
+def _loss(net, x, y, step):
+    """Cross-entropy of ``net``'s logits [..., classes] against targets [...]; a model or data set that do not fit
+    (the user's own) is one ``RecordError``."""
+    try:
+        logits = net(x)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    except RecordError:
+        raise
+    except (RuntimeError, ValueError, TypeError, IndexError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RecordError(f"step {step}: the model failed on a batch x {list(x.shape)} {x.dtype}, targets "
+                          f"{list(y.shape)} (it must map x to class logits [..., classes] for targets [...]): "
+                          f"{first}") from None
+
+
 def train(
     net, dataset, total_steps, *, batch_size, seed, lr=None, prune=None, step_context=None, losses=None, progress=False
 ):
@@ -108,8 +124,7 @@ def train(
         context = step_context(step) if step_context else None
         with context or contextlib.nullcontext():
             optimizer.zero_grad(set_to_none=True)
-            logits = net(x)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+            loss = _loss(net, x, y, step)
             if not math.isfinite(loss.item()):
                 raise RecordError(f"training diverged: the loss is {loss.item()} at step {step} "
                                   f"(learning rate {optimizer.defaults['lr']}); no trace written")
@@ -166,10 +181,14 @@ def record(
     seq_len=64,
     overwrite=False,
     threads=None,
+    model_args=None,
+    data_args=None,
 ):
     """Train ``model`` on ``data`` for ``max(steps)`` optimizer steps and record ``steps`` into the folder ``out``.
 
-    ``model``: a name in ``networks.MODELS``; ``data``: a data set spec (``data.load_data``);
+    ``model``: a name in ``networks.MODELS`` or a factory ``PACKAGE.MODULE:FACTORY`` called with
+    ``model_args`` (``trace.factory``); ``data``: a data set spec (``data.load_data``, a factory
+    called with ``data_args``);
     ``steps``: 1-based optimizer step numbers (step n is the n-th batch's forward/backward
     pass, recorded before its update); ``samples``: how many samples of each recorded batch
     are saved; ``lr``: learning rate (default 0.05 SGD, 1e-3 AdamW for tokens); ``prune``:
@@ -183,21 +202,29 @@ def record(
     """
     steps = _check_steps(steps)
     _check_settings(lr, threads, seq_len)
+    own_model = factory.is_factory(model)
+    if model_args and not own_model:
+        raise RecordError(f"model {model!r} takes no arguments; only a factory does")
     if prune is not None:
         MagnitudePruner.check(prune)
     folder = OutputFolder(out, "trace folder", is_trace if overwrite else None,
                           "--force replaces only a trace" if overwrite else "use --force to replace a trace")
     if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
         raise RecordError(f"need 1 <= samples <= batch_size, got samples={samples!r}, batch_size={batch_size!r}")
-    dataset = load_data(data, seq_len)
+    dataset = load_data(data, seq_len, data_args)
     if len(dataset) < batch_size:
         raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
     torch.manual_seed(seed)
-    net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
+    if own_model:
+        net = factory.build_model(model, model_args or {})
+    else:
+        net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
     optimizer, settings = optimizer_settings(dataset.kind, lr)
     meta = {
         "model": model,
+        "model_args": model_args or {},
         "data": str(data),
+        "data_args": data_args or {},
         "batch_size": batch_size,
         "batches_per_epoch": len(dataset) // batch_size,
         "seed": seed,

@@ -82,6 +82,20 @@ def test_dilated_layer_agrees(op, cosims):
     assert report.mapper_cycles == report.rtl_cycles > 0
 
 
+@pytest.mark.parametrize("case", [
+    dict(kind="conv1d", n=2, c=6, m=5, size=11, kernel=3, stride=2, padding=2, dilation=2, seed=4),
+    dict(kind="matmul", n=3, c=9, m=6, size=7, seed=5),  # 3 products [7, 9] @ [9, 6]: groups of a 1x1 convolution
+])
+@pytest.mark.parametrize("design", list(CONFIGS))
+def test_conv1d_and_matmul_agree(design, case, cosims):
+    """The new layer kinds on the RTL: every operation's passes equal the golden model and the mapper's cycles."""
+    layer, tensors, _ = make_layer(**case)
+    for op in OPS.values():
+        report = cosimulate(cosims(design), layer, tensors, op, count=PASSES, chunk=6)
+        assert report.passes == PASSES and report.ok, "\n".join(report.problems)
+        assert report.mapper_cycles == report.rtl_cycles > 0
+
+
 def test_passes_are_the_mappers(cosim_trace):
     """``trace_passes`` slices the mapper's own pass sequence, across its batches."""
     layer = _layer(cosim_trace, "fwd")

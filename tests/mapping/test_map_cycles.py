@@ -77,6 +77,43 @@ def test_tensordash_lookaside_by_hand(tmp_path):
     assert result["counts"]["mul"] == 4 * 3  # 4 non-zero values, each times 3 filters
 
 
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        # 2 products [5, 20] @ [20, 3], one 4x4 tile of 16 lanes, one group per product:
+        # fwd: 5 rows of A (2 row sets) x 3 columns of B (1 set), ceil(20/16) = 2 steps: 2 x 2 passes x 2 groups = 8;
+        # dA = G B^T: 5 rows of G (2 sets) x 20 rows of B (5 sets), ceil(3/16) = 1 step: 2 x 10 = 20;
+        # dB = A^T G: 20 channels of A (5 sets) x 3 of G (1 set), 1 sample x ceil(5 positions / 16) = 1 step: 2 x 5 = 10.
+        (dict(kind="matmul", n=2, size=5, c=20, m=3), {"fwd": 8, "bwd_input": 20, "bwd_weight": 10}),
+        # Conv1d, 20 -> 5 channels, kernel 3, padding 1, length 8: a conv2d of height 1.
+        # fwd: 8 windows (2 sets) x 5 filters (2 sets), ceil(20/16) x 3 taps = 6 steps: 4 passes x 6 = 24;
+        # dA: 8 gradient windows (2 sets) x 20 filters (5 sets), ceil(5/16) x 3 taps = 3 steps: 10 x 3 = 30;
+        # dW: 3 tap offsets x 20 channels of A (5 sets) x 5 of G (2 sets), ceil(8/16) = 1 step: 3 x 10 = 30.
+        (dict(kind="conv1d", n=1, c=20, m=5, size=8, kernel=3, padding=1),
+         {"fwd": 24, "bwd_input": 30, "bwd_weight": 30}),
+    ],
+)
+def test_conv1d_and_matmul_baseline_cycles_by_hand(tmp_path, layer_case, case, expected):
+    layer, tensors, _ = layer_case(**case)
+    config = config_file(tmp_path, "baseline", tiles=1, rows=4, cols=4, lanes=16)
+    assert {op: map_op(config, layer, tensors, op)["cycles"] for op in expected} == expected
+
+
+def test_tensordash_skips_causal_zeros_of_a_matmul(tmp_path):
+    """Attention weights [4, 48] @ v [48, 1] on one 1x1 PE of 16 lanes: row i of the causal weights holds i + 1
+    non-zero chunks of 16, then zeros. TensorDash (H = 2) issues a chunk per cycle and skips up to two empty
+    steps after it: rows cost 1, 2, 3, 3 cycles = 9 against 4 x 3 = 12 dense."""
+    weights = np.zeros((1, 4, 48), np.float32)
+    for i in range(4):
+        weights[0, i, : 16 * (i + 1)] = 1.0
+    v = np.ones((1, 48, 1), np.float32)
+    layer = types.SimpleNamespace(name="mix", type="matmul", stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
+    tensors = types.SimpleNamespace(input=weights, weight=v, output_grad=np.ones((1, 4, 1), np.float32))
+    config = config_file(tmp_path, "tensordash", tiles=1, rows=1, cols=1, lanes=16)
+    result = map_op(config, layer, tensors, "fwd")
+    assert (result["scheduled"], result["dense_cycles"], result["cycles"]) == ("A", 12, 9)
+
+
 def test_fpraker_terms_by_hand(tmp_path):
     # a = 1.3125 = 1.0101b: significand 168 = 128 + 32 + 8, three terms; b = 1.0; equal exponents, all
     # in bound. 16 inputs on 8 lanes = 2 blocks of 3 cycles each; 4 samples x 4 outputs = 1 pass.

@@ -1,6 +1,7 @@
 """The passes of SPEC section 5 reproduce PyTorch's convolution and its gradients, stream by stream."""
 
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,7 +21,30 @@ CASES = {
     "dilated_stride3_k5": dict(size=12, kernel=5, stride=3, dilation=2, padding=3),
     "dilated_depthwise": dict(c=6, m=6, groups=6, size=8, dilation=3, padding=3, stride=2),
     "linear": dict(kind="linear", n=5, c=20, m=7),
+    "conv1d": dict(kind="conv1d", size=11, kernel=5, stride=2, padding=2),
+    "conv1d_grouped_dilated": dict(kind="conv1d", c=8, m=6, groups=2, size=12, dilation=2, padding=2),
+    "matmul": dict(kind="matmul", n=3, c=20, m=7, size=9),
+    "linear_tokens": dict(kind="tokens", n=2, c=20, m=7, size=19),  # 19 positions: dW lanes over tokens
 }
+
+
+def _conv_form(layer, reference):
+    """The layer and references as the convolution the mapper sees (``conv_geometry``): a Linear 1x1 on 1x1 maps,
+    a Conv1d of height 1, a matmul of b products a grouped 1x1 convolution of one sample over the M rows."""
+    if layer.type == "matmul":
+        b = reference["fwd"].shape[0]
+        out, d_a, d_b = (reference[op].transpose(0, 2, 1) for op in ("fwd", "bwd_input", "bwd_weight"))
+        reference = {"fwd": out.reshape(1, -1, out.shape[2], 1), "bwd_input": d_a.reshape(1, -1, d_a.shape[2], 1),
+                     "bwd_weight": d_b.reshape(-1, d_b.shape[2], 1, 1)}  # [b, M, X] -> [1, b*X, M, 1]; dB [b*N, K]
+        return SimpleNamespace(**{**vars(layer), "groups": b}), reference
+    if layer.type == "linear" and reference["fwd"].ndim == 3:  # [n, tokens, features] -> [n, features, tokens, 1]
+        return layer, {k: (v.transpose(0, 2, 1)[..., None] if v.ndim == 3 else v[..., None, None])
+                       for k, v in reference.items()}
+    if layer.type == "linear":
+        return layer, {k: v.reshape(v.shape + (1, 1)) for k, v in reference.items()}
+    if layer.type == "conv1d":
+        return layer, {k: np.expand_dims(v, 2) for k, v in reference.items()}
+    return layer, reference
 
 
 def _products(problem):
@@ -78,12 +102,11 @@ def _assemble(op, op_plan, shapes, layer, lanes, dataflow="default"):
 @pytest.mark.parametrize("case", CASES)
 def test_passes_reproduce_pytorch(layer_case, case, lanes, dataflow):
     layer, tensors, reference = layer_case(**CASES[case])
-    if case == "linear":
-        reference = {k: v.reshape(v.shape + (1, 1) if v.ndim == 2 else v.shape) for k, v in reference.items()}
+    conv, reference = _conv_form(layer, reference)
     shapes = {op: value.shape for op, value in reference.items()}
     for op, expected in reference.items():
         op_plan = plan(layer, tensors, op, lanes, dataflow=dataflow)
-        got = _assemble(op, op_plan, shapes, layer, lanes, dataflow)
+        got = _assemble(op, op_plan, shapes, conv, lanes, dataflow)
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9, err_msg=f"{case} {op} {dataflow}")
 
 
@@ -157,3 +180,15 @@ def test_unknown_dataflow(layer_case):
     layer, tensors, _ = layer_case()
     with pytest.raises(ValueError, match="unknown dataflow 'x'"):
         plan(layer, tensors, "fwd", 4, dataflow="x")
+
+
+def test_linear_on_tokens_has_token_lanes(layer_case):
+    """A Linear on [n, T, features] is a 1x1 convolution over T positions: its weight gradient fills the lanes with
+    tokens (2 samples x ceil(19 / 16) = 4 steps), where 38 rows of one position each would take 38 near-empty steps."""
+    layer, tensors, _ = layer_case(kind="tokens", n=2, c=20, m=7, size=19)
+    assert [p.steps for p in plan(layer, tensors, "bwd_weight", 16).problems] == [4]
+    fwd = plan(layer, tensors, "fwd", 16)
+    windows = fwd.problems[0].rows if fwd.scheduled == "A" else fwd.problems[0].cols
+    assert windows.count == 2 * 19 and windows.steps == 2  # a window per token, ceil(20 / 16) steps
+    layer, tensors, _ = layer_case(kind="linear", n=38, c=20, m=7)
+    assert [p.steps for p in plan(layer, tensors, "bwd_weight", 16).problems] == [38]

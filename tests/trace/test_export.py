@@ -73,3 +73,17 @@ def test_export_refuses_what_the_csv_cannot_say(options, message, mixed_net_trac
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "layer 'conv" in err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())  # nothing written
+
+
+def test_export_refuses_matmul(tmp_path):
+    import torch
+
+    from dashraker.trace.layers import MatMul
+    from dashraker.trace.recorder import Recorder
+
+    net = torch.nn.ModuleDict({"fc": torch.nn.Linear(4, 4), "product": MatMul()})
+    with Recorder(net, tmp_path / "t", samples=1).step(1):
+        h = net["fc"](torch.randn(2, 3, 4))
+        net["product"](h, h.transpose(1, 2)).sum().backward()
+    with pytest.raises(TraceError, match=r"layer 'product': a matmul \(a product of two activations"):
+        export_dnnsim(tmp_path / "t", tmp_path / "out")

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from dashraker.trace import open_trace, record
+from dashraker.trace.layers import Attention, MatMul
 from dashraker.trace.networks import build_model
 from dashraker.trace.recorder import recordable_layers
 
@@ -33,10 +35,13 @@ def test_image_networks(name, convs, depthwise, linears, parameters):
     assert net(torch.randn(2, 3, 32, 32)).shape == (2, 10)
 
 
-def test_transformer_projections_are_linear():
+def test_transformer_projections_are_linear_and_attention_products_matmul():
     net = build_model("transformer", (16,), 256, "tokens")
-    names = [name for name, _ in recordable_layers(net)]
-    assert names == [f"blocks.{b}.{p}" for b in (0, 1) for p in ("q", "k", "v", "out", "ffn1", "ffn2")] + ["head"]
+    layers = recordable_layers(net)
+    kinds = ("q", "k", "v", "attention.scores", "attention.mix", "out", "ffn1", "ffn2")
+    assert [name for name, _ in layers] == [f"blocks.{b}.{p}" for b in (0, 1) for p in kinds] + ["head"]
+    assert [name for name, m in layers if isinstance(m, MatMul)] == [
+        f"blocks.{b}.attention.{p}" for b in (0, 1) for p in ("scores", "mix")]
     tokens = torch.randint(0, 256, (2, 16))
     logits = net(tokens)
     assert logits.shape == (2, 16, 256)
@@ -46,15 +51,37 @@ def test_transformer_projections_are_linear():
     torch.testing.assert_close(net(changed)[:, :-1], logits[:, :-1])
 
 
+@pytest.mark.parametrize("mask", ["causal", "bool", "float", None])
+def test_attention_is_pytorchs_scaled_dot_product_attention(mask):
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4, generator=gen) for _ in range(3))
+    masks = {"causal": None, "bool": torch.rand(5, 5, generator=gen) > 0.3, "float": torch.randn(5, 5, generator=gen),
+             None: None}
+    masks["bool"][:, 0] = True  # every query keeps a key: no all-masked row (NaN in both)
+    options = dict(attn_mask=masks[mask], is_causal=mask == "causal")
+    torch.testing.assert_close(Attention()(q, k, v, **options), F.scaled_dot_product_attention(q, k, v, **options))
+    torch.testing.assert_close(Attention()(q, k, v, scale=0.3), F.scaled_dot_product_attention(q, k, v, scale=0.3))
+
+
 def test_transformer_trace(tmp_path):
     out = record(
         "transformer", "pystdlib", [1, 2], 2, tmp_path / "t", batch_size=4, seq_len=16, progress=False, threads=1
     )
     trace = open_trace(out)
     ffn2 = trace.layer("blocks.1.ffn2")
-    assert ffn2.input_shape == (2 * 16, 256) and ffn2.output_grad_shape == (32, 128)
+    assert ffn2.input_shape == (2, 16, 256) and ffn2.output_grad_shape == (2, 16, 128)
     assert np.mean(trace.load("blocks.1.ffn2", 2).input == 0) > 0.2  # ReLU zeros
     assert trace.manifest["optimizer"] == {"name": "AdamW", "lr": 1e-3}
+    # Attention products of 2 samples x 4 heads: q k^T and weights @ v, the causal mask's zeros in the
+    # weights (mix's input) and in the gradient of the scores, exactly above the diagonal.
+    scores, mix = trace.layer("blocks.0.attention.scores"), trace.layer("blocks.0.attention.mix")
+    assert (scores.type, scores.input_shape, scores.weight_shape, scores.output_grad_shape) == (
+        "matmul", (8, 16, 32), (8, 32, 16), (8, 16, 16))
+    assert (mix.input_shape, mix.weight_shape, mix.output_grad_shape) == ((8, 16, 16), (8, 16, 32), (8, 16, 32))
+    above = np.triu(np.ones((16, 16), bool), 1)
+    weights, score_grad = trace.load(mix.name, 1).input, trace.load(scores.name, 1).output_grad
+    assert (weights[:, above] == 0).all() and (weights[:, ~above] > 0).all()
+    assert (score_grad[:, above] == 0).all() and (score_grad[:, ~above] != 0).mean() > 0.9
 
 
 def test_pruned_trace_carries_weight_sparsity(tmp_path):

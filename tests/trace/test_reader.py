@@ -120,7 +120,7 @@ def test_manifest_missing(tmp_path):
     "change, fragments",
     [
         (lambda m: m.pop("steps"), ["missing field 'steps'"]),
-        (lambda m: m.update(format_version=99), ["field 'format_version' must be 1"]),
+        (lambda m: m.update(format_version=99), ["field 'format_version' must be 1 to 2"]),
         (lambda m: m.update(steps=[3, 1]), ["increasing"]),
         (lambda m: m["layers"][1].pop("groups"), ["layer 1 'conv2'", "missing field 'groups'"]),
         (
@@ -193,3 +193,59 @@ def test_dilation_is_recorded_and_read(mixed_net_trace):
     # bwd_input: stride 1, every tap: the same. bwd_weight: 9 offsets x 2 x 2 channel sets = 36 passes of
     # 2 samples x 1 chunk of 16 positions, round robin: the busiest tile runs 3 of them, 6 cycles.
     assert dilated == {"fwd": (16, 9), "bwd_input": (16, 9), "bwd_weight": (36, 6)}
+
+
+def _as_version_1(manifest):
+    """A manifest as format version 1 wrote it: no ``input_needs_grad``."""
+    manifest["format_version"] = 1
+    for entry in manifest["layers"]:
+        del entry["input_needs_grad"]
+
+
+def test_version_1_manifest_is_read(broken):
+    """Traces written before conv1d and matmul layers (format version 1) read as before."""
+    _rewrite_manifest(broken, _as_version_1)
+    trace = open_trace(broken)
+    assert trace.manifest["format_version"] == 1 and [layer.type for layer in trace.layers][-1] == "linear"
+    assert trace.load("fc", 3).weight.shape == trace.layer("fc").weight_shape
+    assert {layer.input_needs_grad for layer in trace.layers} == {None}  # the mapper's rule: all but the first
+    _rewrite_manifest(broken, lambda m: m["layers"][4].update(type="matmul"))
+    with pytest.raises(TraceError, match=r"'fc': field 'type' must be one of \('conv2d', 'linear'\)"):
+        open_trace(broken)
+
+
+@pytest.fixture
+def seq_trace(tmp_path):
+    """A trace of ``SeqNet``: a conv1d, matmul layers and a Linear run twice."""
+    import torch
+    from torch.nn import functional as F
+    from trace_helpers import SeqNet
+
+    from dashraker.trace.recorder import Recorder
+
+    torch.manual_seed(0)
+    net = SeqNet()
+    with Recorder(net, tmp_path / "seq", samples=2).step(1):
+        F.cross_entropy(net(torch.randn(3, 4, 6)), torch.tensor([0, 1, 2])).backward()
+    return tmp_path / "seq"
+
+
+@pytest.mark.parametrize(
+    "layer, change, fragments",
+    [
+        ("conv", dict(kernel=[3, 3]), ["'conv'", "field 'kernel' must be one integer >= 1"]),
+        ("conv", dict(padding=[0]), ["'conv'", "'output_grad_shape' is [2, 8, 6]", "give [2, 8, 4]"]),
+        ("attention.scores", dict(weight_shape=[4, 4, 5]), ["'weight_shape' is [4, 4, 5]", "give [4, 4, 6]"]),
+        ("attention.mix", dict(in_channels=4), ["'attention.mix'", "[4, 6, 6] does not have in_channels=4"]),
+        ("attention.mix", dict(stride=[2, 1]), ["a matmul layer has kernel [1, 1], stride [1, 1]"]),
+        ("shared#1", dict(input_shape=[2, 6, 8, 1]), ["'shared#1'", "field 'input_shape' must be 2 or 3 positive"]),
+        ("shared#1", dict(input_shape=[2, 5, 8]), ["'shared#1'", "'output_grad_shape' is [2, 6, 8]", "give [2, 5, 8]"]),
+    ],
+)
+def test_conv1d_and_matmul_manifest_errors(seq_trace, layer, change, fragments):
+    names = [entry["name"] for entry in _manifest(seq_trace)["layers"]]
+    _rewrite_manifest(seq_trace, lambda m: m["layers"][names.index(layer)].update(change))
+    with pytest.raises(TraceError) as info:
+        open_trace(seq_trace)
+    for fragment in fragments:
+        assert fragment in str(info.value)

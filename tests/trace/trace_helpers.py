@@ -61,3 +61,60 @@ def one_thread():
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+class SeqNet(nn.Module):
+    """A user's own sequence network: Conv1d, two-head causal ``Attention``, a Linear applied twice (shared weights).
+
+    Takes [n, 4, 6] sequences, returns [n, 3] logits; layers in call order: conv, q, k, v,
+    attention.scores, attention.mix, shared, shared#1, head.
+    """
+
+    def __init__(self, channels=4, dim=8, classes=3):
+        super().__init__()
+        from dashraker.trace.layers import Attention
+
+        self.conv = nn.Conv1d(channels, dim, 3, padding=1)
+        self.q, self.k, self.v = (nn.Linear(dim, dim) for _ in range(3))
+        self.attention = Attention()
+        self.shared = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def heads(self, x):
+        """[n, L, dim] -> [n, 2, L, dim / 2]."""
+        return x.view(*x.shape[:2], 2, -1).transpose(1, 2)
+
+    def forward(self, x):
+        h = F.relu(self.conv(x)).transpose(1, 2)
+        a = self.attention(self.heads(self.q(h)), self.heads(self.k(h)), self.heads(self.v(h)), is_causal=True)
+        h = h + a.transpose(1, 2).flatten(2)
+        return self.head(self.shared(F.relu(self.shared(h))).mean(1))
+
+
+def seq_reference(net, x, y, autocast=False):
+    """``SeqNet``'s pass in plain functional PyTorch, under CPU bf16 autocast if asked: per recorded layer entry,
+    (input, weight, output) with the output's gradient from autograd, as the recorder lays them out."""
+    layers = {}
+
+    def keep(name, inp, weight, out):
+        out.retain_grad()
+        layers[name] = (inp, weight, out)
+        return out
+
+    def linear(name, module, inp):
+        return keep(name, inp, module.weight, F.linear(inp, module.weight, module.bias))
+
+    with torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        h = F.relu(keep("conv", x, net.conv.weight, F.conv1d(x, net.conv.weight, net.conv.bias, padding=1)))
+        h = h.transpose(1, 2)
+        q, k, v = (net.heads(linear(name, getattr(net, name), h)) for name in "qkv")
+        kt = k.transpose(-2, -1)
+        scores = keep("attention.scores", q, kt, q @ kt) / 2.0  # 1 / sqrt(head dim 4)
+        causal = torch.ones(6, 6, dtype=torch.bool).tril()
+        weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+        mix = keep("attention.mix", weights, v, weights @ v)
+        h = h + mix.transpose(1, 2).flatten(2)
+        h = linear("shared#1", net.shared, F.relu(linear("shared", net.shared, h)))
+        out = linear("head", net.head, h.mean(1))
+    F.cross_entropy(out, y).backward()
+    return layers

@@ -1,0 +1,95 @@
+"""The user's own network and data for ``trace record``: ``PACKAGE.MODULE:FACTORY`` specs and ``K=V`` arguments.
+
+A factory is any callable reached by importing ``PACKAGE.MODULE`` (the current folder is
+searched first, as ``python -m`` would) and following the dotted ``FACTORY`` attribute path.
+Every failure (module not importable, no such attribute, the factory raising or returning the
+wrong kind of object) is a one-line ``RecordError`` naming the spec.
+"""
+
+import ast
+import importlib
+import os
+import sys
+
+import torch
+
+from dashraker.trace.errors import RecordError
+
+__all__ = ["is_factory", "parse_args", "build_model", "build_dataset"]
+
+
+def is_factory(spec):
+    """Whether ``spec`` names a factory (``MODULE:ATTRIBUTE`` with a dotted module path or an identifier before ':')."""
+    module, colon, attribute = str(spec).partition(":")
+    return bool(colon) and all(part.isidentifier() for part in (*module.split("."), *attribute.split(".")))
+
+
+def parse_args(pairs, flag):
+    """``["k=v", ...]`` as keyword arguments, each value a Python literal where it parses as one, else the string."""
+    kwargs = {}
+    for pair in pairs or ():
+        key, equals, text = pair.partition("=")
+        if not equals or not key.isidentifier():
+            raise RecordError(f"{flag} takes KEY=VALUE with KEY a Python name, not {pair!r}")
+        try:
+            kwargs[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            kwargs[key] = text
+    return kwargs
+
+
+def _call(spec, what, kwargs):
+    """Import the factory ``spec`` and call it with ``kwargs``."""
+    module_name, _, attribute = spec.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj = importlib.import_module(module_name)
+    except Exception as error:  # an import runs the user's code: any error is the user's
+        raise RecordError(f"{what} {spec!r}: cannot import {module_name!r} ({type(error).__name__}: {error})") from None
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise RecordError(f"{what} {spec!r}: {type(obj).__name__} {getattr(obj, '__name__', obj)!r} has no "
+                              f"attribute {part!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise RecordError(f"{what} {spec!r}: {attribute!r} is a {type(obj).__name__}, not a callable")
+    try:
+        return obj(**kwargs)
+    except Exception as error:
+        raise RecordError(f"{what} {spec!r} raised {type(error).__name__}: {error}") from None
+
+
+def build_model(spec, kwargs):
+    """The ``nn.Module`` that the factory ``spec`` returns for ``kwargs``."""
+    model = _call(spec, "model factory", kwargs)
+    if not isinstance(model, torch.nn.Module):
+        raise RecordError(f"model factory {spec!r} returned a {type(model).__name__}, not a torch.nn.Module")
+    return model
+
+
+def build_dataset(spec, kwargs):
+    """``(x, y)`` tensors of every sample of the map-style data set that the factory ``spec`` returns.
+
+    The data set has ``len()`` and item ``i`` is a pair (sample, target) of tensors, arrays or
+    numbers, all samples of one shape and all targets of one shape: class labels, or token ids
+    for a sequence model; a sample of integers is a token sequence.
+    """
+    dataset = _call(spec, "data factory", kwargs)
+    where = f"data factory {spec!r}"
+    try:
+        count = len(dataset)
+        pairs = [dataset[i] for i in range(count)]
+    except Exception as error:
+        raise RecordError(f"{where}: the data set must support len() and [i], got {type(error).__name__}: "
+                          f"{error}") from None
+    if not count:
+        raise RecordError(f"{where}: the data set is empty")
+    try:
+        x, y = (torch.stack([torch.as_tensor(pair[i]) for pair in pairs]) for i in (0, 1))
+    except Exception as error:
+        raise RecordError(f"{where}: item i must be a pair (sample, target) of tensors of one shape each "
+                          f"({type(error).__name__}: {error})") from None
+    if y.is_floating_point() or y.is_complex():
+        raise RecordError(f"{where}: targets must be integer class labels or token ids, not {y.dtype}")
+    return x, y
