@@ -2,6 +2,7 @@
 from it or on a Dask cluster, with a progress bar."""
 
 import concurrent.futures
+import ctypes
 import gc
 import math
 import multiprocessing
@@ -76,15 +77,30 @@ def limit_threads(count=THREADS):
     return restore
 
 
+def _keep_arrays_on_the_heap():
+    """glibc: arrays up to 32 MiB come from the heap, and freed memory stays there up to 256 MiB.
+
+    Otherwise every array is an ``mmap`` whose pages the kernel zeroes on first touch, freed by
+    ``munmap``: Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_``, which turns glibc's adaptive
+    threshold off, and its workers took 3x the CPU seconds (mostly system time) of this
+    process. Measured on a ResNet-18 step: 0.8x the CPU of glibc's default, peak memory +3%.
+    """
+    libc = ctypes.CDLL(None)
+    if hasattr(libc, "mallopt"):  # glibc and musl; a no-op where unsupported
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+
+
 _WORKER_TRACES = {}  # per worker process (forked or Dask's): the traces it opened, by path
 
 
 def _worker_task(trace_path, configs, task):
-    """One (step, layer, operation) task in a worker process: threads limited and the trace opened once per process."""
+    """One (step, layer, operation) task in a worker process: threads, heap and trace set up once per process."""
     from dashraker.trace import open_trace
 
     if not _WORKER_TRACES:
         limit_threads()
+        _keep_arrays_on_the_heap()
     if trace_path not in _WORKER_TRACES:
         _WORKER_TRACES[trace_path] = open_trace(trace_path)
     step, index, op = task
