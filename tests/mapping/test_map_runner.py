@@ -90,24 +90,49 @@ def test_dask_cluster_gives_the_in_process_rows(mobilenet_trace, configs, in_pro
     assert map_trace(mobilenet_trace, configs, progress=False, scheduler=cluster[0].scheduler_address) == in_process_rows
 
 
-def test_a_lost_worker_loses_no_row(mobilenet_trace, configs, in_process_rows, cluster):
-    cluster, client = cluster
+def _map_killing_a_worker(trace, configs, cluster, client):
+    """Map on the cluster, killing a worker mid-run (some tasks done, some running on it); the rows or the error."""
     client.wait_for_workers(2)
-    out = {}
-    run = threading.Thread(target=lambda: out.update(rows=map_trace(mobilenet_trace, configs, progress=False,
-                                                                    scheduler=cluster.scheduler_address)))  # fmt: skip
-    run.start()
+    outcome = {}
+
+    def run():
+        try:
+            outcome["rows"] = map_trace(trace, configs, progress=False, scheduler=cluster.scheduler_address)
+        except Exception as error:  # noqa: BLE001 (the test asserts on it)
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
     killed = None
-    while run.is_alive() and killed is None:
+    while thread.is_alive() and killed is None:
         busy = [worker for worker, keys in client.processing().items() if keys]
         done = client.run_on_scheduler(lambda dask_scheduler: sum(t.state == "memory" for t in dask_scheduler.tasks.values()))
-        if busy and done:  # mid-run: some tasks done, some running on this worker
+        if busy and done:
             killed = busy[0]
             os.kill(client.run(os.getpid, workers=[killed])[killed], signal.SIGKILL)
         time.sleep(0.02)
-    run.join(timeout=60)
+    thread.join(timeout=60)
     assert killed is not None, "the run ended before a worker could be killed"
-    assert out["rows"] == in_process_rows  # the killed worker's tasks ran again elsewhere, once
+    return outcome
+
+
+def test_a_lost_worker_loses_no_row(mobilenet_trace, configs, in_process_rows, cluster):
+    outcome = _map_killing_a_worker(mobilenet_trace, configs, *cluster)
+    assert outcome.get("rows") == in_process_rows, outcome  # the killed worker's tasks ran again elsewhere, once
+
+
+def test_tasks_whose_workers_all_died_are_one_line(mobilenet_trace, configs, cluster):
+    def allowed_failures(count):
+        return cluster[1].run_on_scheduler(lambda dask_scheduler: setattr(dask_scheduler, "allowed_failures", count))
+
+    allowed_failures(0)  # the first lost worker is one too many
+    try:
+        outcome = _map_killing_a_worker(mobilenet_trace, configs, *cluster)
+    finally:
+        allowed_failures(3)
+    assert isinstance(outcome.get("error"), runner.ClusterError), outcome
+    assert re.fullmatch(r"scheduler tcp://\S+: every worker that ran step 1, layer \d+, \w+ died; see the workers' logs",
+                        str(outcome["error"]))  # fmt: skip
 
 
 def test_bad_scheduler_address_is_one_line_quickly(mobilenet_trace, tmp_path, monkeypatch, capsys):
