@@ -48,12 +48,13 @@ def _local(trace, configs, jobs):
 
 
 def _dask(trace, configs):
-    """Rows, wall s and CPU s of ``map_trace`` on a 2-worker LocalCluster; the same with the cluster's start and stop."""
+    """Rows, wall s and CPU s of ``map_trace`` on a 2-worker LocalCluster; both times with its start and stop."""
     from distributed import Client, LocalCluster
 
     start, cpu = time.perf_counter(), _cpu_s()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as cluster, Client(cluster, set_as_default=False) as client:  # fmt: skip
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
+    with cluster, Client(cluster, set_as_default=False) as client:
         workers = client.run(_self_cpu_s)
         map_start, map_cpu = time.perf_counter(), _self_cpu_s()
         rows = map_trace(trace, configs, progress=False, scheduler=cluster.scheduler_address)

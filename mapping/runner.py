@@ -57,7 +57,8 @@ RETRIES = 2  # a Dask task that raised runs again this many times (a lost worker
 
 
 class ClusterError(Exception):
-    """A Dask cluster that cannot map the trace: scheduler unreachable, no workers, trace unreadable on a worker."""
+    """A Dask cluster that cannot map the trace: scheduler unreachable or lost, no workers, trace unreadable on a
+    worker, a task whose workers all died."""
 
 
 def limit_threads(count=THREADS):
@@ -210,6 +211,7 @@ def _check_workers(client, trace_path):
 def _on_dask(address, trace_path, configs, tasks, bar):
     """Map ``tasks`` on the workers of the Dask scheduler at ``address``; a lost worker's tasks run again elsewhere."""
     from distributed import KilledWorker, as_completed
+    from distributed.client import FutureCancelledError
 
     client = _connect(address)
     futures = {}
@@ -225,6 +227,8 @@ def _on_dask(address, trace_path, configs, tasks, bar):
                 step, index, op = futures[future]
                 raise ClusterError(f"scheduler {address}: every worker that ran step {step}, layer {index}, "
                                    f"{op} died; see the workers' logs") from None  # fmt: skip
+            except FutureCancelledError as error:  # the scheduler went away (or someone cancelled the tasks)
+                raise ClusterError(f"scheduler {address}: the tasks were cancelled ({error.reason})") from None
             bar.update()
         return results
     finally:  # done, failed, SIGINT or SIGTERM: nothing left running on the cluster

@@ -38,8 +38,9 @@ def cluster():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.CRITICAL) as cluster, Client(cluster, set_as_default=False) as client:  # fmt: skip
-        yield cluster, client
+                      silence_logs=logging.CRITICAL) as cluster:  # fmt: skip
+        with Client(cluster, set_as_default=False) as client:
+            yield cluster, client
 
 
 def _one_line(capsys, message):
@@ -87,26 +88,37 @@ def test_one_setting_for_every_thread_pool():
 
 
 def test_dask_cluster_gives_the_in_process_rows(mobilenet_trace, configs, in_process_rows, cluster):
-    assert map_trace(mobilenet_trace, configs, progress=False, scheduler=cluster[0].scheduler_address) == in_process_rows
+    rows = map_trace(mobilenet_trace, configs, progress=False, scheduler=cluster[0].scheduler_address)
+    assert rows == in_process_rows
 
 
-def _map_killing_a_worker(trace, configs, cluster, client):
-    """Map on the cluster, killing a worker mid-run (some tasks done, some running on it); the rows or the error."""
-    client.wait_for_workers(2)
+def _start(trace, configs, address):
+    """``map_trace`` on the cluster at ``address`` in a thread; the thread, and a dict that gets its rows or error."""
     outcome = {}
 
     def run():
         try:
-            outcome["rows"] = map_trace(trace, configs, progress=False, scheduler=cluster.scheduler_address)
+            outcome["rows"] = map_trace(trace, configs, progress=False, scheduler=address)
         except Exception as error:  # noqa: BLE001 (the test asserts on it)
             outcome["error"] = error
 
     thread = threading.Thread(target=run)
     thread.start()
+    return thread, outcome
+
+
+def _some_task_done(dask_scheduler):
+    return any(task.state == "memory" for task in dask_scheduler.tasks.values())
+
+
+def _map_killing_a_worker(trace, configs, cluster, client):
+    """Map on the cluster, killing a worker mid-run (some tasks done, some running on it); the rows or the error."""
+    client.wait_for_workers(2)
+    thread, outcome = _start(trace, configs, cluster.scheduler_address)
     killed = None
     while thread.is_alive() and killed is None:
         busy = [worker for worker, keys in client.processing().items() if keys]
-        done = client.run_on_scheduler(lambda dask_scheduler: sum(t.state == "memory" for t in dask_scheduler.tasks.values()))
+        done = client.run_on_scheduler(_some_task_done)
         if busy and done:
             killed = busy[0]
             os.kill(client.run(os.getpid, workers=[killed])[killed], signal.SIGKILL)
@@ -131,8 +143,25 @@ def test_tasks_whose_workers_all_died_are_one_line(mobilenet_trace, configs, clu
     finally:
         allowed_failures(3)
     assert isinstance(outcome.get("error"), runner.ClusterError), outcome
-    assert re.fullmatch(r"scheduler tcp://\S+: every worker that ran step 1, layer \d+, \w+ died; see the workers' logs",
-                        str(outcome["error"]))  # fmt: skip
+    message = r"scheduler tcp://\S+: every worker that ran step 1, layer \d+, \w+ died; see the workers' logs"
+    assert re.fullmatch(message, str(outcome["error"]))
+
+
+def test_a_lost_scheduler_is_one_line(mobilenet_trace, configs, monkeypatch):
+    from distributed import LocalCluster
+
+    # the worker is a thread of this process: its settings and trace cache stay out of the other tests
+    monkeypatch.setattr(runner, "_WORKER_TRACES", {})
+    for setting in ("limit_threads", "_keep_arrays_on_the_heap"):
+        monkeypatch.setattr(runner, setting, lambda: None)
+    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL)
+    thread, outcome = _start(mobilenet_trace, configs, cluster.scheduler_address)
+    while thread.is_alive() and not _some_task_done(cluster.scheduler):
+        time.sleep(0.02)
+    cluster.close()
+    thread.join(timeout=60)
+    assert isinstance(outcome.get("error"), runner.ClusterError), outcome
+    assert re.fullmatch(r"scheduler \S+: the tasks were cancelled \(scheduler-connection-lost\)", str(outcome["error"]))
 
 
 def test_bad_scheduler_address_is_one_line_quickly(mobilenet_trace, tmp_path, monkeypatch, capsys):
