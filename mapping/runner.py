@@ -57,8 +57,7 @@ RETRIES = 2  # a Dask task that raised runs again this many times (a lost worker
 
 
 class ClusterError(Exception):
-    """A Dask cluster that cannot map the trace: scheduler unreachable or lost, no workers, trace unreadable on a
-    worker, a task whose workers all died."""
+    """A Dask cluster that cannot map the trace (scheduler unreachable or lost, no worker, trace unreadable on one)."""
 
 
 def limit_threads(count=THREADS):
@@ -126,6 +125,7 @@ def default_jobs(work, cpus):
 
 
 def _in_process(trace, configs, tasks, bar):
+    """Map ``tasks`` in this process, on ``THREADS`` threads (its own count restored after)."""
     restore = limit_threads()
     try:
         results = []

@@ -164,6 +164,15 @@ def test_a_lost_scheduler_is_one_line(mobilenet_trace, configs, monkeypatch):
     assert re.fullmatch(r"scheduler \S+: the tasks were cancelled \(scheduler-connection-lost\)", str(outcome["error"]))
 
 
+def test_a_cluster_without_workers_is_one_line(mobilenet_trace, configs, monkeypatch):
+    from distributed import LocalCluster
+
+    monkeypatch.setattr(runner, "WORKERS_TIMEOUT_S", 1)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster:
+        with pytest.raises(runner.ClusterError, match=r"^scheduler \S+: no worker joined in 1 s$"):
+            map_trace(mobilenet_trace, configs, progress=False, scheduler=cluster.scheduler_address)
+
+
 def test_bad_scheduler_address_is_one_line_quickly(mobilenet_trace, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runner, "CONNECT_TIMEOUT_S", 1)
     for address, message in [("tcp://127.0.0.1:1", r"scheduler tcp://127.0.0.1:1: Timed out .* after 1 s"),
