@@ -155,7 +155,7 @@ def _end_workers(pool):
 
 
 def _on_local_workers(trace_path, configs, tasks, jobs, bar):
-    """Map ``tasks`` on ``jobs`` processes forked from this one: imports and compiled kernels come with them, free."""
+    """Map ``tasks`` on ``jobs`` processes forked from this one: its imports (and compiled kernels) come with them."""
     context = multiprocessing.get_context("fork")
     results = []
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_forked_worker_init) as pool:
