@@ -180,10 +180,21 @@ def _connect(address):
 
     try:
         return Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-    except (OSError, ValueError) as error:
-        reason = str(error)
-    gc.collect()  # the half-made client (a reference cycle) closes now; at exit it would wait, then print a traceback
-    raise ClusterError(f"scheduler {address}: {reason}")
+    except BaseException as error:  # unreachable, malformed, or SIGINT/SIGTERM while connecting
+        _close_half_made(error.__traceback__, Client)
+        if isinstance(error, (OSError, ValueError)):
+            raise ClusterError(f"scheduler {address}: {error}") from None
+        raise
+
+
+def _close_half_made(traceback, cls):
+    """Close the ``cls`` whose constructor raised ``traceback`` (left to exit, it waits 10 s, then prints a traceback)."""
+    while traceback is not None:
+        made = traceback.tb_frame.f_locals.get("self")
+        if isinstance(made, cls):
+            made.close()
+            return
+        traceback = traceback.tb_next
 
 
 def _trace_error(path):

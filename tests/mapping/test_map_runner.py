@@ -4,6 +4,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -187,6 +188,23 @@ def test_bad_scheduler_address_is_one_line_quickly(mobilenet_trace, tmp_path, mo
                  "--jobs", "2"]) == 2  # fmt: skip
     _one_line(capsys, "--jobs and --scheduler exclude each other")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_connecting_exits_at_once(mobilenet_trace, tmp_path, signum, status):
+    """The half-made client goes with the signal: kept, it would stall the exit 10 s and print a traceback."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts the connection, never answers Dask's handshake
+        command = [sys.executable, "-m", "dashraker", "map", str(mobilenet_trace), "--out", str(tmp_path / "o"),
+                   "--no-progress", "--scheduler", f"tcp://127.0.0.1:{silent.getsockname()[1]}"]  # fmt: skip
+        run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        silent.settimeout(60)
+        connection, _ = silent.accept()  # the client is connecting now
+        run.send_signal(signum)
+        start = time.monotonic()
+        _, err = run.communicate(timeout=60)
+        connection.close()
+    assert run.returncode == status and len(err.splitlines()) == 1 and "outputs left as they were" in err, err
+    assert time.monotonic() - start < 4
 
 
 def test_a_worker_that_cannot_open_the_trace_is_one_line(mobilenet_trace, tmp_path, cluster, capsys):
