@@ -188,7 +188,7 @@ def _connect(address):
 
 
 def _close_half_made(traceback, cls):
-    """Close the ``cls`` whose constructor raised ``traceback`` (left to exit, it waits 10 s, then prints a traceback)."""
+    """Close the ``cls`` whose constructor raised ``traceback``: left to the exit, it waits 10 s, prints a traceback."""
     while traceback is not None:
         made = traceback.tb_frame.f_locals.get("self")
         if isinstance(made, cls):
