@@ -30,7 +30,10 @@ def register(subparsers):
                         "(replaced whole at the end; a folder holding anything else is refused)")
     parser.add_argument("--step", action="append", help="recorded step(s) to map, repeatable or comma-separated "
                         "(default: all)")
-    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPU count)")
+    parser.add_argument("--jobs", type=int, default=None, help="local worker processes (default: one per 1e10 "
+                        "multiply-accumulates x designs, at most one per CPU; 1: in this process)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on the workers of this Dask scheduler "
+                        "instead; the trace must be at the same path on storage they share (README 'Mapper')")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--device", default="cpu", help="where the designs' cost models run: cpu (fused kernels) "
                         "or cuda[:N] (PyTorch on a GPU; same figures) (default cpu)")
@@ -73,13 +76,15 @@ def is_map_output(path):
 def run(args):
     from dashraker.mapping.config import ConfigError, load_config
     from dashraker.mapping.report import summary_table, write_reports
-    from dashraker.mapping.runner import map_trace, totals
+    from dashraker.mapping.runner import totals
     from dashraker.outputs import OutputFolder
     from dashraker.trace import TraceError
     from dashraker.trace.cli import step_list
 
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
+    if args.jobs is not None and args.scheduler:
+        raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
     steps = step_list("--step", args.step)
     try:
         configs = [load_config(args.config, design, args.device) for design in _designs(args.design)]
@@ -91,10 +96,7 @@ def run(args):
         raise CliError(f"{args.trace}: not a trace folder")
     out = OutputFolder(args.out, "--out", is_map_output, "give a new folder or one of earlier map reports")
     with out:
-        try:
-            rows = map_trace(args.trace, configs, steps, args.jobs, progress=not args.no_progress)
-        except (TraceError, ValueError) as error:
-            raise CliError(str(error)) from None
+        rows = _map(args, configs, steps)
         sums = totals(rows)
         print(summary_table(rows, sums))
         meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
@@ -111,13 +113,23 @@ def run(args):
     print("\nwrote " + ", ".join(str(out.path / name) for name in names))
 
 
+def _map(args, configs, steps):
+    """``map_trace`` with the command's options; bad input (trace, steps, cluster) as a ``CliError``."""
+    from dashraker.mapping.runner import ClusterError, map_trace
+    from dashraker.trace import TraceError
+
+    try:
+        return map_trace(args.trace, configs, steps, args.jobs, not args.no_progress, args.scheduler)
+    except (TraceError, ValueError, ClusterError) as error:
+        raise CliError(str(error)) from None
+
+
 def _iso_area(args, configs, steps, sums):
     """Map each design again with as many tiles as fit the reference's area; print the comparison, return it."""
 
     from dashraker.designs import reference
     from dashraker.mapping import isoarea
-    from dashraker.mapping.runner import map_trace, totals
-    from dashraker.trace import TraceError
+    from dashraker.mapping.runner import totals
 
     measure = args.area or configs[0].area
     ref = reference().name
@@ -131,10 +143,7 @@ def _iso_area(args, configs, steps, sums):
         raise CliError(str(error)) from None
     changed = [dataclasses.replace(c, tiles=tiles_iso[c.design.name]) for c in configs
                if c.tiles != tiles_iso[c.design.name]]
-    try:
-        iso_sums = {**sums, **totals(map_trace(args.trace, changed, steps, args.jobs, not args.no_progress))}
-    except (TraceError, ValueError) as error:
-        raise CliError(str(error)) from None
+    iso_sums = {**sums, **totals(_map(args, changed, steps))}
     entries = isoarea.compare(sums, iso_sums, areas, {c.design.name: c.tiles for c in configs}, tiles_iso, ref)
     print("\n" + isoarea.iso_table(entries, measure))
     print("energy counts every action of every tile; leakage is not modelled (idle tiles cost nothing)")
