@@ -30,17 +30,12 @@ def _golden(params, scheduled_bits, partner_bits):
     return fp32_bits(result.outputs).numpy().astype(np.uint32), result.cycles.numpy()
 
 
-def _bf16_bits(values):
-    """bf16 bit patterns (uint16) of values already in bf16: the upper half of their fp32 bits."""
-    return (np.ascontiguousarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16)
-
-
 def _evaluate(params, scheduled, partner):
     """Per pass: the tile's cycles and in-bound terms (the golden model's, from its fused kernel), and the non-zero
     (term-encoded) scheduled values."""
     from dashraker.models.kernels import fpraker
 
-    result = fpraker.tile(_bf16_bits(scheduled), _bf16_bits(partner), params["guard_bits"], params["zero_block_cycles"])
+    result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
     return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
             "term_encodes": np.count_nonzero(scheduled, axis=(1, 2, 3))}
 

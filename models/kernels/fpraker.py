@@ -19,7 +19,7 @@ from numba.cpython.unsafe.numbers import leading_zeros
 from dashraker.models.fpraker.golden import TileResult, checked_arguments, encode_terms
 from dashraker.models.numerics import CANONICAL_NAN_BITS
 
-__all__ = ["tile"]
+__all__ = ["tile", "tile_values"]
 
 _NONE = -(1 << 24)  # exponent of lanes without a product and of an empty accumulator, as in the reference
 _DEAD = _NONE // 2  # product exponents below this have no product
@@ -67,7 +67,7 @@ def _lane_tables(g):
 
 
 def _as_bits(bits, name):
-    """``bits`` as a C-contiguous uint16 array (no copy if it is one), refused as the reference refuses it."""
+    """``bits`` as a uint16 array (a uint16 array, strided or not, as it is), refused as the reference refuses it."""
     if isinstance(bits, torch.Tensor):
         bits = bits.numpy()
     bits = np.asarray(bits)
@@ -77,7 +77,7 @@ def _as_bits(bits, name):
         raise ValueError(f"{name} must have shape [passes, rows|cols, steps, lanes], got {bits.shape}")
     if bits.dtype != np.uint16 and bits.size and (bits.min() < 0 or bits.max() > 0xFFFF):
         raise ValueError(f"{name} holds values outside 0..0xFFFF; expected bf16 bit patterns")
-    return np.ascontiguousarray(bits, np.uint16)
+    return bits if bits.dtype == np.uint16 else bits.astype(np.uint16)
 
 
 def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
@@ -85,15 +85,37 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
 
     ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
     ``b_bits``: [passes, cols, steps, lanes] (bit-parallel, shared along columns); ints
-    (torch or numpy; a C-contiguous uint16 array is used as it is).
+    (torch or numpy; a uint16 array is used as it is).
     """
     a, b = checked_arguments(a_bits, b_bits, guard_bits, zero_block_cycles, _as_bits)
+    return _run(a, b, 0, guard_bits, zero_block_cycles)
+
+
+def tile_values(a_values, b_values, guard_bits=3, zero_block_cycles=1):
+    """``tile`` of float32 NumPy arrays holding bf16 values (the mapper's operands), read in place.
+
+    A value's bf16 pattern is the upper half of its fp32 bits (the lower half is ignored), so the
+    mapper needs no converted copy of its operands.
+    """
+    a, b = checked_arguments(a_values, b_values, guard_bits, zero_block_cycles, _fp32_bits)
+    return _run(a, b, 16, guard_bits, zero_block_cycles)
+
+
+def _fp32_bits(values, name):
+    if not isinstance(values, np.ndarray) or values.dtype != np.float32 or values.ndim != 4:
+        raise TypeError(f"{name} must be a float32 NumPy array [passes, rows|cols, steps, lanes], not {values!r:.60}")
+    return values.view(np.uint32)
+
+
+def _run(a, b, shift, guard_bits, zero_block_cycles):
+    """The kernel on operands whose bf16 patterns are their elements shifted right by ``shift``."""
     passes, rows, steps, _ = a.shape
     bits = np.zeros((passes, rows, b.shape[1]), np.uint32)
     step_cycles = np.zeros((passes, steps), np.int64)
     terms = np.zeros(passes, np.int64)
     skipped = np.zeros(passes, np.int64)
-    _tile(a, b, guard_bits, zero_block_cycles, *_lane_tables(guard_bits), bits, step_cycles, terms, skipped)
+    tables = _lane_tables(guard_bits)
+    _tile(a, b, shift, guard_bits, zero_block_cycles, *tables, bits, step_cycles, terms, skipped)
     return TileResult(torch.from_numpy(bits.view(np.float32)), torch.from_numpy(step_cycles.sum(1)),
                       torch.from_numpy(terms), torch.from_numpy(skipped), torch.from_numpy(step_cycles))
 
@@ -106,8 +128,9 @@ def _exponent(x):
 
 
 @numba.njit(nogil=True, cache=True)
-def _tile(a, b, g, zero_block_cycles, packed, floored, patterns, counts, bits, step_cycles, terms, skipped):
-    """Fill ``bits`` [P, R, C] (fp32 patterns), ``step_cycles`` [P, S], ``terms`` and ``skipped`` [P]."""
+def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, bits, step_cycles, terms, skipped):
+    """Fill ``bits`` [P, R, C] (fp32 patterns), ``step_cycles`` [P, S], ``terms`` and ``skipped`` [P]; the operands'
+    bf16 patterns are ``a >> shift`` and ``b >> shift``."""
     passes, rows, steps, lanes = a.shape
     cols = b.shape[1]
     span = 26 + g
@@ -116,6 +139,7 @@ def _tile(a, b, g, zero_block_cycles, packed, floored, patterns, counts, bits, s
     a_neg = np.empty((rows, lanes), np.bool_)
     a_row = np.empty((rows, lanes), np.int64)  # the significand's first entry in ``packed``
     a_terms = np.empty((rows, lanes), np.int64)  # all its terms, 0 unless live
+    a_value = np.empty((rows, lanes), np.int64)  # signed significand, 0 unless live
     b_exp = np.empty((cols, lanes), np.int64)  # eb, _NONE unless live
     b_value = np.empty((cols, lanes), np.int64)  # signed significand, 0 unless live
     window = np.empty((rows, cols), np.int64)
@@ -135,28 +159,32 @@ def _tile(a, b, g, zero_block_cycles, packed, floored, patterns, counts, bits, s
             special = False
             for r in range(rows):
                 for n in range(lanes):
-                    x = np.int64(a[p, r, s, n])
+                    x = np.int64(a[p, r, s, n] >> shift)
                     e, live = _exponent(x)
                     special |= e == 255
                     a_exp[r, n] = e - 127 if live else _NONE
                     a_neg[r, n] = x >> 15 == 1
                     a_row[r, n] = (x & 0x7F) * span
                     a_terms[r, n] = counts[x & 0x7F] if live else 0
+                    a_value[r, n] = (-1 if x >> 15 else 1) * (128 + (x & 0x7F)) if live else 0
             for c in range(cols):
                 for n in range(lanes):
-                    y = np.int64(b[p, c, s, n])
+                    y = np.int64(b[p, c, s, n] >> shift)
                     e, live = _exponent(y)
                     special |= e == 255
                     b_exp[c, n] = e if live else _NONE
                     b_value[c, n] = (-1 if y >> 15 else 1) * (128 + (y & 0x7F)) if live else 0
             if special:
-                _note_specials(a[p, :, s], b[p, :, s], nan, pos_inf, neg_inf)
+                _note_specials(a[p, :, s], b[p, :, s], shift, nan, pos_inf, neg_inf)
             step_cost = 0
             for r in range(rows):
                 for c in range(cols):
                     top = _NONE
+                    bottom = -_NONE  # the smallest live product exponent
                     for n in range(lanes):
-                        top = max(top, a_exp[r, n] + b_exp[c, n])
+                        e = a_exp[r, n] + b_exp[c, n]
+                        top = max(top, e)
+                        bottom = min(bottom, e if e > _DEAD else -_NONE)
                     if top < _DEAD:  # no live lane: the accumulator stays as it is
                         step_cost = max(step_cost, zero_block_cycles)
                         continue
@@ -165,14 +193,24 @@ def _tile(a, b, g, zero_block_cycles, packed, floored, patterns, counts, bits, s
                         top = max(top, acc_exp[r, c])
                         total = window[r, c] >> min(top - acc_exp[r, c], 63)
                     most = 1
-                    for n in range(lanes):
-                        # lanes without a product are far below ``top``: no term in bound, nothing added
-                        entry = packed[a_row[r, n] + min(top - (a_exp[r, n] + b_exp[c, n]), span - 1)]
-                        partner = -b_value[c, n] if a_neg[r, n] else b_value[c, n]
-                        total += partner * (entry >> 16) + floored[(partner + 255) * patterns + ((entry >> 3) & 0x1FFF)]
-                        in_bound += entry & 7
-                        most = max(most, entry & 7)
-                        live_terms += a_terms[r, n] if b_value[c, n] != 0 else 0
+                    if top - bottom <= 9 + g:  # every term of every lane whole: the exact products
+                        for n in range(lanes):
+                            product = a_value[r, n] * b_value[c, n]
+                            total += product << max(9 + g - (top - (a_exp[r, n] + b_exp[c, n])), 0)
+                            found = a_terms[r, n] if product != 0 else 0
+                            in_bound += found
+                            live_terms += found
+                            most = max(most, found)
+                    else:
+                        for n in range(lanes):
+                            # lanes without a product are far below ``top``: no term in bound, nothing added
+                            entry = packed[a_row[r, n] + min(top - (a_exp[r, n] + b_exp[c, n]), span - 1)]
+                            partner = -b_value[c, n] if a_neg[r, n] else b_value[c, n]
+                            pattern = (partner + 255) * patterns + ((entry >> 3) & 0x1FFF)
+                            total += partner * (entry >> 16) + floored[pattern]
+                            in_bound += entry & 7
+                            most = max(most, entry & 7)
+                            live_terms += a_terms[r, n] if b_value[c, n] != 0 else 0
                     step_cost = max(step_cost, most)
                     # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
                     carry = max(0, 64 - leading_zeros(np.uint64(~total if total < 0 else total)) - (24 + g))
@@ -194,12 +232,12 @@ def _tile(a, b, g, zero_block_cycles, packed, floored, patterns, counts, bits, s
 
 
 @numba.njit(nogil=True, cache=True)
-def _note_specials(a, b, nan, pos_inf, neg_inf):
+def _note_specials(a, b, shift, nan, pos_inf, neg_inf):
     """Mark the PEs whose lanes of this step meet NaN, Inf x 0, or an Inf product of either sign (sticky)."""
     for r in range(a.shape[0]):
         for c in range(b.shape[0]):
             for n in range(a.shape[1]):
-                x, y = np.int64(a[r, n]), np.int64(b[c, n])
+                x, y = np.int64(a[r, n] >> shift), np.int64(b[c, n] >> shift)
                 ex, ey = (x >> 7) & 0xFF, (y >> 7) & 0xFF
                 x_inf, y_inf = ex == 255 and x & 0x7F == 0, ey == 255 and y & 0x7F == 0
                 lane_nan = (ex == 255 and not x_inf) or (ey == 255 and not y_inf) or (x_inf and ey == 0) or (
