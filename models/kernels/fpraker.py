@@ -57,12 +57,12 @@ def _lane_tables(g):
             pattern = patterns.setdefault(plus | minus << _FLOORED, len(patterns))
             packed[i * span + d] = (whole << 16) | (pattern << 3) | found
     partner = np.arange(-255, 256)
-    floored = np.zeros((partner.size, len(patterns)), np.int64)
+    floored = np.zeros((partner.size, len(patterns)), np.int16)  # |sum| < 256; the small type keeps it in cache
     for key, pattern in patterns.items():
         for shift in range(1, _FLOORED + 1):
             for s, mask in ((1, key), (-1, key >> _FLOORED)):
                 if mask >> (shift - 1) & 1:
-                    floored[:, pattern] += (s * partner) >> shift
+                    floored[:, pattern] += ((s * partner) >> shift).astype(np.int16)
     return packed, floored.reshape(-1), len(patterns), np.array(counts, np.int64)
 
 
