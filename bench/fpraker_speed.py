@@ -1,4 +1,4 @@
-"""Throughput of the FPRaker golden tile (``dashraker.models.fpraker.tile``) and of its fused kernel on random bf16 data.
+"""Throughput of the FPRaker golden tile (``dashraker.models.fpraker.tile``) and its fused kernel on random bf16 data.
 
 Usage: python bench/fpraker_speed.py [--threads 2] [--repeats 3]
 Prints lane values (a, b pairs, i.e. lane MACs) processed per wall-clock second and per

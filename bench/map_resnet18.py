@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-TARGET_S = {"baseline": 60, "tensordash": 60, "fpraker": 300}
+TARGET_S = {"baseline": 60, "tensordash": 60, "fpraker": 60}
 TARGET_GIB = 4
 
 

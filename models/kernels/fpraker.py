@@ -14,7 +14,7 @@ import functools
 import numba
 import numpy as np
 import torch
-from numba.cpython.unsafe.numbers import leading_zeros
+from numba.cpython.unsafe.numbers import leading_zeros  # numba's count-leading-zeros intrinsic (numba is pinned)
 
 from dashraker.models.fpraker.golden import TileResult, checked_arguments, encode_terms
 from dashraker.models.numerics import CANONICAL_NAN_BITS

@@ -1,4 +1,4 @@
-"""The fused FPRaker kernel against the golden tile it replaces in the mapper: every field of every result, bit for bit."""
+"""The fused FPRaker kernel against the golden tile it replaces in the mapper: every field of every result, equal."""
 
 import dataclasses
 import sys
