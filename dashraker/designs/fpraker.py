@@ -7,7 +7,7 @@ from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameter
 __all__ = ["FPRAKER", "MAX_GUARD_BITS"]
 
 MAX_GUARD_BITS = 7  # the lane shifter's 5-bit amount covers shifts up to 17 + G + 7 < 32
-MAX_VALUES = 1 << 22  # values per golden-model call: it holds several int64 copies
+MAX_VALUES = 1 << 22  # values per cost-model call: 16 MiB of float32 per side (2**17 to 2**22 map alike)
 
 
 def _build(params):
