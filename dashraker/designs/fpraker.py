@@ -37,7 +37,7 @@ def _evaluate(params, scheduled, partner):
 
     result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
     return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
-            "term_encodes": np.count_nonzero(scheduled, axis=(1, 2, 3))}
+            "term_encodes": fpraker.nonzero_values(scheduled)}
 
 
 def _pass_counts(params, arrays, value_bits):

@@ -19,7 +19,7 @@ from numba.cpython.unsafe.numbers import leading_zeros  # numba's count-leading-
 from dashraker.models.fpraker.golden import TileResult, checked_arguments, encode_terms
 from dashraker.models.numerics import CANONICAL_NAN_BITS
 
-__all__ = ["tile", "tile_values"]
+__all__ = ["tile", "tile_values", "nonzero_values"]
 
 _NONE = -(1 << 24)  # exponent of lanes without a product and of an empty accumulator, as in the reference
 _DEAD = _NONE // 2  # product exponents below this have no product
@@ -99,6 +99,21 @@ def tile_values(a_values, b_values, guard_bits=3, zero_block_cycles=1):
     """
     a, b = checked_arguments(a_values, b_values, guard_bits, zero_block_cycles, _fp32_bits)
     return _run(a, b, 16, guard_bits, zero_block_cycles)
+
+
+def nonzero_values(values):
+    """Per pass, the non-zero values of a float32 NumPy array [passes, ...] (``np.count_nonzero`` over all but the
+    first axis, in one pass without a boolean copy): the scheduled values FPRaker encodes into terms."""
+    return _nonzero(np.ascontiguousarray(values, np.float32).reshape(len(values), -1).view(np.uint32))
+
+
+@numba.njit(nogil=True, cache=True)
+def _nonzero(bits):
+    counts = np.zeros(bits.shape[0], np.int64)
+    for p in range(bits.shape[0]):
+        for i in range(bits.shape[1]):
+            counts[p] += (bits[p, i] & 0x7FFFFFFF) != 0  # +0 and -0 are zero, NaN is not
+    return counts
 
 
 def _fp32_bits(values, name):

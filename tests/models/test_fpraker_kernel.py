@@ -168,3 +168,11 @@ def test_mapping_rows_unchanged(changes, monkeypatch):
     monkeypatch.setattr(kernel, "tile_values", golden_values)
     assert [map_op(config, layer, tensors, op) for op in ops] == with_kernel
     assert all(row["counts"]["terms"] > 0 for row in with_kernel)
+
+
+def test_nonzero_values_counts_as_numpy():
+    values = np.random.default_rng(4).standard_normal((5, 3, 7, 8)).astype(np.float32)
+    values[values < 0.5] = 0.0
+    values[0, 0, 0, :5] = [-0.0, np.nan, np.inf, -np.inf, 1e-42]
+    assert np.array_equal(kernel.nonzero_values(values), np.count_nonzero(values, axis=(1, 2, 3)))
+    assert np.array_equal(kernel.nonzero_values(values[:, :, ::2]), np.count_nonzero(values[:, :, ::2], axis=(1, 2, 3)))
