@@ -117,6 +117,7 @@ def _nonzero(bits):
 
 
 def _fp32_bits(values, name):
+    """The fp32 bit patterns of a float32 NumPy array [passes, rows|cols, steps, lanes], as a uint32 view."""
     if not isinstance(values, np.ndarray) or values.dtype != np.float32 or values.ndim != 4:
         raise TypeError(f"{name} must be a float32 NumPy array [passes, rows|cols, steps, lanes], not {values!r:.60}")
     return values.view(np.uint32)
@@ -273,9 +274,7 @@ def _round_window(window, exponent, g):
         return 0
     sign = 1 if window < 0 else 0
     magnitude = -window if window < 0 else window
-    msb = 0
-    while magnitude >> (msb + 1) != 0:
-        msb += 1
+    msb = 63 - leading_zeros(np.uint64(magnitude))
     shift = msb - 23
     right = max(shift, 0)
     kept = magnitude >> right
