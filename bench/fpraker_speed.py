@@ -1,18 +1,23 @@
-"""Throughput of the FPRaker golden tile (``dashraker.models.fpraker.tile``) on random bf16 data.
+"""Throughput of the FPRaker golden tile (``dashraker.models.fpraker.tile``) and its fused kernel on random bf16 data.
 
 Usage: python bench/fpraker_speed.py [--threads 2] [--repeats 3]
-Prints lane values (a, b pairs) processed per wall-clock second and per CPU second
-(process time: on a machine shared with other jobs, the figure that does not
-depend on their load) for a few tile shapes.
+Prints lane values (a, b pairs, i.e. lane MACs) processed per wall-clock second and per
+CPU second (process time: on a machine shared with other jobs, the figure that does
+not depend on their load) for a few tile shapes, by the golden tile (torch, ``--threads``
+threads) and by the kernel (``dashraker.models.kernels.fpraker``, one thread) on the same
+inputs, and checks that both give the same results.
 """
 
 import argparse
 import sys
 import time
 
+import dataclasses
+
 import torch
 
 from dashraker.models.fpraker import tile
+from dashraker.models.kernels import fpraker as kernel
 
 __all__ = ["main"]
 
@@ -32,6 +37,24 @@ def _random_bits(generator, shape):
     return torch.where(torch.rand(shape, generator=generator) < 0.2, 0, bits)
 
 
+def _time(model, a, b, repeats):
+    """Best wall and CPU seconds of ``repeats`` runs of ``model`` on ``a``, ``b``, and its result."""
+    best = best_cpu = float("inf")
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        result = model(a, b)
+        best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - start_cpu)
+    return best, best_cpu, result
+
+
+def _same(x, y):
+    """Equal tensors, floats compared as bit patterns (NaN equals NaN)."""
+    if x.is_floating_point():
+        x, y = x.view(torch.int32), y.view(torch.int32)
+    return x.dtype == y.dtype and torch.equal(x, y)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -41,20 +64,25 @@ def main(argv=None):
         parser.error("--threads and --repeats must be positive")
     torch.set_num_threads(args.threads)
     generator = torch.Generator().manual_seed(0)
-    tile(_random_bits(generator, (1, 1, 1, 8)), _random_bits(generator, (1, 1, 1, 8)))  # build the tables
-    print(f"{'passes x R x C x steps x N':28} {'values':>10} {'wall s':>8} {'values/s':>10} {'values/CPU s':>13}")
+    first = _random_bits(generator, (1, 1, 1, 8)), _random_bits(generator, (1, 1, 1, 8))
+    tile(*first)  # build the tables
+    kernel.tile(*first)  # compile (or load) the kernel
+    print(f"{'passes x R x C x steps x N':28} {'values':>10} {'model':>7} {'wall s':>8} {'values/s':>10} "
+          f"{'values/CPU s':>13}")
     for passes, rows, cols, steps, lanes in SHAPES:
         a = _random_bits(generator, (passes, rows, steps, lanes))
         b = _random_bits(generator, (passes, cols, steps, lanes))
-        best = best_cpu = float("inf")
-        for _ in range(args.repeats):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            tile(a, b)
-            best = min(best, time.perf_counter() - start)
-            best_cpu = min(best_cpu, time.process_time() - start_cpu)
         values = passes * rows * cols * steps * lanes
         shape = f"{passes}x{rows}x{cols}x{steps}x{lanes}"
-        print(f"{shape:28} {values:10d} {best:8.2f} {values / best:10.3g} {values / best_cpu:13.3g}")
+        results = []
+        for name, model in (("kernel", kernel.tile), ("golden", tile)):  # the kernel first: torch's idle threads spin
+            best, best_cpu, result = _time(model, a, b, args.repeats)
+            results.append(result)
+            print(f"{shape:28} {values:10d} {name:>7} {best:8.2f} {values / best:10.3g} {values / best_cpu:13.3g}")
+        if not all(_same(getattr(results[0], f.name), getattr(results[1], f.name))
+                   for f in dataclasses.fields(results[0])):
+            print(f"{shape}: the kernel's results differ from the golden tile's", file=sys.stderr)
+            return 1
     return 0
 
 

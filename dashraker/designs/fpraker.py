@@ -7,7 +7,7 @@ from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameter
 __all__ = ["FPRAKER", "MAX_GUARD_BITS"]
 
 MAX_GUARD_BITS = 7  # the lane shifter's 5-bit amount covers shifts up to 17 + G + 7 < 32
-MAX_VALUES = 1 << 22  # values per golden-model call: it holds several int64 copies
+MAX_VALUES = 1 << 22  # values per cost-model call: 16 MiB of float32 per side (2**17 to 2**22 map alike)
 
 
 def _build(params):
@@ -30,7 +30,7 @@ def _golden(params, scheduled_bits, partner_bits):
     return fp32_bits(result.outputs).numpy().astype(np.uint32), result.cycles.numpy()
 
 
-def _bf16_bits(values, device="cpu"):
+def _bf16_bits(values, device):
     """bf16 bit patterns of values already in bf16: the upper half of their fp32 bits, int64 on ``device``.
 
     On a GPU the fp32 values travel (half the bytes of int64) and are split there.
@@ -42,10 +42,16 @@ def _bf16_bits(values, device="cpu"):
 
 
 def _evaluate(params, scheduled, partner, device="cpu"):
-    """Per pass: the golden tile's cycles and in-bound terms, and the non-zero (term-encoded) scheduled values."""
-    result = _tile(params, _bf16_bits(scheduled, device), _bf16_bits(partner, device), device)
+    """Per pass: the tile's cycles and in-bound terms (the golden model's: on the CPU from its fused kernel, on a
+    GPU the model itself), and the non-zero (term-encoded) scheduled values."""
+    from dashraker.models.kernels import fpraker
+
+    if device == "cpu":
+        result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
+    else:
+        result = _tile(params, _bf16_bits(scheduled, device), _bf16_bits(partner, device), device)
     return {"cycles": result.cycles.cpu().numpy(), "terms": result.terms.cpu().numpy(),
-            "term_encodes": np.count_nonzero(scheduled, axis=(1, 2, 3))}
+            "term_encodes": fpraker.nonzero_values(scheduled)}
 
 
 def _pass_counts(params, arrays, value_bits):

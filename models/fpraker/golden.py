@@ -63,6 +63,7 @@ from dashraker.models.numerics import CANONICAL_NAN_BITS, fp32_from_bits
 __all__ = [
     "MAX_TERMS",
     "TileResult",
+    "checked_arguments",
     "encode_terms",
     "window_width",
     "tile",
@@ -208,6 +209,23 @@ def _round_window(window, exponent, guard_bits):
     return torch.where(mag == 0, 0, bits)
 
 
+def checked_arguments(a_bits, b_bits, guard_bits, zero_block_cycles, as_bits=_as_bits):
+    """``tile``'s arguments checked, the operands converted by ``as_bits(bits, name)``: the checks of every
+    implementation of ``tile`` (this model and its fused kernel), stated once."""
+    if not isinstance(guard_bits, int) or guard_bits < 0:
+        raise ValueError(f"guard_bits must be a non-negative integer, not {guard_bits!r}")
+    if zero_block_cycles not in (0, 1):
+        raise ValueError(f"zero_block_cycles must be 0 or 1, not {zero_block_cycles!r}")
+    a_bits = as_bits(a_bits, "a_bits")
+    b_bits = as_bits(b_bits, "b_bits")
+    passes, _, steps, lanes = a_bits.shape
+    if (b_bits.shape[0], b_bits.shape[2], b_bits.shape[3]) != (passes, steps, lanes):
+        raise ValueError(
+            f"a_bits {tuple(a_bits.shape)} and b_bits {tuple(b_bits.shape)} disagree on passes, steps or lanes"
+        )
+    return a_bits, b_bits
+
+
 def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1, device=None):
     """Run passes of an R x C FPRaker tile.
 
@@ -217,18 +235,10 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1, device=None):
     where ``a_bits`` is). Work is vectorised over passes, PEs and lanes; only the steps run
     one after another.
     """
-    if not isinstance(guard_bits, int) or guard_bits < 0:
-        raise ValueError(f"guard_bits must be a non-negative integer, not {guard_bits!r}")
-    if zero_block_cycles not in (0, 1):
-        raise ValueError(f"zero_block_cycles must be 0 or 1, not {zero_block_cycles!r}")
-    a_bits = _as_bits(a_bits, "a_bits")
+    a_bits, b_bits = checked_arguments(a_bits, b_bits, guard_bits, zero_block_cycles)
     device = torch.device(a_bits.device if device is None else device)
-    a_bits, b_bits = a_bits.to(device), _as_bits(b_bits, "b_bits").to(device)
+    a_bits, b_bits = a_bits.to(device), b_bits.to(device)
     passes, rows, steps, lanes = a_bits.shape
-    if (b_bits.shape[0], b_bits.shape[2], b_bits.shape[3]) != (passes, steps, lanes):
-        raise ValueError(
-            f"a_bits {tuple(a_bits.shape)} and b_bits {tuple(b_bits.shape)} disagree on passes, steps or lanes"
-        )
     per_pass = max(1, rows * b_bits.shape[1] * steps * lanes)
     chunk = max(1, (_CHUNK if device.type == "cpu" else _GPU_CHUNK) // per_pass)
     parts = [

@@ -155,15 +155,23 @@ def test_design_invariants(tmp_path, layer_case, case):
 
 
 def test_fpraker_operand_bits_match_numerics():
+    """The mapper's FPRaker cost reads its float32 operands' bf16 patterns in place: the same as numerics' patterns."""
     import torch
 
-    from dashraker.designs.fpraker import _bf16_bits
+    from dashraker.designs.fpraker import _bf16_bits  # the GPU path's patterns
+    from dashraker.models.fpraker import tile
+    from dashraker.models.kernels.fpraker import tile_values
     from dashraker.models.kernels.numerics import quantize  # the mapper's conversion
-    from dashraker.models.numerics import to_bf16_bits
+    from dashraker.models.numerics import fp32_bits, to_bf16_bits
 
-    raw = np.concatenate([np.random.default_rng(0).standard_normal(1000) * 1e3, [0.0, -0.0, np.nan, np.inf, 1e-40]])
-    values = quantize(raw.astype(np.float32), "bf16", "nearest")
-    assert np.array_equal(_bf16_bits(values), to_bf16_bits(torch.from_numpy(raw.astype(np.float32))).numpy())
+    raw = np.concatenate([np.random.default_rng(0).standard_normal(1018) * 1e3, [0.0, -0.0, np.nan, np.inf, -np.inf,
+                                                                                 1e-40]]).astype(np.float32)
+    values = quantize(raw, "bf16", "nearest").reshape(4, 2, 32, 4)
+    assert torch.equal(_bf16_bits(values, "cpu"), to_bf16_bits(torch.from_numpy(raw)).reshape(4, 2, 32, 4))
+    expected = tile(to_bf16_bits(torch.from_numpy(raw)).reshape(4, 2, 32, 4), to_bf16_bits(torch.ones(4, 2, 32, 4)))
+    got = tile_values(values, np.ones((4, 2, 32, 4), np.float32))
+    assert torch.equal(fp32_bits(got.outputs), fp32_bits(expected.outputs))
+    assert torch.equal(got.step_cycles, expected.step_cycles) and torch.equal(got.terms, expected.terms)
 
 
 @pytest.mark.parametrize("design", ["tensordash", "fpraker"])

@@ -1,0 +1,295 @@
+"""Fused Numba kernel of the FPRaker tile: ``dashraker.models.fpraker.tile`` bit for bit, at the mapper's volumes.
+
+The reference (``models/fpraker/golden.py``, whose docstring states the arithmetic) runs each
+step as a dozen array passes over every lane of every PE; this kernel walks passes, steps and
+PEs in one compiled loop. A lane's contribution at alignment distance ``d`` splits into the
+terms that stay whole (shifted left, together an exact multiple of ``b``) and at most four
+that are floored one by one; both come from small tables (``_lane_tables``) instead of the
+reference's 2**16 x (26 + G) table, which does not fit the caches, or a loop over the terms,
+whose early exit the branch predictor cannot guess.
+"""
+
+import functools
+
+import numba
+import numpy as np
+import torch
+from numba.cpython.unsafe.numbers import leading_zeros  # numba's count-leading-zeros intrinsic (numba is pinned)
+
+from dashraker.models.fpraker.golden import TileResult, checked_arguments, encode_terms
+from dashraker.models.numerics import CANONICAL_NAN_BITS
+
+__all__ = ["tile", "tile_values", "nonzero_values"]
+
+_NONE = -(1 << 24)  # exponent of lanes without a product and of an empty accumulator, as in the reference
+_DEAD = _NONE // 2  # product exponents below this have no product
+_FLOORED = 7  # a floored term is shifted right by 1..7 (by more, it is out of bounds)
+
+
+@functools.lru_cache(maxsize=None)
+def _lane_tables(g):
+    """Tables of a lane's contribution ``sum floor(s * p * 2**(t + 9 + G - d))`` over the in-bound terms of ``a``.
+
+    ``packed[i * (26 + G) + d]``, for ``a = 128 + i`` and ``d = 0 .. 25 + G`` (larger distances clamp
+    to 25 + G, where no term is in bound), holds ``whole << 16 | pattern << 3 | in-bound terms``:
+    ``whole`` sums the terms that are not floored, ``s * 2**(t + 9 + G - d)``, so they contribute
+    ``p * whole``; ``pattern`` numbers the signs and right shifts (1 .. 7) of the floored ones,
+    which contribute ``floored[(p + 255) * patterns + pattern]`` for a signed ``p`` in -255 .. 255.
+    Also returns the number of patterns and each significand's total term count.
+    """
+    positions, signs, counts = (x.numpy().tolist() for x in encode_terms(torch.arange(128, 256)))
+    whole_shift, span = 9 + g, 26 + g
+    patterns = {0: 0}  # (plus shifts, minus shifts) as bit masks -> number
+    packed = np.zeros(128 * span, np.int64)
+    for i in range(128):
+        for d in range(span):
+            whole = plus = minus = found = 0
+            for t, s in zip(positions[i][: counts[i]], signs[i]):
+                if d > t + 16 + g:  # out of bounds, and so are the later terms
+                    break
+                found += 1
+                if t + whole_shift >= d:
+                    whole += s << (t + whole_shift - d)
+                elif s > 0:
+                    plus |= 1 << (d - whole_shift - t - 1)
+                else:
+                    minus |= 1 << (d - whole_shift - t - 1)
+            pattern = patterns.setdefault(plus | minus << _FLOORED, len(patterns))
+            packed[i * span + d] = (whole << 16) | (pattern << 3) | found
+    partner = np.arange(-255, 256)
+    floored = np.zeros((partner.size, len(patterns)), np.int16)  # |sum| < 256; the small type keeps it in cache
+    for key, pattern in patterns.items():
+        for shift in range(1, _FLOORED + 1):
+            for s, mask in ((1, key), (-1, key >> _FLOORED)):
+                if mask >> (shift - 1) & 1:
+                    floored[:, pattern] += ((s * partner) >> shift).astype(np.int16)
+    return packed, floored.reshape(-1), len(patterns), np.array(counts, np.int64)
+
+
+def _as_bits(bits, name):
+    """``bits`` as a uint16 array (a uint16 array, strided or not, as it is), refused as the reference refuses it."""
+    if isinstance(bits, torch.Tensor):
+        bits = bits.numpy()
+    bits = np.asarray(bits)
+    if bits.dtype.kind in "fc":
+        raise TypeError(f"{name} must hold bf16 bit patterns as integers, not {bits.dtype}")
+    if bits.ndim != 4:
+        raise ValueError(f"{name} must have shape [passes, rows|cols, steps, lanes], got {bits.shape}")
+    if bits.dtype != np.uint16 and bits.size and (bits.min() < 0 or bits.max() > 0xFFFF):
+        raise ValueError(f"{name} holds values outside 0..0xFFFF; expected bf16 bit patterns")
+    return bits if bits.dtype == np.uint16 else bits.astype(np.uint16)
+
+
+def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
+    """Run passes of an R x C FPRaker tile: the reference ``tile``'s arguments, checks and ``TileResult``.
+
+    ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
+    ``b_bits``: [passes, cols, steps, lanes] (bit-parallel, shared along columns); ints
+    (torch or numpy; a uint16 array is used as it is).
+    """
+    a, b = checked_arguments(a_bits, b_bits, guard_bits, zero_block_cycles, _as_bits)
+    return _run(a, b, 0, guard_bits, zero_block_cycles)
+
+
+def tile_values(a_values, b_values, guard_bits=3, zero_block_cycles=1):
+    """``tile`` of float32 NumPy arrays holding bf16 values (the mapper's operands), read in place.
+
+    A value's bf16 pattern is the upper half of its fp32 bits (the lower half is ignored), so the
+    mapper needs no converted copy of its operands.
+    """
+    a, b = checked_arguments(a_values, b_values, guard_bits, zero_block_cycles, _fp32_bits)
+    return _run(a, b, 16, guard_bits, zero_block_cycles)
+
+
+def nonzero_values(values):
+    """Per pass, the non-zero values of a float32 NumPy array [passes, ...] (``np.count_nonzero`` over all but the
+    first axis, in one pass without a boolean copy): the scheduled values FPRaker encodes into terms."""
+    return _nonzero(np.ascontiguousarray(values, np.float32).reshape(len(values), -1).view(np.uint32))
+
+
+@numba.njit(nogil=True, cache=True)
+def _nonzero(bits):
+    counts = np.zeros(bits.shape[0], np.int64)
+    for p in range(bits.shape[0]):
+        for i in range(bits.shape[1]):
+            counts[p] += (bits[p, i] & 0x7FFFFFFF) != 0  # +0 and -0 are zero, NaN is not
+    return counts
+
+
+def _fp32_bits(values, name):
+    """The fp32 bit patterns of a float32 NumPy array [passes, rows|cols, steps, lanes], as a uint32 view."""
+    if not isinstance(values, np.ndarray) or values.dtype != np.float32 or values.ndim != 4:
+        raise TypeError(f"{name} must be a float32 NumPy array [passes, rows|cols, steps, lanes], not {values!r:.60}")
+    return values.view(np.uint32)
+
+
+def _run(a, b, shift, guard_bits, zero_block_cycles):
+    """The kernel on operands whose bf16 patterns are their elements shifted right by ``shift``."""
+    passes, rows, steps, _ = a.shape
+    bits = np.zeros((passes, rows, b.shape[1]), np.uint32)
+    step_cycles = np.zeros((passes, steps), np.int64)
+    terms = np.zeros(passes, np.int64)
+    skipped = np.zeros(passes, np.int64)
+    tables = _lane_tables(guard_bits)
+    _tile(a, b, shift, guard_bits, zero_block_cycles, *tables, bits, step_cycles, terms, skipped)
+    return TileResult(torch.from_numpy(bits.view(np.float32)), torch.from_numpy(step_cycles.sum(1)),
+                      torch.from_numpy(terms), torch.from_numpy(skipped), torch.from_numpy(step_cycles))
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _exponent(x):
+    """The exponent field of a bf16 pattern, and whether the value is live (finite and non-zero)."""
+    e = (x >> 7) & 0xFF
+    return e, (e != 0) & (e != 255)
+
+
+@numba.njit(nogil=True, cache=True)
+def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, bits, step_cycles, terms, skipped):
+    """Fill ``bits`` [P, R, C] (fp32 patterns), ``step_cycles`` [P, S], ``terms`` and ``skipped`` [P]; the operands'
+    bf16 patterns are ``a >> shift`` and ``b >> shift``."""
+    passes, rows, steps, lanes = a.shape
+    cols = b.shape[1]
+    span = 26 + g
+    # one step's operands, decoded once for all the PEs that share them
+    a_exp = np.empty((rows, lanes), np.int64)  # ea - 127, _NONE unless live
+    a_neg = np.empty((rows, lanes), np.bool_)
+    a_row = np.empty((rows, lanes), np.int64)  # the significand's first entry in ``packed``
+    a_terms = np.empty((rows, lanes), np.int64)  # all its terms, 0 unless live
+    a_value = np.empty((rows, lanes), np.int64)  # signed significand, 0 unless live
+    b_exp = np.empty((cols, lanes), np.int64)  # eb, _NONE unless live
+    b_value = np.empty((cols, lanes), np.int64)  # signed significand, 0 unless live
+    window = np.empty((rows, cols), np.int64)
+    acc_exp = np.empty((rows, cols), np.int64)  # _NONE while the accumulator is empty
+    nan = np.empty((rows, cols), np.bool_)
+    pos_inf = np.empty((rows, cols), np.bool_)
+    neg_inf = np.empty((rows, cols), np.bool_)
+    for p in range(passes):
+        window[:] = 0
+        acc_exp[:] = _NONE
+        nan[:] = False
+        pos_inf[:] = False
+        neg_inf[:] = False
+        in_bound = 0
+        live_terms = 0
+        for s in range(steps):
+            special = False
+            for r in range(rows):
+                for n in range(lanes):
+                    x = np.int64(a[p, r, s, n] >> shift)
+                    e, live = _exponent(x)
+                    special |= e == 255
+                    a_exp[r, n] = e - 127 if live else _NONE
+                    a_neg[r, n] = x >> 15 == 1
+                    a_row[r, n] = (x & 0x7F) * span
+                    a_terms[r, n] = counts[x & 0x7F] if live else 0
+                    a_value[r, n] = (-1 if x >> 15 else 1) * (128 + (x & 0x7F)) if live else 0
+            for c in range(cols):
+                for n in range(lanes):
+                    y = np.int64(b[p, c, s, n] >> shift)
+                    e, live = _exponent(y)
+                    special |= e == 255
+                    b_exp[c, n] = e if live else _NONE
+                    b_value[c, n] = (-1 if y >> 15 else 1) * (128 + (y & 0x7F)) if live else 0
+            if special:
+                _note_specials(a[p, :, s], b[p, :, s], shift, nan, pos_inf, neg_inf)
+            step_cost = 0
+            for r in range(rows):
+                for c in range(cols):
+                    top = _NONE
+                    bottom = -_NONE  # the smallest live product exponent
+                    for n in range(lanes):
+                        e = a_exp[r, n] + b_exp[c, n]
+                        top = max(top, e)
+                        bottom = min(bottom, e if e > _DEAD else -_NONE)
+                    if top < _DEAD:  # no live lane: the accumulator stays as it is
+                        step_cost = max(step_cost, zero_block_cycles)
+                        continue
+                    total = np.int64(0)
+                    if acc_exp[r, c] != _NONE:
+                        top = max(top, acc_exp[r, c])
+                        total = window[r, c] >> min(top - acc_exp[r, c], 63)
+                    most = 1
+                    if top - bottom <= 9 + g:  # every term of every lane whole: the exact products
+                        for n in range(lanes):
+                            product = a_value[r, n] * b_value[c, n]
+                            total += product << max(9 + g - (top - (a_exp[r, n] + b_exp[c, n])), 0)
+                            found = a_terms[r, n] if product != 0 else 0
+                            in_bound += found
+                            live_terms += found
+                            most = max(most, found)
+                    else:
+                        for n in range(lanes):
+                            # lanes without a product are far below ``top``: no term in bound, nothing added
+                            entry = packed[a_row[r, n] + min(top - (a_exp[r, n] + b_exp[c, n]), span - 1)]
+                            partner = -b_value[c, n] if a_neg[r, n] else b_value[c, n]
+                            pattern = (partner + 255) * patterns + ((entry >> 3) & 0x1FFF)
+                            total += partner * (entry >> 16) + floored[pattern]
+                            in_bound += entry & 7
+                            most = max(most, entry & 7)
+                            live_terms += a_terms[r, n] if b_value[c, n] != 0 else 0
+                    step_cost = max(step_cost, most)
+                    # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
+                    carry = max(0, 64 - leading_zeros(np.uint64(~total if total < 0 else total)) - (24 + g))
+                    window[r, c] = total >> carry
+                    acc_exp[r, c] = top + carry if window[r, c] != 0 else _NONE
+            step_cycles[p, s] = step_cost
+        terms[p] = in_bound
+        skipped[p] = live_terms - in_bound
+        for r in range(rows):
+            for c in range(cols):
+                out = _round_window(window[r, c], acc_exp[r, c], g)
+                if pos_inf[r, c]:
+                    out = 0x7F800000
+                if neg_inf[r, c]:
+                    out = 0xFF800000
+                if nan[r, c] or (pos_inf[r, c] and neg_inf[r, c]):
+                    out = CANONICAL_NAN_BITS
+                bits[p, r, c] = out
+
+
+@numba.njit(nogil=True, cache=True)
+def _note_specials(a, b, shift, nan, pos_inf, neg_inf):
+    """Mark the PEs whose lanes of this step meet NaN, Inf x 0, or an Inf product of either sign (sticky)."""
+    for r in range(a.shape[0]):
+        for c in range(b.shape[0]):
+            for n in range(a.shape[1]):
+                x, y = np.int64(a[r, n] >> shift), np.int64(b[c, n] >> shift)
+                ex, ey = (x >> 7) & 0xFF, (y >> 7) & 0xFF
+                x_inf, y_inf = ex == 255 and x & 0x7F == 0, ey == 255 and y & 0x7F == 0
+                lane_nan = (ex == 255 and not x_inf) or (ey == 255 and not y_inf) or (x_inf and ey == 0) or (
+                    ex == 0 and y_inf)
+                if lane_nan:
+                    nan[r, c] = True
+                elif x_inf or y_inf:
+                    if (x >> 15) != (y >> 15):
+                        neg_inf[r, c] = True
+                    else:
+                        pos_inf[r, c] = True
+
+
+@numba.njit(nogil=True, cache=True)
+def _round_window(window, exponent, g):
+    """fp32 pattern of ``window * 2**(exponent - 150 - G)``: RNE, FTZ, overflow to Inf (the reference's rounding)."""
+    if window == 0:
+        return 0
+    sign = 1 if window < 0 else 0
+    magnitude = -window if window < 0 else window
+    msb = 63 - leading_zeros(np.uint64(magnitude))
+    shift = msb - 23
+    right = max(shift, 0)
+    kept = magnitude >> right
+    rest = magnitude - (kept << right)
+    up = 0
+    if right > 0:
+        half = np.int64(1) << (right - 1)
+        if rest > half or (rest == half and kept & 1 == 1):
+            up = 1
+    significand = (kept + up) << max(-shift, 0)
+    carry = significand >> 24
+    significand >>= carry
+    biased = exponent - 23 - g + msb + carry
+    if biased < 1:
+        return sign << 31
+    if biased > 254:
+        return (sign << 31) | 0x7F800000
+    return (sign << 31) | (biased << 23) | (significand & 0x7FFFFF)

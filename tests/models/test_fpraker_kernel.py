@@ -1,0 +1,178 @@
+"""The fused FPRaker kernel against the golden tile it replaces in the mapper: every field of every result, equal."""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from layer_cases import make_layer
+
+from dashraker.mapping.config import load_config
+from dashraker.mapping.engine import map_op
+from dashraker.models import fpraker as golden
+from dashraker.models.kernels import fpraker as kernel
+from dashraker.models.numerics import fp32_bits, to_bf16_bits
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "fpraker"))  # the FPRaker stimulus, shared with the golden's tests
+from fpraker_stimulus import FIVE_TERM_SIGNIFICANDS, random_bits, real_bits  # noqa: E402
+
+ONE, INF, NAN = 127 << 7, 0xFF << 7, (0xFF << 7) | 0x40
+NEG = 1 << 15
+
+
+def assert_equal_results(got, want):
+    """Two ``TileResult``s equal in every field: dtypes, shapes and values (outputs as fp32 bit patterns)."""
+    for field in dataclasses.fields(want):
+        g, w = getattr(got, field.name), getattr(want, field.name)
+        assert (g.dtype, g.shape) == (w.dtype, w.shape), field.name
+        if field.name == "outputs":
+            g, w = fp32_bits(g), fp32_bits(w)
+        assert torch.equal(g, w), f"{field.name} differs"
+
+
+def assert_same(a, b, guard_bits=3, zero_block_cycles=1):
+    """The kernel's and the golden tile's results on bf16 patterns ``a`` and ``b`` are equal; returns the kernel's."""
+    got = kernel.tile(a, b, guard_bits, zero_block_cycles)
+    assert_equal_results(got, golden.tile(a, b, guard_bits, zero_block_cycles))
+    return got
+
+
+@pytest.mark.parametrize("zero_block_cycles", [0, 1])
+@pytest.mark.parametrize("guard_bits", range(8))
+def test_random_operands(guard_bits, zero_block_cycles):
+    rng = np.random.default_rng(guard_bits * 2 + zero_block_cycles)
+    for spread, corner in [(2, 0.0), (8, 0.3), (40, 0.6)]:
+        rows, cols, steps, lanes = rng.integers(1, 5), rng.integers(1, 5), rng.integers(1, 13), rng.integers(1, 17)
+        a = random_bits(rng, (3, rows, steps, lanes), spread, corner)
+        b = random_bits(rng, (3, cols, steps, lanes), spread, corner)
+        assert_same(a, b, guard_bits, zero_block_cycles)
+
+
+@pytest.mark.parametrize("lanes", range(1, 17))
+def test_lanes(lanes):
+    rng = np.random.default_rng(lanes)
+    a, b = random_bits(rng, (4, 3, 12, lanes)), random_bits(rng, (4, 2, 12, lanes))
+    assert_same(a, b, guard_bits=lanes % 8, zero_block_cycles=lanes % 2)
+
+
+def test_long_passes_and_far_exponents():
+    """Many steps, so the window grows far above the products and most terms fall out of bounds."""
+    rng = np.random.default_rng(7)
+    a, b = random_bits(rng, (3, 4, 300, 8), spread=30, corner=0.1), random_bits(rng, (3, 4, 300, 8), spread=3)
+    result = assert_same(a, b)
+    assert int(result.skipped_terms.sum()) > 0
+
+
+def _signs(rng, shape):
+    return rng.integers(0, 2, shape) << 15
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        lambda rng, shape: np.zeros(shape, np.int64),  # all-zero streams
+        lambda rng, shape: _signs(rng, shape),  # signed zeros
+        lambda rng, shape: _signs(rng, shape) | rng.integers(1, 128, shape),  # subnormals: zeros (DAZ)
+        lambda rng, shape: _signs(rng, shape) | (127 << 7) | (rng.choice(FIVE_TERM_SIGNIFICANDS, shape) - 128),  # dense
+        lambda rng, shape: np.where(np.arange(shape[-1]) == rng.integers(0, shape[-1], shape[:-1])[..., None],
+                                    ONE | rng.integers(0, 128, shape), 0),  # maximum sparsity: one live lane a step
+        lambda rng, shape: _signs(rng, shape) | INF,  # Inf products (and Inf x 0, Inf - Inf with the partner)
+        lambda rng, shape: np.where(rng.random(shape) < 0.05, NAN, ONE),  # a NaN now and then
+        lambda rng, shape: _signs(rng, shape) | (254 << 7) | rng.integers(0, 128, shape),  # overflow to Inf
+        lambda rng, shape: _signs(rng, shape) | (1 << 7) | rng.integers(0, 128, shape),  # underflow, flushed
+    ],
+    ids=["zeros", "signed-zeros", "subnormals", "dense", "max-sparsity", "inf", "nan", "huge", "tiny"],
+)
+@pytest.mark.parametrize("partner", ["random", "zeros", "ones", "same"])
+def test_special_streams(case, partner):
+    rng = np.random.default_rng(3)
+    a = case(rng, (4, 2, 10, 8)).astype(np.int64)
+    b = {
+        "random": lambda: random_bits(rng, (4, 3, 10, 8), spread=8, corner=0.3),
+        "zeros": lambda: _signs(rng, (4, 3, 10, 8)),
+        "ones": lambda: np.full((4, 3, 10, 8), ONE),
+        "same": lambda: case(rng, (4, 3, 10, 8)).astype(np.int64),
+    }[partner]()
+    for zero_block_cycles in (0, 1):
+        assert_same(a, b, 3, zero_block_cycles)
+        assert_same(b, a, 0, zero_block_cycles)  # the case on the partner side
+
+
+def test_real_tensors():
+    """Activations, weights and gradients of a real training step (a small CNN on the digits data)."""
+    a, b = np.split(real_bits(np.random.default_rng(11), (12, 4, 36, 8)), 2)
+    for guard_bits in (0, 3, 7):
+        assert_same(a, b, guard_bits)
+
+
+def test_degenerate_shapes():
+    for a_shape, b_shape in [((0, 2, 3, 8), (0, 3, 3, 8)), ((2, 2, 0, 8), (2, 3, 0, 8))]:
+        assert_same(np.zeros(a_shape, np.int64), np.zeros(b_shape, np.int64))
+
+
+def test_operand_types():
+    """numpy and torch integers of any width give the same result; uint16 and strided views are used in place."""
+    rng = np.random.default_rng(5)
+    a, b = random_bits(rng, (3, 2, 6, 8)), random_bits(rng, (3, 2, 6, 8))
+    want = assert_same(a, b)
+    wide = np.zeros((3, 2, 6, 16), np.uint16)
+    wide[..., ::2] = a
+    for x in (torch.from_numpy(a), a.astype(np.int32), a.astype(np.uint16), wide[..., ::2]):
+        assert torch.equal(kernel.tile(x, b).outputs.view(torch.int32), want.outputs.view(torch.int32))
+
+
+@pytest.mark.parametrize(
+    "a, b, guard_bits, zero_block_cycles, error, message",
+    [
+        (torch.zeros((1, 1, 1, 8)), np.zeros((1, 1, 1, 8), np.int64), 3, 1, TypeError, "bit patterns as integers"),
+        (np.zeros((1, 1, 8), np.int64), np.zeros((1, 1, 8), np.int64), 3, 1, ValueError, "must have shape"),
+        (np.full((1, 1, 1, 8), 0x10000), np.zeros((1, 1, 1, 8), np.int64), 3, 1, ValueError, "outside 0..0xFFFF"),
+        (np.full((1, 1, 1, 8), -1), np.zeros((1, 1, 1, 8), np.int64), 3, 1, ValueError, "outside 0..0xFFFF"),
+        (np.zeros((1, 1, 2, 8), np.int64), np.zeros((1, 1, 1, 8), np.int64), 3, 1, ValueError, "disagree"),
+        (np.zeros((1, 1, 1, 8), np.int64), np.zeros((1, 1, 1, 8), np.int64), -1, 1, ValueError, "guard_bits"),
+        (np.zeros((1, 1, 1, 8), np.int64), np.zeros((1, 1, 1, 8), np.int64), 3, 2, ValueError, "zero_block_cycles"),
+    ],
+)
+def test_refusals_match_reference(a, b, guard_bits, zero_block_cycles, error, message):
+    for tile in (kernel.tile, golden.tile):
+        with pytest.raises(error, match=message):
+            tile(a, b, guard_bits, zero_block_cycles)
+
+
+def test_values_read_in_place():
+    """``tile_values`` on float32 bf16 values equals ``tile`` on their bf16 patterns; other arrays are refused."""
+    rng = np.random.default_rng(2)
+    bits = random_bits(rng, (3, 2, 9, 8), corner=0.4)
+    values = (bits.astype(np.uint32) << 16).view(np.float32)
+    partner = real_bits(rng, (3, 4, 9, 8))
+    got = kernel.tile_values(values, (partner.astype(np.uint32) << 16).view(np.float32))
+    assert_equal_results(got, assert_same(bits, partner))
+    with pytest.raises(TypeError, match="float32 NumPy array"):
+        kernel.tile_values(np.zeros(values.shape), values)
+
+
+@pytest.mark.parametrize("changes", [{}, {"guard_bits": 0, "zero_block_cycles": 0, "rows": 2, "cols": 3, "lanes": 5}])
+def test_mapping_rows_unchanged(changes, monkeypatch):
+    """A layer mapped with the kernel gives the rows it gives with the golden tile, every figure equal."""
+    layer, tensors, _ = make_layer(n=2, c=12, m=10, size=6, stride=2)
+    config = load_config(None, "fpraker")
+    config = dataclasses.replace(config, params={**config.params, **changes})
+    ops = ("fwd", "bwd_input", "bwd_weight")
+    with_kernel = [map_op(config, layer, tensors, op) for op in ops]
+
+    def golden_values(a, b, guard_bits, zero_block_cycles):
+        return golden.tile(a.view(np.uint32) >> 16, b.view(np.uint32) >> 16, guard_bits, zero_block_cycles)
+
+    monkeypatch.setattr(kernel, "tile_values", golden_values)
+    assert [map_op(config, layer, tensors, op) for op in ops] == with_kernel
+    assert all(row["counts"]["terms"] > 0 for row in with_kernel)
+
+
+def test_nonzero_values_counts_as_numpy():
+    values = np.random.default_rng(4).standard_normal((5, 3, 7, 8)).astype(np.float32)
+    values[values < 0.5] = 0.0
+    values[0, 0, 0, :5] = [-0.0, np.nan, np.inf, -np.inf, 1e-42]
+    assert np.array_equal(kernel.nonzero_values(values), np.count_nonzero(values, axis=(1, 2, 3)))
+    assert np.array_equal(kernel.nonzero_values(values[:, :, ::2]), np.count_nonzero(values[:, :, ::2], axis=(1, 2, 3)))
