@@ -281,8 +281,11 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
             jobs = min(jobs or (1 if gpu else default_jobs(work, len(os.sched_getaffinity(0)))), len(tasks))
             if jobs <= 1:
                 results = _in_process(trace, configs, tasks, bar)
-            else:
-                results = _on_local_workers(trace_path, configs, tasks, jobs, bar, "spawn" if gpu else "fork")
+            elif gpu:
+                results = _on_local_workers(trace_path, configs, tasks, jobs, bar, "spawn")
+            else:  # the smallest task here first: the workers forked after it inherit the kernels it loaded
+                results = _in_process(trace, configs, tasks[-1:], bar)
+                results += _on_local_workers(trace_path, configs, tasks[:-1], jobs, bar)
     design_order = {config.design.name: k for k, config in enumerate(configs)}
     return sorted(results, key=lambda r: (design_order[r["design"]], r["step"], r["layer_index"], OPS.index(r["op"])))
 

@@ -66,11 +66,12 @@ def test_default_jobs_pay_for_themselves(mobilenet_trace, configs, monkeypatch):
     # a small trace (MobileNet at 28x28, one sample) maps in this process; a large one on workers, one per CPU
     forked = []
     monkeypatch.setattr(runner, "_on_local_workers",
-                        lambda path, configs, tasks, jobs, bar, start: forked.append((jobs, start)) or [])
+                        lambda path, configs, tasks, jobs, bar, start="fork": forked.append((jobs, start)) or [])
     assert len(map_trace(mobilenet_trace, configs[:1], progress=False)) == 41 and forked == []
     monkeypatch.setattr(runner, "WORK_PER_JOB", 1)
     map_trace(mobilenet_trace, configs[:1], progress=False)
     assert forked == [(min(len(os.sched_getaffinity(0)), 41), "fork")]  # 41 tasks: at most one worker each
+    # (the smallest task ran here first: the forked workers inherit what it loaded)
 
     # cost models on a GPU: one process by default; workers asked for are spawned (CUDA breaks in a forked child)
     on_gpu = [dataclasses.replace(configs[0], device="cuda")]
