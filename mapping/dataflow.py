@@ -10,6 +10,7 @@ scheduled side. Streams are gathered on demand, one ``np.take`` of index arrays 
 """
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -80,16 +81,31 @@ class OpPlan:
 
 @dataclasses.dataclass
 class PassBatch:
-    """Consecutive passes of one problem: ``scheduled`` [P, R, S, N] and ``partner`` [P, C, S, N] values."""
+    """Consecutive passes of one problem: ``scheduled`` [P, R, S, N] and ``partner`` [P, C, S, N] values.
+
+    Both are gathered on first use from the stream sets the batch reads, ``scheduled_sets[row_pick]`` and
+    ``partner_sets[col_pick]`` (a pass repeats its row set for every column set), so that a GPU can be sent
+    the sets alone and gather the passes itself.
+    """
 
     problem: int
     label: str
-    scheduled: np.ndarray
-    partner: np.ndarray
+    scheduled_sets: np.ndarray
+    partner_sets: np.ndarray
+    row_pick: np.ndarray
+    col_pick: np.ndarray
     row_set: np.ndarray
     col_set: np.ndarray
     rows_used: np.ndarray
     cols_used: np.ndarray
+
+    @functools.cached_property
+    def scheduled(self):
+        return self.scheduled_sets[self.row_pick]
+
+    @functools.cached_property
+    def partner(self):
+        return self.partner_sets[self.col_pick]
 
 
 def _pair(value):
@@ -385,8 +401,10 @@ def problem_passes(index, problem, rows, cols, max_values=1 << 24):
         yield PassBatch(
             problem=index,
             label=problem.label,
-            scheduled=problem.rows.sets(rows, r0, r1)[row_set - r0],
-            partner=problem.cols.sets(cols, c0, c1)[col_set - c0],
+            scheduled_sets=problem.rows.sets(rows, r0, r1),
+            partner_sets=problem.cols.sets(cols, c0, c1),
+            row_pick=row_set - r0,
+            col_pick=col_set - c0,
             row_set=row_set,
             col_set=col_set,
             rows_used=problem.rows.used(rows, row_set),

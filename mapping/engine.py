@@ -10,6 +10,7 @@ also costed on the reference (dense) design of the same array, for the speedups.
 """
 
 import numpy as np
+import torch
 
 from dashraker.mapping import memory
 from dashraker.designs import reference
@@ -72,10 +73,29 @@ class _Passes:
         return {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in self.parts.items()}
 
 
+def _size(part):
+    return part.numel() if isinstance(part, torch.Tensor) else part.size
+
+
+def _join(parts):
+    if len(parts) == 1:
+        return parts[0]
+    return torch.cat(parts) if isinstance(parts[0], torch.Tensor) else np.concatenate(parts)
+
+
+def _on_device(batch, device):
+    """A batch's passes gathered on ``device`` from its stream sets, which alone travel (a fraction of the passes)."""
+    def gather(sets, pick):
+        sets = np.require(sets, requirements=("C", "W"))  # torch takes writable arrays only: a copy of a view
+        return torch.from_numpy(sets).to(device)[torch.from_numpy(pick).to(device)]
+
+    return gather(batch.scheduled_sets, batch.row_pick), gather(batch.partner_sets, batch.col_pick)
+
+
 def _across_problems(problems, chunks, evaluate, limit):
     """Per-problem results of ``evaluate`` over ``chunks``, batching chunks of equal steps from many problems.
 
-    ``chunks(index, problem)`` yields tuples of arrays whose first axis is passes (or row sets);
+    ``chunks(index, problem)`` yields tuples of arrays (or torch tensors) whose first axis is passes (or row sets);
     ``evaluate(*arrays)`` returns a tuple of per-pass arrays. A layer with many small problems
     (groups, kernel offsets) thus costs the reference models a few large calls, not many small ones.
     A batch stops short of ``limit`` values when the next chunk would pass it, so a chunk of about
@@ -86,8 +106,7 @@ def _across_problems(problems, chunks, evaluate, limit):
 
     def flush():
         if pending:
-            batch = zip(*(chunk for _, chunk in pending))
-            outputs = evaluate(*(np.concatenate(parts) if len(parts) > 1 else parts[0] for parts in batch))
+            outputs = evaluate(*(_join(parts) for parts in zip(*(chunk for _, chunk in pending))))
             offset = 0
             for owner, chunk in pending:
                 count = len(chunk[0])
@@ -99,8 +118,8 @@ def _across_problems(problems, chunks, evaluate, limit):
         for index, problem in enumerate(problems):
             if problem.steps == steps:
                 for chunk in chunks(index, problem):
-                    held = sum(part.size for _, earlier in pending for part in earlier)
-                    if held + sum(part.size for part in chunk) > limit:
+                    held = sum(_size(part) for _, earlier in pending for part in earlier)
+                    if held + sum(_size(part) for part in chunk) > limit:
                         flush()
                     pending.append((index, chunk))
         flush()
@@ -121,7 +140,7 @@ def _evaluate(problems, config):
                 yield (problem.rows.sets(config.rows, first, min(first + per_batch, sets)),)
         else:
             for batch in problem_passes(index, problem, config.rows, config.cols, limit):
-                yield batch.scheduled, batch.partner
+                yield (batch.scheduled, batch.partner) if config.device == "cpu" else _on_device(batch, config.device)
 
     def evaluate(scheduled, partner=None):
         result = cost.evaluate(params, scheduled, partner, config.device)

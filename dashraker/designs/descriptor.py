@@ -230,9 +230,10 @@ class Cost:
         Per pass (per row set when ``operands`` is "scheduled", ``partner`` then None):
         ``cycles`` and per-pass action counters named as the mapper's energy
         components. Operands are fp32 values already in the operand format,
-        ``[P, R, S, N]`` and ``[P, C, S, N]`` NumPy arrays. A per-row-set counter counts
-        once per partner operand (column) of the problem. ``device``: "cpu", or a torch
-        GPU device to run the reference models on; the results are the same.
+        ``[P, R, S, N]`` and ``[P, C, S, N]``: NumPy arrays, or with ``device`` a torch
+        GPU device, the reference models run there and "both" operands come as torch
+        tensors already on it; the results are the same. A per-row-set counter counts
+        once per partner operand (column) of the problem.
     pass_counts : callable(params, arrays, value_bits) -> dict
         The action counts that follow from the per-pass arrays ``cycles``, ``steps``,
         ``rows`` and ``cols`` (PEs used) of an operation.

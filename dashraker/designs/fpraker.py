@@ -31,14 +31,12 @@ def _golden(params, scheduled_bits, partner_bits):
 
 
 def _bf16_bits(values, device):
-    """bf16 bit patterns of values already in bf16: the upper half of their fp32 bits, int64 on ``device``.
-
-    On a GPU the fp32 values travel (half the bytes of int64) and are split there.
-    """
+    """bf16 bit patterns of values already in bf16 (NumPy or torch): the upper half of their fp32 bits, int64 on
+    ``device``, where they are split."""
     import torch
 
-    words = torch.from_numpy(np.ascontiguousarray(values, np.float32)).to(device).view(torch.int32)
-    return (words.to(torch.int64) >> 16) & 0xFFFF
+    values = values if isinstance(values, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(values, np.float32))
+    return (values.to(device).view(torch.int32).to(torch.int64) >> 16) & 0xFFFF
 
 
 def _evaluate(params, scheduled, partner, device="cpu"):
@@ -48,10 +46,11 @@ def _evaluate(params, scheduled, partner, device="cpu"):
 
     if device == "cpu":
         result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
+        encodes = fpraker.nonzero_values(scheduled)
     else:
         result = _tile(params, _bf16_bits(scheduled, device), _bf16_bits(partner, device), device)
-    return {"cycles": result.cycles.cpu().numpy(), "terms": result.terms.cpu().numpy(),
-            "term_encodes": fpraker.nonzero_values(scheduled)}
+        encodes = scheduled.count_nonzero((1, 2, 3)).cpu().numpy()
+    return {"cycles": result.cycles.cpu().numpy(), "terms": result.terms.cpu().numpy(), "term_encodes": encodes}
 
 
 def _pass_counts(params, arrays, value_bits):
