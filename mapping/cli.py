@@ -35,6 +35,8 @@ def register(subparsers):
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on the workers of this Dask scheduler "
                         "instead; the trace must be at the same path on storage they share (README 'Mapper')")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--skip-unsupported", action="store_true", help="map the other layers of a trace holding "
+                        "layers of a type this version does not take (listed in the report); default: refuse it")
     parser.add_argument("--device", default="cpu", help="where the designs' cost models run: cpu (fused kernels) "
                         "or cuda[:N] (PyTorch on a GPU; same figures) (default cpu)")
     parser.add_argument("--compare", choices=COMPARISONS, help="lanes: the configured tiles; iso-area: also each "
@@ -100,6 +102,8 @@ def run(args):
         sums = totals(rows)
         print(summary_table(rows, sums))
         meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
+        if args.skip_unsupported:
+            meta["skipped_layers"] = _skipped(args.trace)
         iso_area = None
         if (args.compare or configs[0].compare) == "iso-area":
             meta["iso_area"] = iso_area = _iso_area(args, configs, steps, sums)
@@ -113,13 +117,24 @@ def run(args):
     print("\nwrote " + ", ".join(str(out.path / name) for name in names))
 
 
+def _skipped(trace):
+    """The layers ``--skip-unsupported`` left out, printed and as the report lists them."""
+    from dashraker.trace import open_trace
+
+    skipped = [{"name": layer.name, "type": layer.type, "reason": layer.reason} for layer in open_trace(trace).unsupported]
+    for layer in skipped:
+        print(f"skipped layer {layer['name']!r}: {layer['reason']}")
+    return skipped
+
+
 def _map(args, configs, steps):
     """``map_trace`` with the command's options; bad input (trace, steps, cluster) as a ``CliError``."""
     from dashraker.mapping.runner import ClusterError, map_trace
     from dashraker.trace import TraceError
 
     try:
-        return map_trace(args.trace, configs, steps, args.jobs, not args.no_progress, args.scheduler)
+        return map_trace(args.trace, configs, steps, args.jobs, not args.no_progress, args.scheduler,
+                         args.skip_unsupported)
     except (TraceError, ValueError, ClusterError) as error:
         raise CliError(str(error)) from None
 

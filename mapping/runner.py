@@ -252,17 +252,22 @@ def _on_dask(address, trace_path, configs, tasks, bar):
         client.close()
 
 
-def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, scheduler=None):
+def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, scheduler=None, skip_unsupported=False):
     """Map every layer of the trace's ``steps`` (default: all) on each configuration; rows in trace order.
 
     ``scheduler``: the address of a Dask scheduler (``tcp://host:port``) whose workers map the
     tasks, reading the trace at the same path (storage they share). Otherwise ``jobs`` local
     worker processes (default: ``default_jobs``; 1 when the configurations run their cost models on
-    a GPU, which one process keeps busy); ``jobs=1`` maps in this process.
+    a GPU, which one process keeps busy); ``jobs=1`` maps in this process. A trace holding layers
+    of a type this version does not take (``Trace.unsupported``) is refused unless ``skip_unsupported``.
     """
     from dashraker.trace import open_trace
 
     trace = open_trace(trace_path)
+    if trace.unsupported and not skip_unsupported:
+        layer = trace.unsupported[0]
+        raise ValueError(f"{trace_path}: layer {layer.name!r}: {layer.reason}; "
+                         "--skip-unsupported maps the other layers")
     steps = list(trace.steps if steps is None else steps)
     missing = sorted(set(steps) - set(trace.steps))
     if missing:

@@ -47,10 +47,14 @@ def register(subparsers):
 
 def _layer(trace, name, op):
     from dashraker.mapping.runner import layer_ops
+    from dashraker.trace import TraceError
 
     names = [layer.name for layer in trace.layers]
     if name not in names:
-        raise CliError(f"{trace.path}: no layer {name!r}; layers are {', '.join(names)}")
+        try:
+            trace.layer(name)  # a layer of a type this version does not take says why
+        except TraceError as error:
+            raise CliError(f"{error}; layers are {', '.join(names)}") from None
     index = names.index(name)
     if op not in layer_ops(index, trace.layers[index]):
         raise CliError(f"{trace.path}: layer {name!r} needs no input gradient (the first layer, or its input is the "

@@ -28,10 +28,12 @@ class TensorStats:
 
 @dataclass
 class CheckResult:
-    """What ``check_trace`` found: problems (one line each, naming the file) and per-tensor statistics."""
+    """What ``check_trace`` found: problems (one line each, naming the file), warnings (layers the mapper and
+    co-simulation cannot take, and why) and per-tensor statistics."""
 
     trace: object = None
     problems: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
     stats: list = field(default_factory=list)
 
     @property
@@ -47,6 +49,8 @@ def check_trace(path, progress=False):
     except TraceError as error:
         result.problems.append(str(error))
         return result
+    result.warnings = [f"layer {layer.name!r}: {layer.reason}; not mapped or co-simulated "
+                       "(dashraker map --skip-unsupported maps the other layers)" for layer in trace.unsupported]
     jobs = [(step, layer) for step in trace.steps for layer in trace.layers]
     if progress:
         from tqdm import tqdm

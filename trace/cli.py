@@ -56,12 +56,16 @@ def _check(args):
         print(format_sparsity(result.stats))
         print()
         print(format_summary(result.stats))
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for problem in result.problems:
         print(f"problem: {problem}", file=sys.stderr)
     if result.problems:
         raise CliError(f"{len(result.problems)} problem(s) in trace {args.trace}; first: {result.problems[0]}")
     trace = result.trace
-    print(f"{args.trace}: ok, {len(trace.layers)} layers x {len(trace.steps)} steps, {len(result.stats)} tensors")
+    skipped = f", {len(result.warnings)} layer(s) of unsupported type (warnings above)" if result.warnings else ""
+    print(f"{args.trace}: ok, {len(trace.layers)} layers x {len(trace.steps)} steps, {len(result.stats)} tensors"
+          f"{skipped}")
 
 
 def _export(args):

@@ -85,6 +85,8 @@ def export_dnnsim(path, out, net=None, progress=False, overwrite=False):
     folder = OutputFolder(out, "export folder", is_export if overwrite else None,
                           "--force replaces only an export" if overwrite else "use --force to replace an export")
     trace = open_trace(path)
+    if trace.unsupported:
+        raise TraceError(f"layer {trace.unsupported[0].name!r}: {trace.unsupported[0].reason}; not exportable either")
     net = net or trace.manifest["model"]
     params = [_params_line(index, layer) for index, layer in enumerate(trace.layers)]
     names = {layer.name: dnnsim_name(index, layer) for index, layer in enumerate(trace.layers)}

@@ -10,7 +10,7 @@ import numpy as np
 from dashraker.trace.errors import TraceError
 from dashraker.trace.store import FORMAT, FORMAT_VERSION, MANIFEST, tensor_path
 
-__all__ = ["LayerInfo", "LayerTensors", "Trace", "open_trace", "open_tensor", "LAYER_TYPES"]
+__all__ = ["LayerInfo", "UnsupportedLayer", "LayerTensors", "Trace", "open_trace", "open_tensor", "LAYER_TYPES"]
 
 LAYER_TYPES = ("conv2d", "linear", "conv1d", "matmul")
 RANKS = {"conv2d": (4,), "linear": (2, 3), "conv1d": (3,), "matmul": (3,)}  # dimensions of a layer type's tensors
@@ -56,6 +56,22 @@ class LayerInfo:
     def shape_of(self, tensor):
         """The expected shape of ``tensor`` ("input", "weight", "output_grad" or "input_grad")."""
         return getattr(self, f"{tensor}_shape")
+
+
+@dataclass(frozen=True)
+class UnsupportedLayer:
+    """A manifest entry of a layer type this version does not know (a newer recorder's, another tool's).
+
+    The rest of the trace still reads; the mapper and co-simulation cannot take the layer, so
+    ``trace check`` warns of it and ``map --skip-unsupported`` maps the other layers.
+    """
+
+    name: str
+    type: str
+
+    @property
+    def reason(self):
+        return f"type {self.type!r} is not one this version maps or co-simulates ({', '.join(LAYER_TYPES)})"
 
 
 class LayerTensors(NamedTuple):
@@ -117,7 +133,10 @@ def _layer_info(entry, where, version):
     name = _get(entry, "name", where, lambda v: isinstance(v, str) and v and "/" not in v, "a name without '/'")
     where = f"{where} {name!r}"
     types = LAYER_TYPES if version > 1 else LAYER_TYPES[:2]  # version 1 knew conv2d and linear
-    kind = _get(entry, "type", where, lambda v: v in types, f"one of {types}")
+    kind = _get(entry, "type", where, lambda v: v in types or (isinstance(v, str) and v and v not in LAYER_TYPES),
+                f"one of {types} (or a type this version does not know)")
+    if kind not in types:
+        return UnsupportedLayer(name, kind)
     ranks, axes = RANKS[kind], 1 if kind == "conv1d" else 2
 
     def shape(key):
@@ -192,7 +211,10 @@ def _parse_manifest(path):
     names = [layer.name for layer in layers]
     if len(set(names)) != len(names):
         _fail(where, f"layer names repeat: {sorted({n for n in names if names.count(n) > 1})}")
-    return manifest, steps, layers
+    unsupported = [layer for layer in layers if isinstance(layer, UnsupportedLayer)]
+    if len(unsupported) == len(layers):
+        _fail(where, f"no layer of a type this version takes ({', '.join(LAYER_TYPES)}): {unsupported[0].reason}")
+    return manifest, steps, [layer for layer in layers if layer not in unsupported], unsupported
 
 
 def open_tensor(path, shape, check_finite=True):
@@ -223,13 +245,16 @@ def open_tensor(path, shape, check_finite=True):
 
 
 class Trace:
-    """An opened trace folder. ``load`` maps one layer and step; nothing else is read until asked for."""
+    """An opened trace folder. ``load`` maps one layer and step; nothing else is read until asked for.
+
+    ``layers`` are the layers this version takes; ``unsupported`` the manifest's others (``UnsupportedLayer``).
+    """
 
     def __init__(self, path):
         self.path = Path(path)
         if not self.path.is_dir():
             raise TraceError(f"{self.path}: not a folder")
-        self.manifest, self.steps, self.layers = _parse_manifest(self.path / MANIFEST)
+        self.manifest, self.steps, self.layers, self.unsupported = _parse_manifest(self.path / MANIFEST)
         self._by_name = {layer.name: layer for layer in self.layers}
 
     def __repr__(self):
@@ -241,6 +266,9 @@ class Trace:
         try:
             return self._by_name[name]
         except KeyError:
+            for layer in self.unsupported:
+                if layer.name == name:
+                    raise TraceError(f"{self.path}: layer {name!r}: {layer.reason}") from None
             raise TraceError(f"{self.path}: no layer {name!r}; layers: {list(self._by_name)}") from None
 
     def tensor_path(self, layer, step, tensor):

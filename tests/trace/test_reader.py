@@ -128,7 +128,7 @@ def test_manifest_missing(tmp_path):
             ["'conv2'", "'output_grad_shape' is [2, 8, 4, 4]", "give [2, 8, 8, 8]"],
         ),
         (lambda m: m["layers"][1].update(groups=3), ["'conv2'", "field 'groups' (3) must divide"]),
-        (lambda m: m["layers"][4].update(type="lstm"), ["'fc'", "field 'type' must be one of"]),
+        (lambda m: m["layers"][4].update(type=7), ["'fc'", "field 'type' must be one of"]),
         (lambda m: m["layers"][4].update(input_shape=[2, 3]), ["'fc'", "[2, 3] does not have in_channels=128"]),
         (lambda m: m["layers"][0].update(kernel=[3]), ["'conv1'", "field 'kernel' must be two integers >= 1"]),
         (lambda m: m["layers"].append(m["layers"][0]), ["layer names repeat: ['conv1']"]),
@@ -249,3 +249,39 @@ def test_conv1d_and_matmul_manifest_errors(seq_trace, layer, change, fragments):
         open_trace(seq_trace)
     for fragment in fragments:
         assert fragment in str(info.value)
+
+
+def test_layers_of_an_unknown_type_are_warned_of_and_skipped_on_request(broken, tmp_path, capsys):
+    """A layer type this version does not know (a newer recorder's): the rest reads, check warns, map refuses
+    unless --skip-unsupported, which maps the rest and lists the layer in the report; export refuses."""
+    from dashraker.cli import main
+
+    _rewrite_manifest(broken, lambda m: m["layers"][4].update(type="lstm"))
+    trace = open_trace(broken)
+    assert [(layer.name, layer.type) for layer in trace.unsupported] == [("fc", "lstm")]
+    assert "fc" not in [layer.name for layer in trace.layers] and len(trace.layers) == 4
+    with pytest.raises(TraceError, match=r"'fc': type 'lstm' is not one this version maps"):
+        trace.layer("fc")
+
+    capsys.readouterr()
+    assert main(["trace", "check", str(broken), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: layer 'fc': type 'lstm'" in captured.err and "--skip-unsupported" in captured.err
+    assert "1 layer(s) of unsupported type" in captured.out
+
+    out = tmp_path / "map"
+    assert main(["map", str(broken), "--design", "baseline", "--jobs", "1", "--no-progress", "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "'fc'" in error[0] and "--skip-unsupported" in error[0] and not out.exists()
+    assert main(["map", str(broken), "--design", "baseline", "--jobs", "1", "--no-progress", "--skip-unsupported",
+                 "--out", str(out)]) == 0
+    report = json.loads((out / "map.json").read_text())
+    assert [layer["name"] for layer in report["skipped_layers"]] == ["fc"]
+    assert {row["layer"] for row in report["rows"]} == {layer.name for layer in trace.layers}
+
+    assert main(["trace", "export", str(broken), str(tmp_path / "x"), "--no-progress"]) == 2
+    assert "'fc': type 'lstm'" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+    _rewrite_manifest(broken, lambda m: [layer.update(type="lstm") for layer in m["layers"]])
+    with pytest.raises(TraceError, match="no layer of a type this version takes"):
+        open_trace(broken)
