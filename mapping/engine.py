@@ -74,10 +74,12 @@ class _Passes:
 
 
 def _size(part):
+    """Values in a chunk's array: a NumPy array's or, on a GPU, a torch tensor's."""
     return part.numel() if isinstance(part, torch.Tensor) else part.size
 
 
 def _join(parts):
+    """One array of a batch's chunks (a lone chunk as it is, uncopied), NumPy or torch alike."""
     if len(parts) == 1:
         return parts[0]
     return torch.cat(parts) if isinstance(parts[0], torch.Tensor) else np.concatenate(parts)

@@ -28,7 +28,9 @@ groups are visited in the order they were opened. For N=16 and T<2,5> this gives
 {0,5,10}, {1,6,11}, {2,7,12}, {3,8,13}, {4,9,14}, {15}.
 
 ``schedule`` records the schedule with boolean lane arrays; ``cycles`` computes the
-same counts with the lanes packed into machine words, for the mapper's volumes.
+same counts with the lanes packed into machine words, in torch on the CPU or a GPU (the
+mapper's GPU path); the mapper's CPU path runs the fused kernel ``models.kernels.tensordash``,
+checked against both.
 """
 
 import re
