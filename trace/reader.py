@@ -211,10 +211,11 @@ def _parse_manifest(path):
     names = [layer.name for layer in layers]
     if len(set(names)) != len(names):
         _fail(where, f"layer names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    known = [layer for layer in layers if isinstance(layer, LayerInfo)]
     unsupported = [layer for layer in layers if isinstance(layer, UnsupportedLayer)]
-    if len(unsupported) == len(layers):
+    if not known:
         _fail(where, f"no layer of a type this version takes ({', '.join(LAYER_TYPES)}): {unsupported[0].reason}")
-    return manifest, steps, [layer for layer in layers if layer not in unsupported], unsupported
+    return manifest, steps, known, unsupported
 
 
 def open_tensor(path, shape, check_finite=True):
@@ -266,9 +267,9 @@ class Trace:
         try:
             return self._by_name[name]
         except KeyError:
-            for layer in self.unsupported:
-                if layer.name == name:
-                    raise TraceError(f"{self.path}: layer {name!r}: {layer.reason}") from None
+            unsupported = {layer.name: layer for layer in self.unsupported}
+            if name in unsupported:
+                raise TraceError(f"{self.path}: layer {name!r}: {unsupported[name].reason}") from None
             raise TraceError(f"{self.path}: no layer {name!r}; layers: {list(self._by_name)}") from None
 
     def tensor_path(self, layer, step, tensor):
