@@ -54,5 +54,5 @@ def test_mapping_on_cuda_equals_cpu(mobilenet_trace, design):
     on_gpu = load_config(None, design, "cuda")
     for index, layer in enumerate(trace.layers):
         tensors = trace.load(layer.name, trace.steps[0])
-        for op in layer_ops(index):
+        for op in layer_ops(index, layer):
             assert map_op(on_gpu, layer, tensors, op) == map_op(on_cpu, layer, tensors, op), (layer.name, op)
