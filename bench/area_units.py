@@ -13,7 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
-from amaranth.hdl import Module, Signal, unsigned
+from amaranth.hdl import Module, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 

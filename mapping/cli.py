@@ -80,7 +80,6 @@ def run(args):
     from dashraker.mapping.report import summary_table, write_reports
     from dashraker.mapping.runner import totals
     from dashraker.outputs import OutputFolder
-    from dashraker.trace import TraceError
     from dashraker.trace.cli import step_list
 
     if args.jobs is not None and args.jobs < 1:

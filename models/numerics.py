@@ -9,7 +9,7 @@ import contextlib
 
 import torch
 
-from dashraker.formats import BF16, FP32, float_format
+from dashraker.formats import BF16, float_format
 
 __all__ = [
     "CANONICAL_NAN_BITS",

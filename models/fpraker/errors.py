@@ -1,6 +1,5 @@
 """Error and work analysis of FPRaker matmuls: error vs an fp64 dot product next to the baseline fp32 tree, terms, cycles."""
 
-import torch
 from torch.nn import functional as F
 
 from dashraker.models.baseline import accumulate, adder_tree
