@@ -24,7 +24,6 @@ __all__ = ["tile", "tile_values", "nonzero_values"]
 _NONE = -(1 << 24)  # exponent of lanes without a product and of an empty accumulator, as in the reference
 _DEAD = _NONE // 2  # product exponents below this have no product
 _FLOORED = 7  # a floored term is shifted right by 1..7 (by more, it is out of bounds)
-_NAN, _POS_INF, _NEG_INF = 1, 2, 4  # special results a PE's lanes met in a pass (flags)
 
 
 @functools.lru_cache(maxsize=None)
@@ -161,20 +160,24 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
     b_value = np.empty((cols, lanes), np.int64)  # signed significand, 0 unless live
     window = np.empty((rows, cols), np.int64)
     acc_exp = np.empty((rows, cols), np.int64)  # _NONE while the accumulator is empty
-    special = np.empty((rows, cols), np.int64)  # _NAN, _POS_INF, _NEG_INF flags met so far (sticky)
+    nan = np.empty((rows, cols), np.bool_)
+    pos_inf = np.empty((rows, cols), np.bool_)
+    neg_inf = np.empty((rows, cols), np.bool_)
     for p in range(passes):
         window[:] = 0
         acc_exp[:] = _NONE
-        special[:] = 0
+        nan[:] = False
+        pos_inf[:] = False
+        neg_inf[:] = False
         in_bound = 0
         live_terms = 0
         for s in range(steps):
-            met = False  # an Inf or NaN operand in this step
+            special = False
             for r in range(rows):
                 for n in range(lanes):
                     x = np.int64(a[p, r, s, n] >> shift)
                     e, live = _exponent(x)
-                    met |= e == 255
+                    special |= e == 255
                     a_exp[r, n] = e - 127 if live else _NONE
                     a_neg[r, n] = x >> 15 == 1
                     a_row[r, n] = (x & 0x7F) * span
@@ -184,11 +187,11 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
                 for n in range(lanes):
                     y = np.int64(b[p, c, s, n] >> shift)
                     e, live = _exponent(y)
-                    met |= e == 255
+                    special |= e == 255
                     b_exp[c, n] = e if live else _NONE
                     b_value[c, n] = (-1 if y >> 15 else 1) * (128 + (y & 0x7F)) if live else 0
-            if met:
-                _note_specials(a[p, :, s], b[p, :, s], shift, special)
+            if special:
+                _note_specials(a[p, :, s], b[p, :, s], shift, nan, pos_inf, neg_inf)
             step_cost = 0
             for r in range(rows):
                 for c in range(cols):
@@ -217,73 +220,51 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
                     else:
                         for n in range(lanes):
                             # lanes without a product are far below ``top``: no term in bound, nothing added
+                            entry = packed[a_row[r, n] + min(top - (a_exp[r, n] + b_exp[c, n]), span - 1)]
                             partner = -b_value[c, n] if a_neg[r, n] else b_value[c, n]
-                            entry = a_row[r, n] + min(top - (a_exp[r, n] + b_exp[c, n]), span - 1)
-                            contribution, found = _table_lane(packed, floored, patterns, entry, partner)
-                            total += contribution
-                            in_bound += found
-                            most = max(most, found)
+                            pattern = (partner + 255) * patterns + ((entry >> 3) & 0x1FFF)
+                            total += partner * (entry >> 16) + floored[pattern]
+                            in_bound += entry & 7
+                            most = max(most, entry & 7)
                             live_terms += a_terms[r, n] if b_value[c, n] != 0 else 0
                     step_cost = max(step_cost, most)
-                    shifted, carry = _renormalise(total, g)
-                    window[r, c] = shifted
-                    acc_exp[r, c] = top + carry if shifted != 0 else _NONE
+                    # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
+                    carry = max(0, 64 - leading_zeros(np.uint64(~total if total < 0 else total)) - (24 + g))
+                    window[r, c] = total >> carry
+                    acc_exp[r, c] = top + carry if window[r, c] != 0 else _NONE
             step_cycles[p, s] = step_cost
         terms[p] = in_bound
         skipped[p] = live_terms - in_bound
         for r in range(rows):
             for c in range(cols):
-                bits[p, r, c] = _result(window[r, c], acc_exp[r, c], g, special[r, c])
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
-def _table_lane(packed, floored, patterns, entry, partner):
-    """A lane's window contribution and in-bound terms, from ``packed[entry]`` (its significand's row at the clamped
-    alignment distance) and ``partner``, the signed significand of ``b`` negated when ``a`` is negative."""
-    fields = packed[entry]
-    return partner * (fields >> 16) + floored[(partner + 255) * patterns + ((fields >> 3) & 0x1FFF)], fields & 7
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
-def _renormalise(total, g):
-    """The window after a step and its exponent's increase: the smallest arithmetic right shift that fits 25 + G
-    signed bits."""
-    carry = max(0, 64 - leading_zeros(np.uint64(~total if total < 0 else total)) - (24 + g))
-    return total >> carry, carry
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
-def _lane_special(x, y):
-    """The flag a lane of bf16 patterns ``x``, ``y`` raises: _NAN for a NaN or Inf x 0, else _POS_INF or _NEG_INF for
-    an Inf product, else 0."""
-    ex, ey = (x >> 7) & 0xFF, (y >> 7) & 0xFF
-    x_inf, y_inf = ex == 255 and x & 0x7F == 0, ey == 255 and y & 0x7F == 0
-    if (ex == 255 and not x_inf) or (ey == 255 and not y_inf) or (x_inf and ey == 0) or (ex == 0 and y_inf):
-        return _NAN
-    if x_inf or y_inf:
-        return _NEG_INF if (x >> 15) != (y >> 15) else _POS_INF
-    return 0
+                out = _round_window(window[r, c], acc_exp[r, c], g)
+                if pos_inf[r, c]:
+                    out = 0x7F800000
+                if neg_inf[r, c]:
+                    out = 0xFF800000
+                if nan[r, c] or (pos_inf[r, c] and neg_inf[r, c]):
+                    out = CANONICAL_NAN_BITS
+                bits[p, r, c] = out
 
 
 @numba.njit(nogil=True, cache=True)
-def _note_specials(a, b, shift, special):
-    """Add to each PE's flags those its lanes of this step raise (sticky over the pass)."""
+def _note_specials(a, b, shift, nan, pos_inf, neg_inf):
+    """Mark the PEs whose lanes of this step meet NaN, Inf x 0, or an Inf product of either sign (sticky)."""
     for r in range(a.shape[0]):
         for c in range(b.shape[0]):
             for n in range(a.shape[1]):
-                special[r, c] |= _lane_special(np.int64(a[r, n] >> shift), np.int64(b[c, n] >> shift))
-
-
-@numba.njit(nogil=True, cache=True)
-def _result(window, exponent, g, special):
-    """A PE's fp32 result pattern: the rounded window, unless the pass met NaN (or Infs of both signs) or an Inf."""
-    if special & _NAN or special & (_POS_INF | _NEG_INF) == _POS_INF | _NEG_INF:
-        return CANONICAL_NAN_BITS
-    if special & _NEG_INF:
-        return 0xFF800000
-    if special & _POS_INF:
-        return 0x7F800000
-    return _round_window(window, exponent, g)
+                x, y = np.int64(a[r, n] >> shift), np.int64(b[c, n] >> shift)
+                ex, ey = (x >> 7) & 0xFF, (y >> 7) & 0xFF
+                x_inf, y_inf = ex == 255 and x & 0x7F == 0, ey == 255 and y & 0x7F == 0
+                lane_nan = (ex == 255 and not x_inf) or (ey == 255 and not y_inf) or (x_inf and ey == 0) or (
+                    ex == 0 and y_inf)
+                if lane_nan:
+                    nan[r, c] = True
+                elif x_inf or y_inf:
+                    if (x >> 15) != (y >> 15):
+                        neg_inf[r, c] = True
+                    else:
+                        pos_inf[r, c] = True
 
 
 @numba.njit(nogil=True, cache=True)
