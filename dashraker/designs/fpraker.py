@@ -27,18 +27,21 @@ def _golden(params, scheduled_bits, partner_bits):
 
 def _evaluate(params, scheduled, partner, device="cpu"):
     """Per pass: the tile's cycles and in-bound terms (the golden model's, from its fused kernel: Numba's on the CPU,
-    the CUDA one on a GPU), and the non-zero (term-encoded) scheduled values."""
+    the Triton one on a GPU), and the non-zero (term-encoded) scheduled values."""
     if device == "cpu":
         from dashraker.models.kernels import fpraker
 
         result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
-        encodes = fpraker.nonzero_values(scheduled)
-    else:
-        from dashraker.models.kernels import fpraker_cuda
+        return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
+                "term_encodes": fpraker.nonzero_values(scheduled)}  # fmt: skip
+    import torch
 
-        result = fpraker_cuda.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
-        encodes = scheduled.count_nonzero((1, 2, 3)).cpu().numpy()
-    return {"cycles": result.cycles.cpu().numpy(), "terms": result.terms.cpu().numpy(), "term_encodes": encodes}
+    from dashraker.models.kernels import fpraker_cuda
+
+    result = fpraker_cuda.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
+    # one transfer back, so one wait on the GPU per call
+    cycles, terms, encodes = torch.stack((result.cycles, result.terms, scheduled.count_nonzero((1, 2, 3)))).cpu()
+    return {"cycles": cycles.numpy(), "terms": terms.numpy(), "term_encodes": encodes.numpy()}
 
 
 def _pass_counts(params, arrays, value_bits):

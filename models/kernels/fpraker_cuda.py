@@ -77,7 +77,9 @@ def _round_window(window, exponent, g):
     return tl.where(magnitude == 0, 0, bits)
 
 
-@triton.jit
+# every integer argument as it comes: one compiled kernel for all shapes, not one per divisibility by 16
+@triton.jit(do_not_specialize=["passes", "rows", "cols", "steps", "lanes", "shift", "g", "zero_block_cycles",
+                               "patterns"])  # fmt: skip
 def _tile(a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, passes, rows, cols, steps, lanes, shift,
           g, zero_block_cycles, patterns, NONE: tl.constexpr, DEAD: tl.constexpr, NAN_BITS: tl.constexpr,
           BLOCK: tl.constexpr):  # fmt: skip
