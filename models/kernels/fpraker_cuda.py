@@ -169,7 +169,7 @@ def tile_values(a_values, b_values, guard_bits=3, zero_block_cycles=1):
 
 
 def _fp32_bits(values, name):
-    """The fp32 bit patterns of a contiguous float32 CUDA tensor [passes, rows|cols, steps, lanes], as an int32 view."""
+    """The fp32 bit patterns of a float32 CUDA tensor [passes, rows|cols, steps, lanes], as a contiguous int32 view."""
     if not isinstance(values, torch.Tensor) or not values.is_cuda or values.dtype != torch.float32 or values.dim() != 4:
         raise TypeError(f"{name} must be a float32 CUDA tensor [passes, rows|cols, steps, lanes], not {values!r:.60}")
     return values.contiguous().view(torch.int32)
