@@ -1,6 +1,6 @@
 """Maps a real ResNet-18 training step (batch 16) on each design; prints values scheduled per second, wall time and peak memory.
 
-    .venv/bin/python bench/map_resnet18.py [--trace DIR] [--designs baseline,tensordash,fpraker] [--jobs 2]
+    .venv/bin/python bench/map_resnet18.py [--trace DIR] [--designs baseline,tensordash,fpraker] [--jobs N]
         [--device cpu|cuda] [--out DIR] [--same-as DIR]
 
 Without ``--trace`` it records one (``build/bench/resnet18``, reused when present): ResNet-18
@@ -11,7 +11,8 @@ its processes (on a shared machine wall time also counts other users' load). Pea
 memory is the largest resident set of the main process and of one worker process (the
 workers run side by side: at most ``jobs`` of them). ``--same-as`` checks that each design's
 ``map.csv`` equals the one an earlier run wrote with ``--out`` (the GPU path against the CPU
-path, one commit against another).
+path, one commit against another). ``--jobs`` defaults to 2 on the CPU and to 1 (the mapper's
+default there) with ``--device cuda``.
 """
 
 import argparse
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 TARGET_S = {"baseline": 60, "tensordash": 60, "fpraker": 60}  # wall, on 2 cores (issue 16)
+TARGET_CUDA_S = {"fpraker": 5}  # wall, on one H100/H200 with --device cuda (issue 16)
 TARGET_VALUES_PER_CPU_S = {"baseline": 4.7e9, "tensordash": 4.7e9}  # 10x the TensorDash authors' simulator
 TARGET_GIB = 4
 
@@ -69,7 +71,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", help="ResNet-18 trace folder (default: record one into build/bench/resnet18)")
     parser.add_argument("--designs", default="baseline,tensordash,fpraker")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=int, help="mapping processes (default: 2 on the CPU, 1 with a GPU)")
     parser.add_argument("--device", default="cpu", help="where the cost models run: cpu or cuda")
     parser.add_argument("--out", help="also write each design's reports into OUT/<design>/")
     parser.add_argument("--same-as", type=Path, help="check each design's map.csv equals DIR/<design>/map.csv")
@@ -80,10 +82,12 @@ def main():
     if args.one:
         return _one(args.trace, args.one, args.jobs, args.device, args.out)
     trace = _trace(args.trace)
+    jobs = args.jobs or (2 if args.device == "cpu" else 1)
+    targets = TARGET_S if args.device == "cpu" else TARGET_CUDA_S
     print(f"{'design':<11} {'values/s':>10} {'values/CPU s':>12} {'target':>8} {'wall s':>8} {'target s':>8} "
           f"{'CPU s':>8} {'peak GiB':>8}  speedup fwd/bwd_in/bwd_w/all")
     for design in args.designs.split(","):
-        command = [sys.executable, __file__, "--trace", str(trace), "--one", design, "--jobs", str(args.jobs),
+        command = [sys.executable, __file__, "--trace", str(trace), "--one", design, "--jobs", str(jobs),
                    "--device", args.device]
         command += ["--out", args.out] if args.out else []
         done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
@@ -91,8 +95,8 @@ def main():
         speedups = "/".join(f"{r['ops'][op]['speedup']:.2f}" for op in ("fwd", "bwd_input", "bwd_weight", "all"))
         target = TARGET_VALUES_PER_CPU_S.get(design)
         print(f"{design:<11} {r['values'] / r['wall_s']:>10.3e} {r['values'] / r['cpu_s']:>12.3e} "
-              f"{f'{target:.1e}' if target else '-':>8} {r['wall_s']:>8.1f} {TARGET_S[design]:>8} {r['cpu_s']:>8.1f} "
-              f"{r['peak_gib']:>8.2f}  {speedups}   (target peak {TARGET_GIB} GiB)", flush=True)  # fmt: skip
+              f"{f'{target:.1e}' if target else '-':>8} {r['wall_s']:>8.1f} {targets.get(design, '-'):>8} "
+              f"{r['cpu_s']:>8.1f} {r['peak_gib']:>8.2f}  {speedups}   (target peak {TARGET_GIB} GiB)", flush=True)
         if args.same_as:
             same = (Path(args.out) / design / "map.csv").read_bytes() == (args.same_as / design / "map.csv").read_bytes()
             print(f"{'':<11} map.csv {'identical to' if same else 'DIFFERS from'} {args.same_as / design / 'map.csv'}")

@@ -17,40 +17,31 @@ def _build(params):
                 zero_block_cycles=params["zero_block_cycles"])
 
 
-def _tile(params, scheduled_bits, partner_bits, device=None):
-    from dashraker.models import fpraker
-
-    return fpraker.tile(scheduled_bits, partner_bits, params["guard_bits"], params["zero_block_cycles"], device)
-
-
 def _golden(params, scheduled_bits, partner_bits):
+    from dashraker.models import fpraker
     from dashraker.models.numerics import fp32_bits
 
-    result = _tile(params, scheduled_bits, partner_bits)
+    result = fpraker.tile(scheduled_bits, partner_bits, params["guard_bits"], params["zero_block_cycles"])
     return fp32_bits(result.outputs).numpy().astype(np.uint32), result.cycles.numpy()
 
 
-def _bf16_bits(values, device):
-    """bf16 bit patterns of values already in bf16 (NumPy or torch): the upper half of their fp32 bits, int64 on
-    ``device``, where they are split."""
+def _evaluate(params, scheduled, partner, device="cpu"):
+    """Per pass: the tile's cycles and in-bound terms (the golden model's, from its fused kernel: Numba's on the CPU,
+    the Triton one on a GPU), and the non-zero (term-encoded) scheduled values."""
+    if device == "cpu":
+        from dashraker.models.kernels import fpraker
+
+        result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
+        return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
+                "term_encodes": fpraker.nonzero_values(scheduled)}  # fmt: skip
     import torch
 
-    values = values if isinstance(values, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(values, np.float32))
-    return (values.to(device).view(torch.int32).to(torch.int64) >> 16) & 0xFFFF
+    from dashraker.models.kernels import fpraker_cuda
 
-
-def _evaluate(params, scheduled, partner, device="cpu"):
-    """Per pass: the tile's cycles and in-bound terms (the golden model's: on the CPU from its fused kernel, on a
-    GPU the model itself), and the non-zero (term-encoded) scheduled values."""
-    from dashraker.models.kernels import fpraker
-
-    if device == "cpu":
-        result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
-        encodes = fpraker.nonzero_values(scheduled)
-    else:
-        result = _tile(params, _bf16_bits(scheduled, device), _bf16_bits(partner, device), device)
-        encodes = scheduled.count_nonzero((1, 2, 3)).cpu().numpy()
-    return {"cycles": result.cycles.cpu().numpy(), "terms": result.terms.cpu().numpy(), "term_encodes": encodes}
+    result = fpraker_cuda.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
+    # one transfer back, so one wait on the GPU per call
+    cycles, terms, encodes = torch.stack((result.cycles, result.terms, scheduled.count_nonzero((1, 2, 3)))).cpu()
+    return {"cycles": cycles.numpy(), "terms": terms.numpy(), "term_encodes": encodes.numpy()}
 
 
 def _pass_counts(params, arrays, value_bits):

@@ -158,7 +158,6 @@ def test_fpraker_operand_bits_match_numerics():
     """The mapper's FPRaker cost reads its float32 operands' bf16 patterns in place: the same as numerics' patterns."""
     import torch
 
-    from dashraker.designs.fpraker import _bf16_bits  # the GPU path's patterns
     from dashraker.models.fpraker import tile
     from dashraker.models.kernels.fpraker import tile_values
     from dashraker.models.kernels.numerics import quantize  # the mapper's conversion
@@ -167,7 +166,6 @@ def test_fpraker_operand_bits_match_numerics():
     raw = np.concatenate([np.random.default_rng(0).standard_normal(1018) * 1e3, [0.0, -0.0, np.nan, np.inf, -np.inf,
                                                                                  1e-40]]).astype(np.float32)
     values = quantize(raw, "bf16", "nearest").reshape(4, 2, 32, 4)
-    assert torch.equal(_bf16_bits(values, "cpu"), to_bf16_bits(torch.from_numpy(raw)).reshape(4, 2, 32, 4))
     expected = tile(to_bf16_bits(torch.from_numpy(raw)).reshape(4, 2, 32, 4), to_bf16_bits(torch.ones(4, 2, 32, 4)))
     got = tile_values(values, np.ones((4, 2, 32, 4), np.float32))
     assert torch.equal(fp32_bits(got.outputs), fp32_bits(expected.outputs))

@@ -1,4 +1,7 @@
-"""The fused FPRaker kernel against the golden tile it replaces in the mapper: every field of every result, equal."""
+"""The fused FPRaker kernels against the golden tile they replace in the mapper: every field of every result, equal.
+
+Each case runs on Numba's CPU kernel and on the CUDA kernel (where PyTorch sees a GPU; skipped in CI).
+"""
 
 import dataclasses
 import sys
@@ -21,6 +24,25 @@ from fpraker_stimulus import FIVE_TERM_SIGNIFICANDS, random_bits, real_bits  # n
 ONE, INF, NAN = 127 << 7, 0xFF << 7, (0xFF << 7) | 0x40
 NEG = 1 << 15
 
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _on_cpu(result):
+    """A ``TileResult`` on a GPU, brought back."""
+    return golden.TileResult(*(getattr(result, field.name).cpu() for field in dataclasses.fields(result)))
+
+
+def _on_cuda(a, b, guard_bits=3, zero_block_cycles=1):
+    from dashraker.models.kernels import fpraker_cuda
+
+    return _on_cpu(fpraker_cuda.tile(a, b, guard_bits, zero_block_cycles))
+
+
+@pytest.fixture(params=["numba", pytest.param("cuda", marks=cuda)])
+def tile(request):
+    """The kernel under test, as a ``tile`` function whose results are on the CPU."""
+    return {"numba": kernel.tile, "cuda": _on_cuda}[request.param]
+
 
 def assert_equal_results(got, want):
     """Two ``TileResult``s equal in every field: dtypes, shapes and values (outputs as fp32 bit patterns)."""
@@ -32,37 +54,43 @@ def assert_equal_results(got, want):
         assert torch.equal(g, w), f"{field.name} differs"
 
 
-def assert_same(a, b, guard_bits=3, zero_block_cycles=1):
+def assert_same(tile, a, b, guard_bits=3, zero_block_cycles=1):
     """The kernel's and the golden tile's results on bf16 patterns ``a`` and ``b`` are equal; returns the kernel's."""
-    got = kernel.tile(a, b, guard_bits, zero_block_cycles)
+    got = tile(a, b, guard_bits, zero_block_cycles)
     assert_equal_results(got, golden.tile(a, b, guard_bits, zero_block_cycles))
     return got
 
 
 @pytest.mark.parametrize("zero_block_cycles", [0, 1])
 @pytest.mark.parametrize("guard_bits", range(8))
-def test_random_operands(guard_bits, zero_block_cycles):
+def test_random_operands(tile, guard_bits, zero_block_cycles):
     rng = np.random.default_rng(guard_bits * 2 + zero_block_cycles)
     for spread, corner in [(2, 0.0), (8, 0.3), (40, 0.6)]:
         rows, cols, steps, lanes = rng.integers(1, 5), rng.integers(1, 5), rng.integers(1, 13), rng.integers(1, 17)
         a = random_bits(rng, (3, rows, steps, lanes), spread, corner)
         b = random_bits(rng, (3, cols, steps, lanes), spread, corner)
-        assert_same(a, b, guard_bits, zero_block_cycles)
+        assert_same(tile, a, b, guard_bits, zero_block_cycles)
 
 
 @pytest.mark.parametrize("lanes", range(1, 17))
-def test_lanes(lanes):
+def test_lanes(tile, lanes):
     rng = np.random.default_rng(lanes)
     a, b = random_bits(rng, (4, 3, 12, lanes)), random_bits(rng, (4, 2, 12, lanes))
-    assert_same(a, b, guard_bits=lanes % 8, zero_block_cycles=lanes % 2)
+    assert_same(tile, a, b, guard_bits=lanes % 8, zero_block_cycles=lanes % 2)
 
 
-def test_long_passes_and_far_exponents():
+def test_long_passes_and_far_exponents(tile):
     """Many steps, so the window grows far above the products and most terms fall out of bounds."""
     rng = np.random.default_rng(7)
     a, b = random_bits(rng, (3, 4, 300, 8), spread=30, corner=0.1), random_bits(rng, (3, 4, 300, 8), spread=3)
-    result = assert_same(a, b)
+    result = assert_same(tile, a, b)
     assert int(result.skipped_terms.sum()) > 0
+
+
+def test_many_passes(tile):
+    """More PEs of more passes than a block of GPU threads, so the passes spread over many."""
+    rng = np.random.default_rng(9)
+    assert_same(tile, random_bits(rng, (150, 3, 9, 8), corner=0.3), random_bits(rng, (150, 4, 9, 8), corner=0.3))
 
 
 def _signs(rng, shape):
@@ -86,7 +114,7 @@ def _signs(rng, shape):
     ids=["zeros", "signed-zeros", "subnormals", "dense", "max-sparsity", "inf", "nan", "huge", "tiny"],
 )
 @pytest.mark.parametrize("partner", ["random", "zeros", "ones", "same"])
-def test_special_streams(case, partner):
+def test_special_streams(tile, case, partner):
     rng = np.random.default_rng(3)
     a = case(rng, (4, 2, 10, 8)).astype(np.int64)
     b = {
@@ -96,31 +124,31 @@ def test_special_streams(case, partner):
         "same": lambda: case(rng, (4, 3, 10, 8)).astype(np.int64),
     }[partner]()
     for zero_block_cycles in (0, 1):
-        assert_same(a, b, 3, zero_block_cycles)
-        assert_same(b, a, 0, zero_block_cycles)  # the case on the partner side
+        assert_same(tile, a, b, 3, zero_block_cycles)
+        assert_same(tile, b, a, 0, zero_block_cycles)  # the case on the partner side
 
 
-def test_real_tensors():
+def test_real_tensors(tile):
     """Activations, weights and gradients of a real training step (a small CNN on the digits data)."""
     a, b = np.split(real_bits(np.random.default_rng(11), (12, 4, 36, 8)), 2)
     for guard_bits in (0, 3, 7):
-        assert_same(a, b, guard_bits)
+        assert_same(tile, a, b, guard_bits)
 
 
-def test_degenerate_shapes():
+def test_degenerate_shapes(tile):
     for a_shape, b_shape in [((0, 2, 3, 8), (0, 3, 3, 8)), ((2, 2, 0, 8), (2, 3, 0, 8))]:
-        assert_same(np.zeros(a_shape, np.int64), np.zeros(b_shape, np.int64))
+        assert_same(tile, np.zeros(a_shape, np.int64), np.zeros(b_shape, np.int64))
 
 
-def test_operand_types():
+def test_operand_types(tile):
     """numpy and torch integers of any width give the same result; uint16 and strided views are used in place."""
     rng = np.random.default_rng(5)
     a, b = random_bits(rng, (3, 2, 6, 8)), random_bits(rng, (3, 2, 6, 8))
-    want = assert_same(a, b)
+    want = assert_same(tile, a, b)
     wide = np.zeros((3, 2, 6, 16), np.uint16)
     wide[..., ::2] = a
     for x in (torch.from_numpy(a), a.astype(np.int32), a.astype(np.uint16), wide[..., ::2]):
-        assert torch.equal(kernel.tile(x, b).outputs.view(torch.int32), want.outputs.view(torch.int32))
+        assert torch.equal(tile(x, b).outputs.view(torch.int32), want.outputs.view(torch.int32))
 
 
 @pytest.mark.parametrize(
@@ -135,10 +163,10 @@ def test_operand_types():
         (np.zeros((1, 1, 1, 8), np.int64), np.zeros((1, 1, 1, 8), np.int64), 3, 2, ValueError, "zero_block_cycles"),
     ],
 )
-def test_refusals_match_reference(a, b, guard_bits, zero_block_cycles, error, message):
-    for tile in (kernel.tile, golden.tile):
+def test_refusals_match_reference(tile, a, b, guard_bits, zero_block_cycles, error, message):
+    for checked in (tile, golden.tile):
         with pytest.raises(error, match=message):
-            tile(a, b, guard_bits, zero_block_cycles)
+            checked(a, b, guard_bits, zero_block_cycles)
 
 
 def test_values_read_in_place():
@@ -148,9 +176,26 @@ def test_values_read_in_place():
     values = (bits.astype(np.uint32) << 16).view(np.float32)
     partner = real_bits(rng, (3, 4, 9, 8))
     got = kernel.tile_values(values, (partner.astype(np.uint32) << 16).view(np.float32))
-    assert_equal_results(got, assert_same(bits, partner))
+    assert_equal_results(got, assert_same(kernel.tile, bits, partner))
     with pytest.raises(TypeError, match="float32 NumPy array"):
         kernel.tile_values(np.zeros(values.shape), values)
+
+
+@cuda
+def test_cuda_values_read_in_place():
+    """The CUDA ``tile_values`` on float32 GPU tensors of bf16 values equals ``tile`` on their bf16 patterns;
+    other tensors are refused."""
+    from dashraker.models.kernels import fpraker_cuda
+
+    rng = np.random.default_rng(2)
+    bits, partner = random_bits(rng, (3, 2, 9, 8), corner=0.4), real_bits(rng, (3, 4, 9, 8))
+    values, partner_values = (torch.from_numpy((x.astype(np.uint32) << 16).view(np.float32)).cuda()
+                              for x in (bits, partner))  # fmt: skip
+    got = fpraker_cuda.tile_values(values, partner_values, 3, 1)
+    assert_equal_results(_on_cpu(got), assert_same(_on_cuda, bits, partner))
+    for bad in (values.cpu(), values.double(), values[0]):
+        with pytest.raises(TypeError, match="float32 CUDA tensor"):
+            fpraker_cuda.tile_values(bad, partner_values)
 
 
 @pytest.mark.parametrize("changes", [{}, {"guard_bits": 0, "zero_block_cycles": 0, "rows": 2, "cols": 3, "lanes": 5}])
