@@ -33,7 +33,7 @@ def _evaluate(params, scheduled, partner, device="cpu"):
 
         result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
         return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
-                "term_encodes": fpraker.nonzero_values(scheduled)}  # fmt: skip
+                "term_encodes": fpraker.nonzero_values(scheduled)}
     import torch
 
     from dashraker.models.kernels import fpraker_cuda

@@ -79,10 +79,10 @@ def _round_window(window, exponent, g):
 
 # every integer argument as it comes: one compiled kernel for all shapes, not one per divisibility by 16
 @triton.jit(do_not_specialize=["passes", "rows", "cols", "steps", "lanes", "shift", "g", "zero_block_cycles",
-                               "patterns"])  # fmt: skip
+                               "patterns"])
 def _tile(a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, passes, rows, cols, steps, lanes, shift,
           g, zero_block_cycles, patterns, NONE: tl.constexpr, DEAD: tl.constexpr, NAN_BITS: tl.constexpr,
-          BLOCK: tl.constexpr):  # fmt: skip
+          BLOCK: tl.constexpr):
     """Element ``p * R * C + r * C + c`` runs PE (r, c) of pass p: fills ``bits[p, r, c]`` (fp32 pattern),
     ``pe_cycles[p, :, r * C + c]`` (its cost of each step), and its in-bound and live-lane terms."""
     pe = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -116,9 +116,9 @@ def _tile(a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, pas
             distance = top - (ex - 127 + ey)
             all_terms = tl.load(counts + index, mask=valid & live, other=0)
             fields = tl.load(packed + index * span + tl.minimum(distance, span - 1), mask=valid & live & ~whole,
-                             other=0)  # fmt: skip
+                             other=0)
             cut = tl.load(floored + (partner + 255) * patterns + ((fields >> 3) & 0x1FFF), mask=valid & live & ~whole,
-                          other=0).to(tl.int64)  # fmt: skip
+                          other=0).to(tl.int64)
             exact = (partner * (128 + index)) << tl.minimum(tl.maximum(9 + g - distance, 0), 62)
             found = tl.where(live, tl.where(whole, all_terms, fields & 7), 0)
             total += tl.where(live, tl.where(whole, exact, partner * (fields >> 16) + cut), 0)
@@ -126,7 +126,7 @@ def _tile(a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, pas
             live_total += all_terms
             most = tl.maximum(most, found)
         tl.store(pe_cycles + (p * steps + s) * rows * cols + r * cols + c,
-                 tl.where(busy, most, zero_block_cycles).to(tl.int8), mask=valid)  # fmt: skip
+                 tl.where(busy, most, zero_block_cycles).to(tl.int8), mask=valid)
         # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
         carry = tl.maximum(_bit_length(tl.where(total < 0, ~total, total)) - (24 + g), 0)
         window = tl.where(busy, total >> carry, window)
@@ -190,7 +190,7 @@ def _run(a, b, shift, guard_bits, zero_block_cycles):
             _tile[(triton.cdiv(bits.numel(), _BLOCK),)](
                 a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, passes, rows, cols, steps, lanes,
                 shift, guard_bits, zero_block_cycles, patterns, NONE=_NONE, DEAD=_DEAD, NAN_BITS=CANONICAL_NAN_BITS,
-                BLOCK=_BLOCK)  # fmt: skip
+                BLOCK=_BLOCK)
     step_cycles = pe_cycles.amax(-1).to(torch.int64)
     terms, live_terms = terms.sum(-1), live_terms.sum(-1)
     return TileResult(bits.view(torch.float32), step_cycles.sum(-1), terms, live_terms - terms, step_cycles)
