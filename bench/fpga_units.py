@@ -14,13 +14,15 @@ minute rather than by routing a whole tile.
 import argparse
 from pathlib import Path
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.fpga.compare import breakdown
 from dashraker.fpga.flow import run_flow
 from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, FPAdder, FPMultiplier
+from dashraker.hw.numerics.float import canonical_nan, significand
+from dashraker.hw.numerics.rounding import leading_zeros, round_nearest_even
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
 
 
@@ -85,6 +87,100 @@ class WindowLoop(wiring.Component):
         return m
 
 
+class FixedPointAccumulator(wiring.Component):
+    """fp32 tree sums added in a wide two's complement frame, the pass's sum rounded once to fp32.
+
+    SPEC section 2's alternative to the fp32 loop, as bench/accumulation_error.py models it. A
+    registered shifter aligns each sum to the frame, whose least significant bit weighs 2^``lsb``
+    (bits below it dropped, towards zero); the ``width``-bit add is the only one-cycle loop; a
+    pass's last step sends the sum through two registered rounding stages (magnitude and leading
+    zeros; normalisation and rounding to nearest even). A sum of 2^(``width`` - 1 + ``lsb``) or
+    more in magnitude, an Inf or a NaN, or a running sum out of the frame makes the pass's result
+    the canonical NaN. A result waits in its register until taken or replaced by the next pass's.
+
+    Parameters
+    ----------
+    width : int
+        Bits of the accumulator.
+    lsb : int
+        Exponent of the weight of its least significant bit.
+
+    Ports
+    -----
+    steps : In(stream.Signature(StructLayout({"sum": FP32_LAYOUT, "last": 1})))
+        A tree sum; ``last`` ends the pass. Always ready.
+    results : Out(stream.Signature(FP32_LAYOUT))
+        Each pass's sum, rounded.
+    """
+
+    def __init__(self, width=128, lsb=-64):
+        if not isinstance(width, int) or width < 26:
+            raise ValueError(f"width must be an integer >= 26 (an fp32 significand and its sign), not {width!r}")
+        if not isinstance(lsb, int) or not 0 < width - 1 + lsb + 127 < 255:
+            raise ValueError(f"the frame's top 2^(width - 1 + lsb) must be a normal fp32 power of two, not lsb={lsb!r}")
+        self.width, self.lsb = width, lsb
+        steps = data.StructLayout({"sum": FP32_LAYOUT, "last": 1})
+        super().__init__({"steps": In(stream.Signature(steps)), "results": Out(stream.Signature(FP32_LAYOUT))})
+
+    def elaborate(self, platform):
+        m = Module()
+        width, lsb = self.width, self.lsb
+        step = self.steps.payload
+        m.d.comb += self.steps.ready.eq(1)
+
+        # align: the significand times 2^(exp - 150 - lsb), as a right shift of it placed above the frame
+        aligned, aligned_bad, aligned_last, aligned_valid = Signal(signed(width)), Signal(), Signal(), Signal()
+        distance = Signal(range(width + 150 + lsb + 1))  # an out-of-range exponent's wraps: its sum is bad anyway
+        m.d.comb += distance.eq(width + 150 + lsb - step.sum.exp)
+        magnitude = (Cat(Const(0, width), significand(step.sum)) >> distance)[:width]
+        m.d.sync += [aligned.eq(Mux(step.sum.sign, -magnitude, magnitude)),
+                     aligned_bad.eq(step.sum.exp >= width + 126 + lsb), aligned_last.eq(step.last),
+                     aligned_valid.eq(self.steps.valid)]
+
+        # the loop: the running sum and whether it has left the frame
+        total, total_bad = Signal(signed(width)), Signal()
+        added = Signal(signed(width + 1))
+        bad = total_bad | aligned_bad | (added[width] != added[width - 1])
+        passed, passed_bad, passed_valid = Signal(signed(width)), Signal(), Signal()
+        m.d.comb += added.eq(total + aligned)
+        m.d.sync += passed_valid.eq(aligned_valid & aligned_last)
+        with m.If(aligned_valid & aligned_last):
+            m.d.sync += [total.eq(0), total_bad.eq(0), passed.eq(added[:width]), passed_bad.eq(bad)]
+        with m.Elif(aligned_valid):
+            m.d.sync += [total.eq(added[:width]), total_bad.eq(bad)]
+
+        # rounding, stage 1: sign, magnitude and its leading zeros
+        sign, unsigned_sum, zeros, rounding_bad, rounding_valid = (Signal(), Signal(width), Signal(range(width + 1)),
+                                                                   Signal(), Signal())
+        absolute = Signal(width)
+        m.d.comb += absolute.eq(Mux(passed < 0, -passed, passed))
+        m.d.sync += [sign.eq(passed < 0), unsigned_sum.eq(absolute), zeros.eq(leading_zeros(m, absolute)),
+                     rounding_bad.eq(passed_bad), rounding_valid.eq(passed_valid)]
+
+        # rounding, stage 2: normalise (the leading one at the top), round to 24 bits, pack
+        normalised = Signal(width)
+        m.d.comb += normalised.eq(unsigned_sum << zeros)
+        exponent = Signal(signed(10))
+        m.d.comb += exponent.eq(width - 1 + lsb + 127 - zeros)
+        mantissa, rounded_exponent = round_nearest_even(m, normalised[width - 24:], exponent,
+                                                        guard=normalised[width - 25],
+                                                        sticky=normalised[:width - 25].any())
+        result = Signal(FP32_LAYOUT)
+        with m.If(rounding_bad):
+            m.d.comb += result.eq(canonical_nan())
+        with m.Elif((unsigned_sum == 0) | (rounded_exponent <= 0)):  # zero, or below fp32's normals (FTZ)
+            m.d.comb += result.eq(0)
+        with m.Elif(rounded_exponent >= 255):
+            m.d.comb += [result.sign.eq(sign), result.exp.eq(255)]
+        with m.Else():
+            m.d.comb += [result.sign.eq(sign), result.exp.eq(rounded_exponent), result.frac.eq(mantissa[:23])]
+        with m.If(self.results.ready):
+            m.d.sync += self.results.valid.eq(0)
+        with m.If(rounding_valid):
+            m.d.sync += [self.results.payload.eq(result), self.results.valid.eq(1)]
+        return m
+
+
 def _multiplier(fmt, registered=False):
     return Registered(lambda: FPMultiplier(fmt, registered=registered), fmt, "product")
 
@@ -97,6 +193,8 @@ UNITS = {
     "mul-fp32-registered": ("fp32 multiplier with its own register (as MacUnit uses it)",
                             lambda: _multiplier("fp32", registered=True)),
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
+    "fixed-accumulator": ("128-bit fixed-point accumulator from 2^-64 (aligning shifter, add loop, rounding to fp32)",
+                          FixedPointAccumulator),
 }
 
 

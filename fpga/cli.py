@@ -69,7 +69,7 @@ def check_flow_arguments(args):
 
 
 def flow(component, args, design, params, out, previous=None):
-    """Run the flow with the command line's options (``previous``: see ``run_flow``); ``FlowError`` becomes ``CliError``."""
+    """Run the flow with the command line's options (``previous``: see ``run_flow``); ``FlowError`` -> ``CliError``."""
     from dashraker.fpga.flow import FlowError, run_flow
 
     try:

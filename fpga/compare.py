@@ -144,7 +144,8 @@ def compare_table(rows):
         f" speedup ({source}) | MAC/cycle/kLUT | GMAC/s/kLUT | vs baseline |" for source in sources)
     lines += ["", header, "|" + "---|" * (header.count("|") - 1)]
     for r in rows:
-        line = f"| {r['design']} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} | {_number(r['fmax_mhz'], '.1f')} |"
+        line = (f"| {r['design']} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} "
+                f"| {_number(r['fmax_mhz'], '.1f')} |")
         for source in sources:
             t = r["throughput"][source]
             line += (f" {_number(t['speedup'], '.2f')} | {_number(t['macs_per_cycle_per_klut'], '.2f')} "
@@ -272,7 +273,8 @@ def run(args):
                 else:
                     reused = f" (reusing its synthesis{''.join(f', seed {seed}' for seed in kept)})" if previous else ""
                     print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}{reused}")
-                report = flow(design.tile(params), args, design.name, params, out, previous)
+                report = flow(design.tile(params) if previous is None else None, args, design.name, params, out,
+                              previous)
                 rows.append({"design": design.name, "dtype": dtype, "lanes": args.lanes, "rows": args.rows,
                              "cols": args.cols, **breakdown(report), "fmax_mhz": report["fmax_mhz"],
                              "fmax_min_mhz": report["fmax_min_mhz"], "fmax_max_mhz": report["fmax_max_mhz"],

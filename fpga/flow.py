@@ -12,8 +12,8 @@ from dashraker.fpga.devices import device as find_device
 from dashraker.fpga.report import (fit_problems, hierarchy_breakdown, parse_nextpnr_report, synthesis_resources,
                                    write_report)
 
-__all__ = ["FlowError", "run_flow", "reusable", "kept_seeds", "is_flow_output", "median_seed", "pin_count", "MAX_CLOCK_MHZ",
-           "MAX_SEEDS", "TOP", "ROUTERS"]
+__all__ = ["FlowError", "run_flow", "reusable", "kept_seeds", "is_flow_output", "median_seed", "pin_count",
+           "MAX_CLOCK_MHZ", "MAX_SEEDS", "TOP", "ROUTERS"]
 
 TOP = "dashraker_fpga_top"
 MAX_CLOCK_MHZ = 1000  # far above anything these FPGAs reach; a larger target is a typo
@@ -193,10 +193,10 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
     beside them. Returns the report (a dict).
 
     ``previous``, this folder's report from ``reusable``, lends its synthesis (no Verilog or Yosys
-    run) and its seeds' runs at the same clock and router; it stays until the new report replaces
-    it unless a seed it lists runs again. Without it an earlier run's reports go first. Either way a
-    report always describes the files beside it, and a failed or interrupted run leaves none (its
-    logs stay) or the previous one.
+    run; ``component`` may be None) and its seeds' runs at the same clock and router; it stays until
+    the new report replaces it unless a seed it lists runs again. Without it an earlier run's
+    reports go first. Either way a report always describes the files beside it, and a failed or
+    interrupted run leaves none (its logs stay) or the previous one.
     Raises ``ValueError`` for bad arguments and ``FlowError`` when a stage fails or
     the design does not fit the device.
     """

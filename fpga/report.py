@@ -206,7 +206,7 @@ def _seeds_note(report):
     count = len(report["seeds"])
     if count == 1:
         return ""
-    return (f", seed {report['seed']}: the median of {count} seeds, "
+    return (f"seed {report['seed']}: the median of {count} seeds, "
             f"{report['fmax_min_mhz']:.1f} to {report['fmax_max_mhz']:.1f} MHz")
 
 
@@ -218,7 +218,8 @@ def summary(report):
                      f"{_percent(entry['used'], entry['available']):>7}")
     fmax = report["fmax_mhz"]
     verdict = "met" if report["timing_met"] else "NOT met"
-    lines.append(f"  Fmax  {fmax:.1f} MHz{_seeds_note(report)} (target {report['clock_mhz']:g} MHz: {verdict})"
+    note = _seeds_note(report)
+    lines.append(f"  Fmax  {fmax:.1f} MHz (target {report['clock_mhz']:g} MHz: {verdict}){'; ' + note if note else ''}"
                  if fmax else "  Fmax  -")
     path = report["critical_path"]
     if path:
@@ -246,7 +247,9 @@ def markdown(report):
         lines.append(f"| {resource} | {entry['used']:,} | {entry['available']:,} | "
                      f"{_percent(entry['used'], entry['available'])} | {synthesised} |")
     fmax = report["fmax_mhz"]
-    lines += ["", f"**Fmax {fmax:.2f} MHz**{_seeds_note(report)}, against a target of {report['clock_mhz']:g} MHz "
+    note = _seeds_note(report)
+    lines += ["", f"**Fmax {fmax:.2f} MHz**{f' ({note})' if note else ''} against a target of "
+                  f"{report['clock_mhz']:g} MHz "
                   f"({'met' if report['timing_met'] else 'not met'})." if fmax else "No clocked path.", ""]
     if len(report["seeds"]) > 1:
         lines += ["| placement seed | Fmax MHz | LUTs | FFs | critical path ns | place and route s |",
