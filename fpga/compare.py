@@ -103,7 +103,7 @@ def speedup_sources(map_path, given):
 
 
 def _throughputs(rows, sources):
-    """Each row's throughput per LUT at each source's speedups, and as a multiple of the baseline's alike row."""
+    """Each row's throughput per LUT at each source's speedups, also as a multiple of the baseline's at its format."""
     from dashraker.designs import reference
 
     for row in rows:
