@@ -35,7 +35,7 @@ from fpraker_error import cases  # a sibling script: the same random and real te
 
 __all__ = ["main", "fixed_point_accumulate"]
 
-PARTIALS = (2, 3, 4, 8)
+PARTIALS = (2, 3, 4, 6, 8)
 
 
 def _round_fp32(units, lsb):
