@@ -94,10 +94,11 @@ class FixedPointAccumulator(wiring.Component):
     registered shifter aligns each sum to the frame, whose least significant bit weighs 2^``lsb``
     (bits below it dropped, towards zero), and a second stage negates it where it is negative; the
     ``width``-bit add is the only one-cycle loop. A pass's last step sends the sum through six
-    registered rounding stages: magnitude; leading and trailing zeros; normalisation by 16 places,
-    then by the rest; rounding to nearest even; packing (once per pass: latency, no throughput). A sum of 2^(``width`` - 1 + ``lsb``) or
-    more in magnitude, an Inf or a NaN, or a running sum out of the frame makes the pass's result
-    the canonical NaN. A result waits in its register until taken or replaced by the next pass's.
+    registered rounding stages (once per pass: latency, no throughput): magnitude; leading and
+    trailing zeros; normalisation by 16 places, then by the rest; rounding to nearest even;
+    packing. A sum of 2^(``width`` - 1 + ``lsb``) or more in magnitude, an Inf or a NaN, or a
+    running sum out of the frame makes the pass's result the canonical NaN. A result waits in its
+    register until taken or replaced by the next pass's.
 
     Parameters
     ----------
@@ -116,7 +117,8 @@ class FixedPointAccumulator(wiring.Component):
 
     def __init__(self, width=128, lsb=-64):
         if not isinstance(width, int) or width < 40:
-            raise ValueError(f"width must be an integer >= 40 (the rounding's 16-place shifts of 24 bits), not {width!r}")
+            raise ValueError(f"width must be an integer >= 40 (the rounding shifts 24 bits by 16 places), "
+                             f"not {width!r}")
         if not isinstance(lsb, int) or not 0 < width - 1 + lsb + 127 < 255:
             raise ValueError(f"the frame's top 2^(width - 1 + lsb) must be a normal fp32 power of two, not lsb={lsb!r}")
         self.width, self.lsb = width, lsb

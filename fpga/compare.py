@@ -266,15 +266,16 @@ def run(args):
                 except ValueError as error:
                     raise CliError(f"{design.name}: {error}") from None
                 out = args.out / f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
-                previous = reusable(out, design.name, params, args.device, args.word_bits, args.keep_depth)
+                component = design.tile(params)
+                previous = reusable(out, component, design.name, params, args.device, args.word_bits,
+                                    args.keep_depth)
                 kept = kept_seeds(previous, args.clock, args.router, seeds)
                 if len(kept) == len(seeds):
                     print(f"{design.name} {dtype}: reusing {out / 'report.json'}")
                 else:
                     reused = f" (reusing its synthesis{''.join(f', seed {seed}' for seed in kept)})" if previous else ""
                     print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}{reused}")
-                report = flow(design.tile(params) if previous is None else None, args, design.name, params, out,
-                              previous)
+                report = flow(component, args, design.name, params, out, previous)
                 rows.append({"design": design.name, "dtype": dtype, "lanes": args.lanes, "rows": args.rows,
                              "cols": args.cols, **breakdown(report), "fmax_mhz": report["fmax_mhz"],
                              "fmax_min_mhz": report["fmax_min_mhz"], "fmax_max_mhz": report["fmax_max_mhz"],

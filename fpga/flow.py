@@ -102,21 +102,28 @@ def median_seed(runs):
     return ordered[(len(ordered) - 1) // 2]
 
 
-def reusable(out, design, params, device, word_bits, keep_depth):
-    """The report in the folder ``out`` if its synthesis is of the same design, parameters, device and wrapper.
+def reusable(out, component, design, params, device, word_bits, keep_depth):
+    """The report in the folder ``out`` if its synthesis is of the same Verilog, design, device and wrapper.
 
-    Its netlist can then be placed and routed again, and its seeds' runs at the same clock
-    and router kept (``run_flow``'s ``previous``); None where there is no such report.
+    The Verilog is ``component``'s, wrapped as ``run_flow`` wraps it, so a generator changed since
+    is never taken for the same design. The netlist can then be placed and routed again, and the
+    report's seeds' runs at the same clock and router kept (``run_flow``'s ``previous``); None
+    where there is no such report.
     """
+    from dashraker.fpga.wrapper import StreamTop
+    from dashraker.hw.verilog import to_verilog
+
     path = Path(out) / "report.json"
     try:
         report = json.loads(path.read_text())
+        verilog = (path.parent / "top.v").read_text()
     except (OSError, json.JSONDecodeError):
         return None
     same = (isinstance(report, dict) and "seeds" in report and report.get("design") == design
             and report.get("params") == (params or {}) and report.get("device") == find_device(device).name
-            and report.get("wrapper", {}).get("word_bits") == word_bits and report.get("keep_depth") == keep_depth)
-    return report if same and (path.parent / "netlist.json").exists() else None
+            and report.get("wrapper", {}).get("word_bits") == word_bits and report.get("keep_depth") == keep_depth
+            and (path.parent / "netlist.json").exists())
+    return report if same and verilog == to_verilog(StreamTop(component, word_bits), TOP) else None
 
 
 def kept_seeds(previous, clock_mhz, router, seeds):
@@ -193,10 +200,10 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
     beside them. Returns the report (a dict).
 
     ``previous``, this folder's report from ``reusable``, lends its synthesis (no Verilog or Yosys
-    run; ``component`` may be None) and its seeds' runs at the same clock and router; it stays until
-    the new report replaces it unless a seed it lists runs again. Without it an earlier run's
-    reports go first. Either way a report always describes the files beside it, and a failed or
-    interrupted run leaves none (its logs stay) or the previous one.
+    run) and its seeds' runs at the same clock and router; it stays until the new report replaces
+    it unless a seed it lists runs again. Without it an earlier run's reports go first. Either way a
+    report always describes the files beside it, and a failed or interrupted run leaves none (its
+    logs stay) or the previous one.
     Raises ``ValueError`` for bad arguments and ``FlowError`` when a stage fails or
     the design does not fit the device.
     """

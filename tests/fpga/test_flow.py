@@ -7,7 +7,7 @@ import pytest
 
 from dashraker.cli import main
 from dashraker.fpga.devices import DEVICES
-from dashraker.fpga.flow import pin_count
+from dashraker.fpga.flow import pin_count, reusable
 from dashraker.designs import DESIGNS
 
 # The smallest configurations that still have every part of the design (TensorDash: muxes and a scheduler).
@@ -196,6 +196,15 @@ def test_compare_seeds_take_the_median_and_reuse_finished_seeds(tmp_path, capsys
     assert f"reusing {out / 'report.json'}" in printed and "-> " not in printed
     assert [run["seed"] for run in report["seeds"]] == [2, 3]
     assert report["fmax_mhz"] == min(run["fmax_mhz"] for run in report["seeds"])  # the lower middle one of two
+
+    # a changed generator is never taken for the same configuration: its Verilog differs
+    def previous():
+        return reusable(out, DESIGNS["baseline"].tile(report["params"]), "baseline", report["params"], "ecp5-25k",
+                        16, 3)
+
+    assert previous() == report
+    (out / "top.v").write_text((out / "top.v").read_text().replace("module ", "module changed_", 1))
+    assert previous() is None
 
 
 @pytest.mark.parametrize("command", [["baseline", "--lanes", "1"], ["compare", "--lanes", "1"]])

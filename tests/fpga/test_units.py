@@ -45,7 +45,8 @@ def test_fixed_point_model_rounds_once():
         if not sums or abs(math.ldexp(exact, 64)) >= 2**53:
             continue
         result, out_of_range = fixed_point_accumulate(torch.tensor([sums]))
-        assert out_of_range == 0 and bits(result.item()) == bits(torch.tensor(exact, dtype=torch.float64).float().item())
+        rounded = torch.tensor(exact, dtype=torch.float64).float().item()
+        assert out_of_range == 0 and bits(result.item()) == bits(rounded)
     # truncation towards zero below the frame, one rounding at the end, and the range
     assert fixed_point_accumulate(torch.tensor([[2.0**-65, 2.0**-65]]))[0].item() == 0.0
     assert fixed_point_accumulate(torch.tensor([[-(2.0**-64) * 1.5]]))[0].item() == -(2.0**-64)
