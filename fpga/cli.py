@@ -27,6 +27,9 @@ def add_flow_arguments(parser, out_help):
                         help="module levels below the top kept through synthesis for the per-instance "
                              "breakdown (default 3: wrapper, tile, PEs, their units)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    parser.add_argument("--seeds", type=int, default=1, metavar="K",
+                        help="place and route with the K seeds from --seed on, after one synthesis, and report the "
+                             "median Fmax (default 1)")
     parser.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                         help="nextpnr's router (default router1; router2 copes better with congested designs)")
     parser.add_argument("--out", type=Path, required=True, help=out_help)
@@ -49,7 +52,7 @@ def register(subparsers):
 def check_flow_arguments(args):
     """``CliError`` for a device, clock or word width the flow cannot take."""
     from dashraker.fpga.devices import device
-    from dashraker.fpga.flow import MAX_CLOCK_MHZ
+    from dashraker.fpga.flow import MAX_CLOCK_MHZ, MAX_SEEDS
 
     try:
         device(args.device)
@@ -61,16 +64,19 @@ def check_flow_arguments(args):
         raise CliError(f"--word-bits must be a positive integer, not {args.word_bits}")
     if args.keep_depth < 1:
         raise CliError(f"--keep-depth must be at least 1, not {args.keep_depth}")
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        raise CliError(f"--seeds must be an integer in [1, {MAX_SEEDS}], not {args.seeds}")
 
 
-def flow(component, args, design, params, out):
-    """Run the flow with the command line's options; ``FlowError`` becomes ``CliError``."""
+def flow(component, args, design, params, out, previous=None):
+    """Run the flow with the command line's options (``previous``: see ``run_flow``); ``FlowError`` -> ``CliError``."""
     from dashraker.fpga.flow import FlowError, run_flow
 
     try:
         return run_flow(component, args.device, args.clock, out, design=design, params=params,
-                        word_bits=args.word_bits, keep_depth=args.keep_depth, seed=args.seed,
-                        router=args.router, progress=not args.no_progress)
+                        word_bits=args.word_bits, keep_depth=args.keep_depth,
+                        seeds=range(args.seed, args.seed + args.seeds), router=args.router,
+                        progress=not args.no_progress, previous=previous)
     except FlowError as error:
         raise CliError(str(error)) from None
 

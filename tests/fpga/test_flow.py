@@ -1,12 +1,13 @@
 """Small configurations of every design through the whole flow (wrap, Yosys, nextpnr, report); CLI errors."""
 
 import json
+import re
 
 import pytest
 
 from dashraker.cli import main
 from dashraker.fpga.devices import DEVICES
-from dashraker.fpga.flow import pin_count
+from dashraker.fpga.flow import pin_count, reusable
 from dashraker.designs import DESIGNS
 
 # The smallest configurations that still have every part of the design (TensorDash: muxes and a scheduler).
@@ -67,12 +68,23 @@ def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
     (["--clock", "5000"], "not 5000"),
     (["--word-bits", "0"], "--word-bits must be a positive integer, not 0"),
     (["--lanes", "0"], "baseline --lanes must be an integer >= 1, not 0"),
+    (["--seeds", "0"], "--seeds must be an integer in [1, 16], not 0"),
+    (["--seeds", "17"], "--seeds must be an integer in [1, 16], not 17"),
 ])
 def test_bad_arguments_are_clear_errors(args, message, tmp_path, capsys):
     status, _, err = run_cli(capsys, "baseline", *args, "--out", str(tmp_path / "x"), "--no-progress")
     assert status == 2
     assert message in err
     assert not (tmp_path / "x" / "report.json").exists()
+
+
+@pytest.mark.parametrize("seeds", ["0", "17", "-1"])
+def test_compare_refuses_a_bad_seed_count(seeds, tmp_path, capsys):
+    status, _, err = run_cli(capsys, "compare", "--lanes", "1", "--seeds", seeds, "--out", str(tmp_path / "x"),
+                             "--no-progress")
+    assert status == 2
+    assert err.strip().splitlines() == [f"dashraker fpga: error: --seeds must be an integer in [1, 16], not {seeds}"]
+    assert not (tmp_path / "x").exists()
 
 
 def test_too_many_pins_fail_before_synthesis(tmp_path, capsys):
@@ -94,9 +106,14 @@ def test_design_too_big_for_the_device(tmp_path, capsys):
 
 
 def test_compare_runs_each_configuration_once_and_tabulates(tmp_path, capsys):
-    """Two formats of a 1-lane baseline through the flow, FPRaker's fp32 skipped, then every report reused."""
+    """Two formats of a 1-lane baseline through the flow, FPRaker's fp32 skipped, then every report reused;
+    throughput at the mapper's speedups and at those given, beside the baseline's."""
+    map_path = tmp_path / "map.json"
+    map_path.write_text(json.dumps({"totals": [{"design": "fpraker", "op": "all", "speedup": 0.5}]}))
     args = ["compare", "--lanes", "1", "--designs", "baseline,fpraker", "--dtypes", "bf16,fp32",
-            "--device", "ecp5-25k", "--speedup", "fpraker=0.25", "--out", str(tmp_path), "--no-progress"]
+            "--device", "ecp5-25k", "--map", str(map_path), "--speedup", "fpraker=0.25",
+            "--out", str(tmp_path / "cmp"), "--no-progress"]
+    tmp_path = tmp_path / "cmp"
     status, first, err = run_cli(capsys, *args)
     assert status == 0, err
     assert "skipping fpraker fp32: fpraker takes bf16 operands only" in first
@@ -111,11 +128,83 @@ def test_compare_runs_each_configuration_once_and_tabulates(tmp_path, capsys):
         report = json.loads((tmp_path / f"{row['design']}-{row['dtype']}-1l-1x1" / "report.json").read_text())
         tile = next(part for part in report["hierarchy"] if part["instance"] == "design")
         assert row["fmax_mhz"] == report["fmax_mhz"] and row["tile_lut"] == tile["lut"] > 0
-        assert row["macs_per_cycle_per_klut"] == pytest.approx(1000 * row["macs_per_cycle"] / row["tile_lut"])
-    assert rows["fpraker", "bf16"]["macs_per_cycle"] == 0.25 and rows["baseline", "fp32"]["macs_per_cycle"] == 1.0
+        assert set(row["throughput"]) == {"map", "--speedup"}
+        for figures in row["throughput"].values():
+            per_cycle = 1000 * figures["macs_per_cycle"] / row["tile_lut"]
+            assert figures["macs_per_cycle_per_klut"] == pytest.approx(per_cycle)
+            assert figures["gmacs_per_klut"] == pytest.approx(per_cycle * row["fmax_mhz"] / 1000)
+    fpraker, base = rows["fpraker", "bf16"]["throughput"], rows["baseline", "bf16"]["throughput"]
+    assert fpraker["map"]["macs_per_cycle"] == 0.5 and fpraker["--speedup"]["macs_per_cycle"] == 0.25
+    assert rows["baseline", "fp32"]["throughput"]["map"]["macs_per_cycle"] == 1.0
+    for source in ("map", "--speedup"):
+        assert base[source]["gmacs_per_klut_vs_baseline"] == 1.0
+        assert fpraker[source]["gmacs_per_klut_vs_baseline"] == pytest.approx(
+            fpraker[source]["gmacs_per_klut"] / base[source]["gmacs_per_klut"])
+    assert table["speedups"] == {"map": {"baseline": 1.0, "fpraker": 0.5},
+                                 "--speedup": {"baseline": 1.0, "fpraker": 0.25}}
     assert rows["baseline", "fp32"]["tile_dsp"] > rows["baseline", "bf16"]["tile_dsp"]  # fp32 needs more MULT18X18D
     assert (tmp_path / "compare.png").stat().st_size > 0
-    assert "| baseline | fp32 | 1 |" in (tmp_path / "compare.md").read_text()
+    text = (tmp_path / "compare.md").read_text()
+    assert "| baseline | fp32 | 1 | 1x1 |" in text
+    assert "| speedup (map) | MAC/cycle/kLUT | GMAC/s/kLUT | vs baseline | speedup (--speedup) |" in text
+
+
+@pytest.mark.slow
+def test_compare_seeds_take_the_median_and_reuse_finished_seeds(tmp_path, capsys):
+    """One synthesis and two placement seeds; then three, reusing the synthesis and both; then seeds 2 and 3, all
+    kept."""
+    out = tmp_path / "baseline-bf16-1l-1x1"
+
+    def compare(*seeds):
+        status, printed, err = run_cli(capsys, "compare", "--lanes", "1", "--designs", "baseline", "--dtypes", "bf16",
+                                       "--device", "ecp5-25k", *seeds, "--out", str(tmp_path), "--no-progress")
+        assert status == 0, err
+        return printed, json.loads((out / "report.json").read_text())
+
+    printed, report = compare("--seeds", "2")
+    assert f"-> {out}\n" in printed
+    assert [run["seed"] for run in report["seeds"]] == [1, 2]
+    fmaxes = sorted(run["fmax_mhz"] for run in report["seeds"])
+    assert report["fmax_mhz"] == fmaxes[0] and (report["fmax_min_mhz"], report["fmax_max_mhz"]) == tuple(fmaxes)
+    median = next(run for run in report["seeds"] if run["seed"] == report["seed"])
+    assert median["fmax_mhz"] == report["fmax_mhz"] and median["utilisation"] == report["utilisation"]
+    assert median["critical_path"] == report["critical_path"]
+    for run in report["seeds"]:
+        routed = json.loads((out / run["nextpnr_report"]).read_text())
+        assert min(clock["achieved"] for clock in routed["fmax"].values()) == pytest.approx(run["fmax_mhz"], abs=0.01)
+    # nextpnr's checksums: the same packed netlist, placed differently by each seed
+    packed, placed = zip(*(re.findall(r"Checksum: (0x[0-9a-f]+)", (out / run["log"]).read_text())[:2]
+                           for run in report["seeds"]))
+    assert packed[0] == packed[1] and placed[0] != placed[1]
+    synthesis = (out / "netlist.json").stat().st_mtime_ns
+    seed2 = (out / "nextpnr-seed2.json").stat().st_mtime_ns
+
+    printed, report = compare("--seeds", "3")
+    assert f"-> {out} (reusing its synthesis, seed 1, seed 2)" in printed
+    assert [run["seed"] for run in report["seeds"]] == [1, 2, 3]
+    assert (out / "netlist.json").stat().st_mtime_ns == synthesis
+    assert (out / "nextpnr-seed2.json").stat().st_mtime_ns == seed2 and (out / "nextpnr-seed3.json").exists()
+    fmaxes = sorted(run["fmax_mhz"] for run in report["seeds"])
+    assert report["fmax_mhz"] == fmaxes[1]
+    assert "| placement seed | Fmax MHz |" in (out / "report.md").read_text()
+    table = json.loads((tmp_path / "compare.json").read_text())["rows"][0]
+    assert (table["fmax_mhz"], table["fmax_min_mhz"], table["fmax_max_mhz"]) == tuple(fmaxes[i] for i in (1, 0, 2))
+    assert [entry["seed"] for entry in table["seeds"]] == [1, 2, 3]
+    assert f"| {fmaxes[1]:.1f} | {fmaxes[0]:.1f}-{fmaxes[2]:.1f} | 3 |" in (tmp_path / "compare.md").read_text()
+
+    printed, report = compare("--seed", "2", "--seeds", "2")
+    assert f"reusing {out / 'report.json'}" in printed and "-> " not in printed
+    assert [run["seed"] for run in report["seeds"]] == [2, 3]
+    assert report["fmax_mhz"] == min(run["fmax_mhz"] for run in report["seeds"])  # the lower middle one of two
+
+    # a changed generator is never taken for the same configuration: its Verilog differs
+    def previous():
+        return reusable(out, DESIGNS["baseline"].tile(report["params"]), "baseline", report["params"], "ecp5-25k",
+                        16, 3)
+
+    assert previous() == report
+    (out / "top.v").write_text((out / "top.v").read_text().replace("module ", "module changed_", 1))
+    assert previous() is None
 
 
 @pytest.mark.parametrize("command", [["baseline", "--lanes", "1"], ["compare", "--lanes", "1"]])

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from dashraker.fpga.compare import breakdown, speedups_from_map, throughput
+from dashraker.fpga.compare import breakdown, speedup_sources, speedups_from_map, throughput
 from dashraker.fpga.devices import DEVICES, FAMILIES, device
+from dashraker.fpga.flow import median_seed
 from dashraker.fpga.report import (ReportError, fit_problems, hierarchy_breakdown, markdown, parse_nextpnr_report,
                                    synthesis_resources)
 from dashraker.cli import CliError
@@ -152,14 +153,46 @@ def test_markdown_and_comparison_read_a_report():
                           "result_words": 4},
               "synthesis": {"lut": 440}, "utilisation": routed["utilisation"], "fmax_mhz": routed["fmax_mhz"],
               "timing_met": False, "critical_path": routed["critical_path"], "hierarchy": hierarchy,
-              "stages_s": {"synthesis": 1.0}}
+              "stages_s": {"synthesis": 1.0}, "seed": 1,
+              "seeds": [{"seed": 1, "fmax_mhz": routed["fmax_mhz"], "utilisation": routed["utilisation"],
+                         "critical_path": routed["critical_path"], "place_route_s": 2.0}]}
     text = markdown(report)
-    assert "| `design.pe0_0` | 300 |" in text and "Fmax 41.50 MHz" in text and "not met" in text
+    assert "| `design.pe0_0` | 300 |" in text and "Fmax 41.50 MHz** against" in text and "not met" in text
+    assert "placement seed" not in text and "median" not in text
+    slower = {**report["seeds"][0], "seed": 2, "fmax_mhz": 38.25, "critical_path": None}
+    several = {**report, "seeds": [report["seeds"][0], slower], "seed": 2, "fmax_mhz": 38.25,
+               "fmax_min_mhz": 38.25, "fmax_max_mhz": 41.5}
+    text = markdown(several)
+    assert "Fmax 38.25 MHz** (seed 2: the median of 2 seeds, 38.2 to 41.5 MHz) against" in text
+    assert "| 1 | 41.50 | 1,200 | 300 | 7.0 | 2.0 |" in text and "| 2 | 38.25 | 1,200 | 300 | - | 2.0 |" in text
     parts = breakdown(report)
     assert parts["tile_lut"] == 20 + 300 + 120 and parts["pe_lut"] == 300 and parts["mac_lut"] == 270
     assert parts["muxes_lut"] == 30 and parts["muxes_of_pe"] == pytest.approx(0.1)
     assert parts["sparsity_of_tile"] == pytest.approx((30 + 120) / 440)
     assert throughput(16, 50.0, 2000) == (pytest.approx(8.0), pytest.approx(0.4))
+
+
+def test_the_median_seed_is_a_real_run():
+    runs = [{"seed": seed, "fmax_mhz": fmax} for seed, fmax in ((1, 45.0), (2, 41.0), (3, 43.0), (4, None))]
+    assert median_seed(runs[:1])["seed"] == 1
+    assert median_seed(runs[:3])["seed"] == 3
+    assert median_seed(runs[:2])["seed"] == 2  # an even count: the lower middle one
+    assert median_seed(runs)["seed"] == 2  # no clocked path counts as the slowest
+    assert median_seed([{"seed": 5, "fmax_mhz": 40.0}, {"seed": 2, "fmax_mhz": 40.0}])["seed"] == 2
+
+
+def test_speedup_sources_side_by_side(tmp_path):
+    path = tmp_path / "map.json"
+    path.write_text(json.dumps({"totals": [{"design": "tensordash", "op": "all", "speedup": 1.34},
+                                           {"design": "fpraker", "op": "all", "speedup": 0.22}]}))
+    assert speedup_sources(None, None) == {"dense": {"baseline": 1.0}}
+    assert speedup_sources(path, None) == {"map": {"baseline": 1.0, "tensordash": 1.34, "fpraker": 0.22}}
+    assert speedup_sources(path, ["tensordash=2"]) == {
+        "map": {"baseline": 1.0, "tensordash": 1.34, "fpraker": 0.22},
+        "--speedup": {"baseline": 1.0, "tensordash": 2.0, "fpraker": 0.22}}
+    assert speedup_sources(None, ["tensordash=2"]) == {"--speedup": {"baseline": 1.0, "tensordash": 2.0}}
+    with pytest.raises(CliError, match="expected DESIGN=NUMBER"):
+        speedup_sources(None, ["tensordash=two"])
 
 
 def test_speedups_from_a_mapper_json(tmp_path):
