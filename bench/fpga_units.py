@@ -85,17 +85,22 @@ class WindowLoop(wiring.Component):
         return m
 
 
-def _multiplier(fmt, registered=False):
-    return Registered(lambda: FPMultiplier(fmt, registered=registered), fmt, "product")
+def _adder(stages):
+    return Registered(lambda: FPAdder(stages), "fp32", "sum")
+
+
+def _multiplier(fmt, stages):
+    return Registered(lambda: FPMultiplier(fmt, stages), fmt, "product")
 
 
 UNITS = {
     "adder-loop": ("fp32 accumulator loop (FPAdder, register to itself)", AccumulatorLoop),
-    "adder": ("fp32 adder between registers (an adder-tree level)", lambda: Registered(FPAdder, "fp32", "sum")),
-    "mul-bf16": ("bf16 multiplier between registers", lambda: _multiplier("bf16")),
-    "mul-fp32": ("fp32 multiplier between registers", lambda: _multiplier("fp32")),
-    "mul-fp32-registered": ("fp32 multiplier with its own register (as MacUnit uses it)",
-                            lambda: _multiplier("fp32", registered=True)),
+    "adder": ("fp32 adder between registers (an adder-tree level of L = 1)", lambda: _adder(0)),
+    **{f"adder-{stages}": (f"fp32 adder, {stages} stages, between registers", lambda stages=stages: _adder(stages))
+       for stages in (2, 3)},
+    **{f"mul-{fmt}-{stages}": (f"{fmt} multiplier, {stages} stages, between registers",
+                               lambda fmt=fmt, stages=stages: _multiplier(fmt, stages))
+       for fmt in ("bf16", "fp32") for stages in (0, 2, 3)},
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
 }
 

@@ -1,18 +1,23 @@
-"""IEEE binary32 adder, combinational: round to nearest even, FTZ/DAZ, canonical NaN (SPEC section 2)."""
+"""IEEE binary32 adder, combinational or pipelined: round to nearest even, FTZ/DAZ, canonical NaN (SPEC section 2)."""
 
 from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan, classify, significand
+from dashraker.hw.numerics.pipeline import Cuts
 from dashraker.hw.numerics.rounding import leading_zeros, round_nearest_even
 
-__all__ = ["FPAdder"]
+__all__ = ["FPAdder", "ADDER_CUTS"]
 
 # Far path: the 24-bit significand, then guard, round and sticky.
 _WIDTH = 27
 # Close path: the 24-bit significand and one bit below it (operands at most one place apart).
 _CLOSE = 25
+
+# The registers of each stage count: after the alignment and the close path's subtraction ("align"),
+# after the far path's addition and the close path's leading-zero count ("add"), at the output.
+ADDER_CUTS = {0: (), 1: ("output",), 2: ("add", "output"), 3: ("align", "add", "output")}
 
 
 class FPAdder(wiring.Component):
@@ -21,10 +26,10 @@ class FPAdder(wiring.Component):
     Subnormal inputs are read as zeros of their sign, tiny results flush to a zero
     of the result's sign (an exact sum of normals below 2**-126 needs no rounding,
     so tininess before and after rounding agree), any NaN and Inf - Inf give
-    0x7FC00000, and x + (-x) is +0. Purely combinational: latency 0.
+    0x7FC00000, and x + (-x) is +0.
 
     Two paths run side by side so that no path has both a long alignment shift and a
-    long normalisation shift (the adder sits in the accumulator's one-cycle loop):
+    long normalisation shift:
 
     * the close path takes subtractions of operands whose exponents differ by at most
       one and that cancel at least the leading bit: exact, so it normalises by the
@@ -33,22 +38,52 @@ class FPAdder(wiring.Component):
       a sticky bit, and its sum needs at most one place of normalisation either way
       before rounding.
 
+    With ``stages`` > 0 the adder is pipelined: one register at its output, a second
+    after the far path's addition and the close path's leading-zero count, a third
+    after the exponent comparison, the alignment and the close path's subtraction
+    (``ADDER_CUTS``). Every stage count gives the same bits; a new pair of addends
+    enters every enabled cycle.
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline registers, 0 (combinational, as an accumulator loop needs) to 3.
+
+    Attributes
+    ----------
+    latency : int
+        Enabled cycles from ``a``/``b`` to ``sum``: ``stages``.
+
     Ports
     -----
     a, b : In(FP32_LAYOUT)
         Addends.
     sum : Out(FP32_LAYOUT)
         The rounded sum.
+    en : In(1)
+        Only when ``stages`` > 0: the pipeline advances.
     """
 
-    def __init__(self):
-        super().__init__({"a": In(FP32_LAYOUT), "b": In(FP32_LAYOUT), "sum": Out(FP32_LAYOUT)})
+    def __init__(self, stages=0):
+        if stages not in ADDER_CUTS:
+            raise ValueError(f"FP adder stages must be one of {', '.join(map(str, ADDER_CUTS))}, not {stages!r}")
+        self.latency = stages
+        ports = {"a": In(FP32_LAYOUT), "b": In(FP32_LAYOUT), "sum": Out(FP32_LAYOUT)}
+        if stages:
+            ports["en"] = In(1)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
+        cuts = Cuts(m, self.en if self.latency else C(1, 1), ADDER_CUTS[self.latency])
         a, b = self.a, self.b
         a_zero, a_inf, a_nan = classify(a)
         b_zero, b_inf, b_nan = classify(b)
+        nan = a_nan | b_nan | (a_inf & b_inf & (a.sign != b.sign))
+        inf = a_inf | b_inf
+        inf_sign = Mux(a_inf, a.sign, b.sign)
+        zero = a_zero & b_zero
+        zero_sign = a.sign & b.sign
 
         # Order by exponent alone (a on a tie); both differences are computed at once.
         a_minus_b = Signal(signed(9))
@@ -78,20 +113,33 @@ class FPAdder(wiring.Component):
         negative = forward[_CLOSE]  # only when the exponents are equal
         close = Signal(_CLOSE)
         m.d.comb += close.eq(Mux(negative, backward[:_CLOSE], forward[:_CLOSE]))
+        near = distance <= 1
+
+        # Far path: both alignments are computed beside the ordering, from the raw differences.
+        aligned = Mux(a_big, _align(significand(b), a_minus_b[:8]), _align(significand(a), b_minus_a[:8]))
+
+        nan, inf, inf_sign, zero, zero_sign, big_exp, big_sign, big_sig, subtract, near, negative, close, aligned = \
+            cuts.cross("align", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_exp=big_exp,
+                       big_sign=big_sign, big_sig=big_sig, subtract=subtract, near=near, negative=negative,
+                       close=close, aligned=aligned)
+
         close_zeros = leading_zeros(m, close)
+        use_close = subtract & near & ~close[_CLOSE - 1]
+        big_ext = Cat(C(0, 3), big_sig)
+        total = Signal(_WIDTH + 1)
+        m.d.comb += total.eq(Mux(subtract, big_ext - aligned, big_ext + aligned))
+
+        nan, inf, inf_sign, zero, zero_sign, big_exp, big_sign, negative, close, close_zeros, use_close, total = \
+            cuts.cross("add", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_exp=big_exp,
+                       big_sign=big_sign, negative=negative, close=close, close_zeros=close_zeros,
+                       use_close=use_close, total=total)
+
         close_normalized = Signal(_CLOSE)
         close_exp = Signal(signed(10))
         m.d.comb += [
             close_normalized.eq(close << close_zeros),
             close_exp.eq(big_exp - close_zeros),
         ]
-        use_close = subtract & (distance <= 1) & ~close[_CLOSE - 1]
-
-        # Far path: both alignments are computed beside the ordering, from the raw differences.
-        aligned = Mux(a_big, _align(significand(b), a_minus_b[:8]), _align(significand(a), b_minus_a[:8]))
-        big_ext = Cat(C(0, 3), big_sig)
-        total = Signal(_WIDTH + 1)
-        m.d.comb += total.eq(Mux(subtract, big_ext - aligned, big_ext + aligned))
 
         # At most one place of normalisation: right on a carry out, left after a one-bit cancellation.
         normalized = Signal(_WIDTH)
@@ -113,24 +161,27 @@ class FPAdder(wiring.Component):
         underflow = Mux(use_close, close_exp <= 0, far_exp <= 0)
         sign = Mux(use_close, big_sign ^ negative, big_sign)
 
-        with m.If(a_nan | b_nan | (a_inf & b_inf & (a.sign != b.sign))):
-            m.d.comb += self.sum.eq(canonical_nan())
-        with m.Elif(a_inf | b_inf):
-            m.d.comb += self.sum.eq(Mux(a_inf, a.as_value(), b.as_value()))
-        with m.Elif(a_zero & b_zero):
-            m.d.comb += self.sum.sign.eq(a.sign & b.sign)
+        result = Signal(FP32_LAYOUT)
+        with m.If(nan):
+            m.d.comb += result.eq(canonical_nan())
+        with m.Elif(inf):
+            m.d.comb += [result.sign.eq(inf_sign), result.exp.eq(255)]
+        with m.Elif(zero):
+            m.d.comb += result.sign.eq(zero_sign)
         with m.Elif(use_close & (close == 0)):
             pass  # exact cancellation: +0
         with m.Elif(overflow):
-            m.d.comb += [self.sum.sign.eq(sign), self.sum.exp.eq(255)]
+            m.d.comb += [result.sign.eq(sign), result.exp.eq(255)]
         with m.Elif(underflow):
-            m.d.comb += self.sum.sign.eq(sign)  # flush to zero
+            m.d.comb += result.sign.eq(sign)  # flush to zero
         with m.Else():
             m.d.comb += [
-                self.sum.sign.eq(sign),
-                self.sum.exp.eq(Mux(use_close, close_exp[:8], far_rounded_exp[:8])),
-                self.sum.frac.eq(Mux(use_close, close_normalized[1:24], far_mantissa[:23])),
+                result.sign.eq(sign),
+                result.exp.eq(Mux(use_close, close_exp[:8], far_rounded_exp[:8])),
+                result.frac.eq(Mux(use_close, close_normalized[1:24], far_mantissa[:23])),
             ]
+        (result,) = cuts.cross("output", sum=result)
+        m.d.comb += self.sum.eq(result)
         return m
 
 
