@@ -97,10 +97,10 @@ UNITS = {
     "adder-loop": ("fp32 accumulator loop (FPAdder, register to itself)", AccumulatorLoop),
     "adder": ("fp32 adder between registers (an adder-tree level of L = 1)", lambda: _adder(0)),
     **{f"adder-{stages}": (f"fp32 adder, {stages} stages, between registers", lambda stages=stages: _adder(stages))
-       for stages in (2, 3)},
+       for stages in (2, 3, 4, 5)},
     **{f"mul-{fmt}-{stages}": (f"{fmt} multiplier, {stages} stages, between registers",
                                lambda fmt=fmt, stages=stages: _multiplier(fmt, stages))
-       for fmt in ("bf16", "fp32") for stages in (0, 2, 3)},
+       for fmt in ("bf16", "fp32") for stages in (0, 2, 3, 4)},
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
 }
 

@@ -15,9 +15,11 @@ _WIDTH = 27
 # Close path: the 24-bit significand and one bit below it (operands at most one place apart).
 _CLOSE = 25
 
-# The registers of each stage count: after the alignment and the close path's subtraction ("align"),
-# after the far path's addition and the close path's leading-zero count ("add"), at the output.
-ADDER_CUTS = {0: (), 1: ("output",), 2: ("add", "output"), 3: ("align", "add", "output")}
+# The registers of each stage count: after the exponent comparison and the ordering ("order"), after the
+# alignment and the close path's subtraction ("align"), after the far path's addition and the close path's
+# leading-zero count ("add"), after the normalisation and rounding ("round"), at the output.
+ADDER_CUTS = {0: (), 1: ("output",), 2: ("add", "output"), 3: ("align", "add", "output"),
+              4: ("align", "add", "round", "output"), 5: ("order", "align", "add", "round", "output")}
 
 
 class FPAdder(wiring.Component):
@@ -40,14 +42,15 @@ class FPAdder(wiring.Component):
 
     With ``stages`` > 0 the adder is pipelined: one register at its output, a second
     after the far path's addition and the close path's leading-zero count, a third
-    after the exponent comparison, the alignment and the close path's subtraction
-    (``ADDER_CUTS``). Every stage count gives the same bits; a new pair of addends
+    after the alignment and the close path's subtraction, a fourth between the
+    normalisation and rounding and the range checks, a fifth after the exponent
+    comparison and the ordering (``ADDER_CUTS``). Every stage count gives the same bits; a new pair of addends
     enters every enabled cycle.
 
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational, as an accumulator loop needs) to 3.
+        Pipeline registers, 0 (combinational, as a one-cycle accumulator loop needs) to 5.
 
     Attributes
     ----------
@@ -90,6 +93,7 @@ class FPAdder(wiring.Component):
         b_minus_a = Signal(signed(9))
         m.d.comb += [a_minus_b.eq(a.exp - b.exp), b_minus_a.eq(b.exp - a.exp)]
         a_big = a_minus_b >= 0
+        a_sig, b_sig = significand(a), significand(b)
         distance = Signal(8)
         big_exp = Signal(8)
         big_sign = Signal()
@@ -99,10 +103,17 @@ class FPAdder(wiring.Component):
             distance.eq(Mux(a_big, a_minus_b[:8], b_minus_a[:8])),
             big_exp.eq(Mux(a_big, a.exp, b.exp)),
             big_sign.eq(Mux(a_big, a.sign, b.sign)),
-            big_sig.eq(Mux(a_big, significand(a), significand(b))),
-            small_sig.eq(Mux(a_big, significand(b), significand(a))),
+            big_sig.eq(Mux(a_big, a_sig, b_sig)),
+            small_sig.eq(Mux(a_big, b_sig, a_sig)),
         ]
         subtract = a.sign ^ b.sign
+
+        nan, inf, inf_sign, zero, zero_sign, a_minus_b, b_minus_a, distance, big_exp, big_sign, big_sig, small_sig, \
+            a_sig, b_sig, subtract = cuts.cross(
+                "order", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, a_minus_b=a_minus_b,
+                b_minus_a=b_minus_a, distance=distance, big_exp=big_exp, big_sign=big_sign, big_sig=big_sig,
+                small_sig=small_sig, a_sig=a_sig, b_sig=b_sig, subtract=subtract)
+        a_big = a_minus_b >= 0
 
         # Close path: |big - small| in a 25-bit frame, exact.
         close_big = Cat(C(0, 1), big_sig)
@@ -116,7 +127,7 @@ class FPAdder(wiring.Component):
         near = distance <= 1
 
         # Far path: both alignments are computed beside the ordering, from the raw differences.
-        aligned = Mux(a_big, _align(significand(b), a_minus_b[:8]), _align(significand(a), b_minus_a[:8]))
+        aligned = Mux(a_big, _align(b_sig, a_minus_b[:8]), _align(a_sig, b_minus_a[:8]))
 
         nan, inf, inf_sign, zero, zero_sign, big_exp, big_sign, big_sig, subtract, near, negative, close, aligned = \
             cuts.cross("align", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_exp=big_exp,
@@ -154,6 +165,12 @@ class FPAdder(wiring.Component):
             m, normalized[3:], far_exp, guard=normalized[2], sticky=normalized[:2].any()
         )
 
+        nan, inf, inf_sign, zero, zero_sign, big_sign, negative, use_close, cancelled, close_normalized, close_exp, \
+            far_exp, far_mantissa, far_rounded_exp = cuts.cross(
+                "round", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_sign=big_sign,
+                negative=negative, use_close=use_close, cancelled=close == 0, close_normalized=close_normalized,
+                close_exp=close_exp, far_exp=far_exp, far_mantissa=far_mantissa, far_rounded_exp=far_rounded_exp)
+
         # Range checks from the exponents before rounding, beside the rounding carry chain:
         # only the far path rounds, and an exact result below 2**-126 stays below it.
         rounds_up = far_rounded_exp != far_exp
@@ -168,7 +185,7 @@ class FPAdder(wiring.Component):
             m.d.comb += [result.sign.eq(inf_sign), result.exp.eq(255)]
         with m.Elif(zero):
             m.d.comb += result.sign.eq(zero_sign)
-        with m.Elif(use_close & (close == 0)):
+        with m.Elif(use_close & cancelled):
             pass  # exact cancellation: +0
         with m.Elif(overflow):
             m.d.comb += [result.sign.eq(sign), result.exp.eq(255)]

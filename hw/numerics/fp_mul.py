@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import FP32, float_format
-from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout, canonical_nan, classify, significand
+from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout, canonical_nan, classify
 from dashraker.hw.numerics.pipeline import Cuts
 from dashraker.hw.numerics.rounding import round_nearest_even
 
@@ -15,8 +15,9 @@ __all__ = ["FPMultiplier", "MULTIPLIER_CUTS"]
 _DSP_WIDTH = 18
 
 # The registers of each stage count: after the blocks' partial products ("partials"), after their sum
-# ("product"), at the output.
-MULTIPLIER_CUTS = {0: (), 1: ("output",), 2: ("product", "output"), 3: ("partials", "product", "output")}
+# ("product"), after the normalisation and rounding ("round"), at the output.
+MULTIPLIER_CUTS = {0: (), 1: ("output",), 2: ("product", "output"), 3: ("product", "round", "output"),
+                   4: ("partials", "product", "round", "output")}
 
 
 class FPMultiplier(wiring.Component):
@@ -31,7 +32,10 @@ class FPMultiplier(wiring.Component):
     halves whose four products each take one block and are summed after them. With
     ``stages`` > 0 the multiplier is pipelined: one register at its output, a second
     after the significand product (before its normalisation and rounding), a third
-    between the blocks' partial products and their sum (``MULTIPLIER_CUTS``). Yosys's
+    between the rounding and the range checks, a fourth between the blocks' partial
+    products and their sum (``MULTIPLIER_CUTS``). The blocks multiply the raw
+    significands with their hidden one, so no logic stands between the operand
+    registers and the blocks: a zero operand's product is never read. Yosys's
     ECP5 mapping (``synth_ecp5``) instantiates ``MULT18X18D`` without its input and
     output registers, so these registers are fabric flip-flops placed beside the
     blocks. Every stage count gives the same bits.
@@ -41,7 +45,7 @@ class FPMultiplier(wiring.Component):
     fmt : "bf16" | "fp32"
         Operand format.
     stages : int
-        Pipeline registers, 0 (combinational) to 3.
+        Pipeline registers, 0 (combinational) to 4.
 
     Attributes
     ----------
@@ -83,13 +87,14 @@ class FPMultiplier(wiring.Component):
         inf = a_inf | b_inf
         zero = a_zero | b_zero
         sign = a.sign ^ b.sign
-        exponent_sum = Signal(9)
-        m.d.comb += exponent_sum.eq(a.exp + b.exp)
+        # The product's exponent less the normalisation's increment, biased for fp32.
+        exponent_sum = Signal(signed(11))
+        m.d.comb += exponent_sum.eq(a.exp + b.exp - 2 * self.format.bias + FP32.bias)
 
         # The significands in pieces that each fit a block; piece products at their offsets.
         pieces = -(-precision // _DSP_WIDTH)
         piece = -(-precision // pieces)
-        a_sig, b_sig = significand(a), significand(b)
+        a_sig, b_sig = Cat(a.frac, C(1, 1)), Cat(b.frac, C(1, 1))
         partials, offsets = {}, []
         for i in range(pieces):
             for j in range(pieces):
@@ -111,7 +116,7 @@ class FPMultiplier(wiring.Component):
         top = product[width - 1]
         m.d.comb += [
             normalized.eq(product << ~top),
-            exponent.eq(exponent_sum - self.format.bias + top - self.format.bias + FP32.bias),
+            exponent.eq(exponent_sum + top),
         ]
         if width > FP32.precision:
             cut = width - FP32.precision
@@ -120,6 +125,8 @@ class FPMultiplier(wiring.Component):
             )
         else:
             mantissa = Cat(C(0, FP32.precision - width), normalized)
+        nan, inf, zero, sign, exponent, mantissa = cuts.cross(
+            "round", nan=nan, inf=inf, zero=zero, sign=sign, exponent=exponent, mantissa=mantissa)
 
         result = Signal(FP32_LAYOUT)
         with m.If(nan):

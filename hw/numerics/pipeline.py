@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Signal
 
-__all__ = ["Cuts"]
+__all__ = ["Cuts", "delayed"]
 
 
 class Cuts:
@@ -36,3 +36,13 @@ class Cuts:
                 self.m.d.sync += register.eq(value)
             registers.append(register)
         return tuple(registers)
+
+
+def delayed(m, en, value, cycles, name):
+    """``value`` as it was ``cycles`` enabled cycles ago: a chain of registers beside a pipeline."""
+    for stage in range(cycles):
+        register = Signal(value.shape(), name=f"{name}{stage}")
+        with m.If(en):
+            m.d.sync += register.eq(value)
+        value = register
+    return value
