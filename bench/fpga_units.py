@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.fpga.compare import breakdown
 from dashraker.fpga.flow import run_flow
-from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, FPAdder, FPMultiplier
+from dashraker.hw.numerics import ADDER_STAGES, FP32_LAYOUT, Accumulator, FloatLayout, FPAdder, FPMultiplier
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
 
 
@@ -38,6 +38,29 @@ class AccumulatorLoop(wiring.Component):
                      self.results.valid.eq(1), self.results.payload.eq(accumulator)]
         with m.If(self.steps.valid):
             m.d.sync += accumulator.eq(add.sum)
+        return m
+
+
+class PartialAccumulators(wiring.Component):
+    """The MAC's ``Accumulator`` alone: L partials through one pipelined adder, combined at the end of each pass."""
+
+    def __init__(self, accumulators, stages):
+        self.accumulators, self.stages = accumulators, stages
+        steps = data.StructLayout({"sum": FP32_LAYOUT, "last": 1})
+        super().__init__({"steps": In(stream.Signature(steps)), "results": Out(stream.Signature(FP32_LAYOUT))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.accumulate = accumulate = Accumulator(self.accumulators, self.stages)
+        m.d.comb += [
+            accumulate.en.eq(1),
+            accumulate.valid.eq(self.steps.valid),
+            accumulate.last.eq(self.steps.payload.last),
+            accumulate.sum.eq(self.steps.payload.sum),
+            self.steps.ready.eq(1),
+            self.results.valid.eq(accumulate.result_valid),
+            self.results.payload.eq(accumulate.result),
+        ]
         return m
 
 
@@ -95,6 +118,8 @@ def _multiplier(fmt, stages):
 
 UNITS = {
     "adder-loop": ("fp32 accumulator loop (FPAdder, register to itself)", AccumulatorLoop),
+    "accumulator": (f"fp32 accumulator, L = {ADDER_STAGES} partials, {ADDER_STAGES}-stage adder and combining tree",
+                    lambda: PartialAccumulators(ADDER_STAGES, ADDER_STAGES)),
     "adder": ("fp32 adder between registers (an adder-tree level of L = 1)", lambda: _adder(0)),
     **{f"adder-{stages}": (f"fp32 adder, {stages} stages, between registers", lambda stages=stages: _adder(stages))
        for stages in (2, 3, 4, 5)},

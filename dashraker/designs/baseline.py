@@ -6,9 +6,9 @@ from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameter
 
 __all__ = ["BASELINE", "ACCUMULATORS"]
 
-# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: L = 4 partials let every
-# adder take 4 pipeline stages (115 MHz or more alone, README "What bounds the clock"); 1 is the one-cycle loop.
-ACCUMULATORS = Parameter("accumulators", 4, "interleaved partial fp32 accumulators L per PE (1: the one-cycle loop)",
+# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: L = 5 partials let every
+# adder take 5 pipeline stages (115 MHz or more alone, README "What bounds the clock"); 1 is the one-cycle loop.
+ACCUMULATORS = Parameter("accumulators", 5, "interleaved partial fp32 accumulators L per PE (1: the one-cycle loop)",
                          minimum=1, maximum=16)
 
 

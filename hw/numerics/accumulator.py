@@ -1,7 +1,10 @@
 """The fp32 accumulator of a PE: L interleaved partial sums through one pipelined adder (SPEC section 2)."""
 
+import operator
+from functools import reduce
+
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.hw.numerics.adder_tree import AdderTree, tree_levels
@@ -14,7 +17,7 @@ __all__ = ["Accumulator", "accumulator_latency"]
 
 def accumulator_latency(accumulators, stages):
     """Enabled cycles from a pass's last sum entering an ``Accumulator`` to its result."""
-    return stages + tree_levels(accumulators) * max(stages, 1) + 1
+    return stages + (accumulators > 1) + tree_levels(accumulators) * max(stages, 1) + 1
 
 
 class Accumulator(wiring.Component):
@@ -27,9 +30,9 @@ class Accumulator(wiring.Component):
     comes out in that very cycle), and its sum is written back to that partial P
     cycles later; the next sum for the same partial comes at least L >= P valid
     sums later, so it never reads a stale partial. P cycles after the pass's last
-    sum entered, every partial is captured (that sum bypassed in) into a balanced
-    fp32 tree over the L partials (``AdderTree``, neighbours pairwise, as the golden
-    ``models.baseline.accumulate``) and cleared to +0.0, so a partial the pass never
+    sum entered, every partial is captured (that sum bypassed in) into a register
+    that feeds a balanced fp32 tree over the L partials (``AdderTree``, neighbours
+    pairwise, as the golden ``models.baseline.accumulate``) and cleared to +0.0, so a partial the pass never
     used (a pass shorter than L) adds +0.0; the next pass's first write comes a cycle
     later at the earliest. Passes may be of any length and follow each other with
     or without idle cycles between sums.
@@ -50,7 +53,8 @@ class Accumulator(wiring.Component):
     ----------
     latency : int
         Enabled cycles from a pass's last sum on ``sum`` to its ``result``:
-        ``P + ceil(log2(L)) * max(P, 1) + 1`` (``accumulator_latency``).
+        ``P + 1 + ceil(log2(L)) * max(P, 1) + 1``, one fewer for L = 1 (no capture
+        register) (``accumulator_latency``).
 
     Ports
     -----
@@ -95,7 +99,7 @@ class Accumulator(wiring.Component):
             m.d.comb += add.en.eq(self.en)
 
         # The partial of the entering sum, and whether every partial has had a sum this pass.
-        index = Signal(range(count))
+        index = Signal(range(max(count, 2)))  # a bit at least: Verilator refuses zero-width vectors
         filled = Signal()
         wraps = index == count - 1
         with m.If(self.en & self.valid):
@@ -107,19 +111,31 @@ class Accumulator(wiring.Component):
         out_last = delayed(m, self.en, self.last, self.stages, "out_last")
         writes = [out_valid & (out_index == partial) for partial in range(count)]
 
-        partials = Signal(data.ArrayLayout(FP32_LAYOUT, count))
-        current = partials[index]
+        partials = [Signal(FP32_LAYOUT, name=f"partial{partial}") for partial in range(count)]
+        # An AND-OR multiplexer: the index's spare codes (L not a power of two) select nothing.
+        current = reduce(operator.or_, (Mux(index == partial, value.as_value(), 0)
+                                        for partial, value in enumerate(partials)))
         if self.stages:
             current = Mux(out_valid & (out_index == index), add.sum, current)
         m.d.comb += [add.a.eq(Mux(filled, current, 0)), add.b.eq(self.sum)]
-        with m.If(self.en & out_valid):
-            m.d.sync += partials[out_index].eq(add.sum)
-            with m.If(out_last):
-                m.d.sync += partials.eq(0)
-        for partial in range(count):
-            m.d.comb += combine.operands[partial].eq(Mux(writes[partial], add.sum, partials[partial]))
+        with m.If(self.en):
+            for partial, write in zip(partials, writes):
+                with m.If(write):
+                    m.d.sync += partial.eq(add.sum)
+            with m.If(out_valid & out_last):
+                m.d.sync += [partial.eq(0) for partial in partials]
 
-        done = delayed(m, self.en, out_valid & out_last, combine.latency, "done")
+        # The pass's partials, its last sum bypassed in; registered before the tree when there is one.
+        captured = [Mux(write, add.sum, partial) for partial, write in zip(partials, writes)]
+        capture = out_valid & out_last
+        if count > 1:
+            registers = [Signal(FP32_LAYOUT, name=f"captured{partial}") for partial in range(count)]
+            with m.If(self.en & capture):
+                m.d.sync += [register.eq(value) for register, value in zip(registers, captured)]
+            captured, capture = registers, delayed(m, self.en, capture, 1, "capture")
+        m.d.comb += [combine.operands[partial].eq(value) for partial, value in enumerate(captured)]
+
+        done = delayed(m, self.en, capture, combine.latency, "done")
         with m.If(self.en):
             m.d.sync += self.result_valid.eq(done)
             with m.If(done):
