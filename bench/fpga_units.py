@@ -118,8 +118,8 @@ def _multiplier(fmt, stages):
 
 UNITS = {
     "adder-loop": ("fp32 accumulator loop (FPAdder, register to itself)", AccumulatorLoop),
-    "accumulator": (f"fp32 accumulator, L = {ADDER_STAGES} partials, {ADDER_STAGES}-stage adder and combining tree",
-                    lambda: PartialAccumulators(ADDER_STAGES, ADDER_STAGES)),
+    "accumulator": (f"fp32 accumulator, L = {ADDER_STAGES + 1} partials, {ADDER_STAGES}-stage adder and combining tree",
+                    lambda: PartialAccumulators(ADDER_STAGES + 1, ADDER_STAGES)),
     "adder": ("fp32 adder between registers (an adder-tree level of L = 1)", lambda: _adder(0)),
     **{f"adder-{stages}": (f"fp32 adder, {stages} stages, between registers", lambda stages=stages: _adder(stages))
        for stages in (2, 3, 4, 5)},

@@ -6,9 +6,10 @@ from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameter
 
 __all__ = ["BASELINE", "ACCUMULATORS"]
 
-# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: L = 5 partials let every
-# adder take 5 pipeline stages (115 MHz or more alone, README "What bounds the clock"); 1 is the one-cycle loop.
-ACCUMULATORS = Parameter("accumulators", 5, "interleaved partial fp32 accumulators L per PE (1: the one-cycle loop)",
+# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: L = 6 partials let every
+# adder take 5 pipeline stages (115 MHz or more alone, README "What bounds the clock"; the loop needs L > 5);
+# 1 is the one-cycle loop.
+ACCUMULATORS = Parameter("accumulators", 6, "interleaved partial fp32 accumulators L per PE (1: the one-cycle loop)",
                          minimum=1, maximum=16)
 
 

@@ -25,11 +25,12 @@ class Accumulator(wiring.Component):
 
     The pass's t-th sum (counting valid ones only) is added to partial t mod L; every
     partial starts the pass at +0.0 and adds its sums in order. One adder with P
-    pipeline stages (P <= L) serves all partials: its a input is +0 for the pass's
-    first L sums, else partial t mod L (forwarded from the adder's output when it
-    comes out in that very cycle), and its sum is written back to that partial P
-    cycles later; the next sum for the same partial comes at least L >= P valid
-    sums later, so it never reads a stale partial. P cycles after the pass's last
+    pipeline stages (P < L) serves all partials: its a input, registered a cycle
+    ahead so that no multiplexer stands before the adder's first stage, is +0 for
+    the pass's first L sums, else partial t mod L (forwarded from the adder's output
+    when it is written back in that cycle); its sum is written back P cycles after
+    it entered, and the next sum for the same partial comes at least L >= P + 1
+    valid sums later, so it never reads a stale partial. P cycles after the pass's last
     sum entered, every partial is captured (that sum bypassed in) into a register
     that feeds a balanced fp32 tree over the L partials (``AdderTree``, neighbours
     pairwise, as the golden ``models.baseline.accumulate``) and cleared to +0.0, so a partial the pass never
@@ -37,17 +38,17 @@ class Accumulator(wiring.Component):
     later at the earliest. Passes may be of any length and follow each other with
     or without idle cycles between sums.
 
-    With L = 1 and P = 0 this is the one-cycle loop ``acc = acc + sum``: the order of
-    SPEC section 2 before its 2026-11 amendment, which caps the clock at the
-    combinational adder's delay.
+    With L = 1 and P = 0 this is the one-cycle loop ``acc = acc + sum`` (through the
+    operand register): the order of SPEC section 2 before its 2026-11 amendment,
+    which caps the clock at the combinational adder's delay.
 
     Parameters
     ----------
     accumulators : int
         Partials L, at least 1.
     stages : int
-        Pipeline stages P of the adders (``FPAdder``), 0 to min(L, 5); the combining
-        tree's adders have ``max(P, 1)``.
+        Pipeline stages P of the adders (``FPAdder``), 0 to min(L - 1, 5); the
+        combining tree's adders have ``max(P, 1)``.
 
     Attributes
     ----------
@@ -75,8 +76,8 @@ class Accumulator(wiring.Component):
     def __init__(self, accumulators=1, stages=0):
         if not isinstance(accumulators, int) or accumulators < 1:
             raise ValueError(f"Accumulators must be a positive integer, not {accumulators!r}")
-        if stages not in ADDER_CUTS or stages > accumulators:
-            raise ValueError(f"Accumulator stages must be one of {', '.join(map(str, ADDER_CUTS))} and at most the "
+        if stages not in ADDER_CUTS or stages >= accumulators:
+            raise ValueError(f"Accumulator stages must be one of {', '.join(map(str, ADDER_CUTS))} and fewer than the "
                              f"{accumulators} accumulators, not {stages!r}")
         self.accumulators, self.stages = accumulators, stages
         self.latency = accumulator_latency(accumulators, stages)
@@ -98,12 +99,15 @@ class Accumulator(wiring.Component):
         if self.stages:
             m.d.comb += add.en.eq(self.en)
 
-        # The partial of the entering sum, and whether every partial has had a sum this pass.
+        # The partial of the entering sum, and whether every partial has had a sum this pass; their values
+        # for the next cycle's sum.
         index = Signal(range(max(count, 2)))  # a bit at least: Verilator refuses zero-width vectors
         filled = Signal()
         wraps = index == count - 1
-        with m.If(self.en & self.valid):
-            m.d.sync += [index.eq(Mux(self.last | wraps, 0, index + 1)), filled.eq(~self.last & (filled | wraps))]
+        next_index = Mux(self.valid, Mux(self.last | wraps, 0, index + 1), index)
+        next_filled = Mux(self.valid, ~self.last & (filled | wraps), filled)
+        with m.If(self.en):
+            m.d.sync += [index.eq(next_index), filled.eq(next_filled)]
 
         # The partial, valid and last flags of the sum coming out of the adder.
         out_index = delayed(m, self.en, index, self.stages, "out_index")
@@ -111,13 +115,15 @@ class Accumulator(wiring.Component):
         out_last = delayed(m, self.en, self.last, self.stages, "out_last")
         writes = [out_valid & (out_index == partial) for partial in range(count)]
 
+        # The next sum's a operand, registered a cycle ahead: +0 while the pass fills the partials, else its
+        # partial as written back this cycle. An AND-OR multiplexer: the index's spare codes select nothing.
         partials = [Signal(FP32_LAYOUT, name=f"partial{partial}") for partial in range(count)]
-        # An AND-OR multiplexer: the index's spare codes (L not a power of two) select nothing.
-        current = reduce(operator.or_, (Mux(index == partial, value.as_value(), 0)
-                                        for partial, value in enumerate(partials)))
-        if self.stages:
-            current = Mux(out_valid & (out_index == index), add.sum, current)
-        m.d.comb += [add.a.eq(Mux(filled, current, 0)), add.b.eq(self.sum)]
+        stored = reduce(operator.or_, (Mux(next_index == partial, value.as_value(), 0)
+                                       for partial, value in enumerate(partials)))
+        operand = Signal(FP32_LAYOUT)
+        with m.If(self.en):
+            m.d.sync += operand.eq(Mux(next_filled, Mux(out_valid & (out_index == next_index), add.sum, stored), 0))
+        m.d.comb += [add.a.eq(operand), add.b.eq(self.sum)]
         with m.If(self.en):
             for partial, write in zip(partials, writes):
                 with m.If(write):

@@ -25,13 +25,13 @@ def mac_stages(fmt, accumulators=1):
     the multipliers and the tree keep one register each (fp32 multipliers a second
     after the significand product); with L > 1 partials every unit is cut to the
     stages that clock above 115 MHz alone (adders 5, bf16 multipliers 3, fp32 ones
-    4), the adders to at most L so that the accumulator's loop holds.
+    4), the adders to at most L - 1 so that the accumulator's loop holds.
     """
     fp32 = float_format(fmt).precision > 8
     if accumulators == 1:
         return 1 + fp32, 1, 0
-    adder = min(accumulators, ADDER_STAGES)
-    return 3 + fp32, adder, adder
+    adder = min(accumulators - 1, ADDER_STAGES)
+    return 3 + fp32, max(adder, 1), adder
 
 
 def mac_latency(lanes, fmt="bf16", accumulators=1):
