@@ -1,12 +1,13 @@
 """Fmax of the single-cycle loops and units that bound the tiles' clock, each alone on ECP5 through the FPGA flow.
 
 A tile cannot run faster than its slowest one-cycle loop: the fp32 accumulator
-(``acc = acc + sum``, an ``FPAdder`` between one register and itself, as SPEC
-section 2 orders the additions) and TensorDash's schedule-and-skip loop; nor faster
-than its slowest unit between two pipeline registers (an adder-tree level, a
-multiplier). This script puts each alone behind the flow's wrapper and prints
-LUTs, Fmax and the critical path, so that a pipelining change can be judged in a
-minute rather than by routing a whole tile.
+(with L = 1, ``acc = acc + sum``, an ``FPAdder`` between one register and itself;
+with L interleaved partials, the ``Accumulator``'s loop through its pipelined adder)
+and TensorDash's schedule-and-skip loop; nor faster than its slowest unit between
+two pipeline registers (an adder-tree level, a multiplier, at each stage count).
+This script puts each alone behind the flow's wrapper and prints LUTs, Fmax and
+the critical path, so that a pipelining change can be judged in a minute rather
+than by routing a whole tile.
 
     python bench/fpga_units.py [--out build/fpga-units] [--only adder-loop,window-loop]
 """
@@ -20,7 +21,8 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.fpga.compare import breakdown
 from dashraker.fpga.flow import run_flow
-from dashraker.hw.numerics import ADDER_STAGES, FP32_LAYOUT, Accumulator, FloatLayout, FPAdder, FPMultiplier
+from dashraker.designs import BASELINE
+from dashraker.hw.numerics import FP32_LAYOUT, Accumulator, FloatLayout, FPAdder, FPMultiplier, mac_stages
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
 
 
@@ -116,10 +118,13 @@ def _multiplier(fmt, stages):
     return Registered(lambda: FPMultiplier(fmt, stages), fmt, "product")
 
 
+ACCUMULATORS = BASELINE.parameter("accumulators").default
+ACCUMULATOR_STAGES = mac_stages("bf16", ACCUMULATORS)[2]
+
 UNITS = {
     "adder-loop": ("fp32 accumulator loop (FPAdder, register to itself)", AccumulatorLoop),
-    "accumulator": (f"fp32 accumulator, L = {ADDER_STAGES + 1} partials, {ADDER_STAGES}-stage adder and combining tree",
-                    lambda: PartialAccumulators(ADDER_STAGES + 1, ADDER_STAGES)),
+    "accumulator": (f"fp32 accumulator, L = {ACCUMULATORS} partials, {ACCUMULATOR_STAGES}-stage adder and combining "
+                    "tree (MacUnit's default)", lambda: PartialAccumulators(ACCUMULATORS, ACCUMULATOR_STAGES)),
     "adder": ("fp32 adder between registers (an adder-tree level of L = 1)", lambda: _adder(0)),
     **{f"adder-{stages}": (f"fp32 adder, {stages} stages, between registers", lambda stages=stages: _adder(stages))
        for stages in (2, 3, 4, 5)},
