@@ -9,7 +9,6 @@ import random
 import struct
 
 import cocotb
-import torch
 from cocotb.triggers import RisingEdge, Timer
 
 from dashraker.models import numerics
