@@ -1,12 +1,13 @@
 """Fmax of the single-cycle loops and units that bound the tiles' clock, each alone on ECP5 through the FPGA flow.
 
 A tile cannot run faster than its slowest one-cycle loop: the fp32 accumulator
-(``acc = acc + sum``, an ``FPAdder`` between one register and itself, as SPEC
-section 2 orders the additions) and TensorDash's schedule-and-skip loop; nor faster
-than its slowest unit between two pipeline registers (an adder-tree level, a
-multiplier). This script puts each alone behind the flow's wrapper and prints
-LUTs, Fmax and the critical path, so that a pipelining change can be judged in a
-minute rather than by routing a whole tile.
+(with L = 1, ``acc = acc + sum``, an ``FPAdder`` between one register and itself;
+with L interleaved partials, the ``Accumulator``'s loop through its pipelined adder)
+and TensorDash's schedule-and-skip loop; nor faster than its slowest unit between
+two pipeline registers (an adder-tree level, a multiplier, at each stage count).
+This script puts each alone behind the flow's wrapper and prints LUTs, Fmax and
+the critical path, so that a pipelining change can be judged in a minute rather
+than by routing a whole tile.
 
     python bench/fpga_units.py [--out build/fpga-units] [--only adder-loop,window-loop]
 """
@@ -20,7 +21,8 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.fpga.compare import breakdown
 from dashraker.fpga.flow import run_flow
-from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, FPAdder, FPMultiplier
+from dashraker.designs import BASELINE
+from dashraker.hw.numerics import FP32_LAYOUT, Accumulator, FloatLayout, FPAdder, FPMultiplier, mac_stages
 from dashraker.hw.numerics.float import canonical_nan, significand
 from dashraker.hw.numerics.rounding import leading_zeros, round_nearest_even
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
@@ -40,6 +42,29 @@ class AccumulatorLoop(wiring.Component):
                      self.results.valid.eq(1), self.results.payload.eq(accumulator)]
         with m.If(self.steps.valid):
             m.d.sync += accumulator.eq(add.sum)
+        return m
+
+
+class PartialAccumulators(wiring.Component):
+    """The MAC's ``Accumulator`` alone: L partials through one pipelined adder, combined at the end of each pass."""
+
+    def __init__(self, accumulators, stages):
+        self.accumulators, self.stages = accumulators, stages
+        steps = data.StructLayout({"sum": FP32_LAYOUT, "last": 1})
+        super().__init__({"steps": In(stream.Signature(steps)), "results": Out(stream.Signature(FP32_LAYOUT))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.accumulate = accumulate = Accumulator(self.accumulators, self.stages)
+        m.d.comb += [
+            accumulate.en.eq(1),
+            accumulate.valid.eq(self.steps.valid),
+            accumulate.last.eq(self.steps.payload.last),
+            accumulate.sum.eq(self.steps.payload.sum),
+            self.steps.ready.eq(1),
+            self.results.valid.eq(accumulate.result_valid),
+            self.results.payload.eq(accumulate.result),
+        ]
         return m
 
 
@@ -222,17 +247,27 @@ class FixedPointAccumulator(wiring.Component):
         return m
 
 
-def _multiplier(fmt, registered=False):
-    return Registered(lambda: FPMultiplier(fmt, registered=registered), fmt, "product")
+def _adder(stages):
+    return Registered(lambda: FPAdder(stages), "fp32", "sum")
 
+
+def _multiplier(fmt, stages):
+    return Registered(lambda: FPMultiplier(fmt, stages), fmt, "product")
+
+
+ACCUMULATORS = BASELINE.parameter("accumulators").default
+ACCUMULATOR_STAGES = mac_stages("bf16", ACCUMULATORS)[2]
 
 UNITS = {
     "adder-loop": ("fp32 accumulator loop (FPAdder, register to itself)", AccumulatorLoop),
-    "adder": ("fp32 adder between registers (an adder-tree level)", lambda: Registered(FPAdder, "fp32", "sum")),
-    "mul-bf16": ("bf16 multiplier between registers", lambda: _multiplier("bf16")),
-    "mul-fp32": ("fp32 multiplier between registers", lambda: _multiplier("fp32")),
-    "mul-fp32-registered": ("fp32 multiplier with its own register (as MacUnit uses it)",
-                            lambda: _multiplier("fp32", registered=True)),
+    "accumulator": (f"fp32 accumulator, L = {ACCUMULATORS} partials, {ACCUMULATOR_STAGES}-stage adder and combining "
+                    "tree (MacUnit's default)", lambda: PartialAccumulators(ACCUMULATORS, ACCUMULATOR_STAGES)),
+    "adder": ("fp32 adder between registers (an adder-tree level of L = 1)", lambda: _adder(0)),
+    **{f"adder-{stages}": (f"fp32 adder, {stages} stages, between registers", lambda stages=stages: _adder(stages))
+       for stages in (2, 3, 4, 5)},
+    **{f"mul-{fmt}-{stages}": (f"{fmt} multiplier, {stages} stages, between registers",
+                               lambda fmt=fmt, stages=stages: _multiplier(fmt, stages))
+       for fmt in ("bf16", "fp32") for stages in (0, 2, 3, 4)},
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
     "fixed-accumulator": ("128-bit fixed-point accumulator from 2^-64 (aligning shifter, add loop, rounding to fp32)",
                           FixedPointAccumulator),

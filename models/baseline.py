@@ -4,7 +4,10 @@ A PE multiplies its N lane pairs each cycle, sums the N products with a balanced
 binary tree of fp32 adders and adds the tree sum to its fp32 accumulator. The tree
 pairs neighbours level by level, ``(x0 + x1), (x2 + x3), ...``; an odd element at
 the end of a level passes up unchanged (for N a power of two this is the usual
-balanced tree with lane i at leaf i).
+balanced tree with lane i at leaf i). With L interleaved accumulators (SPEC section
+2, amended 2026-11) the tree sum of step t goes to partial t mod L and the L
+partials are summed by the same tree at the end of the pass; L = 1 is the single
+in-order accumulator.
 """
 
 import torch
@@ -24,27 +27,34 @@ def adder_tree(products):
     return flush_subnormals(level[..., 0])
 
 
-def accumulate(step_sums, initial=None):
-    """Add per-step sums [..., steps] one by one into fp32 accumulators (starting at +0.0)."""
+def accumulate(step_sums, accumulators=1):
+    """Accumulate per-step sums [..., steps] into L interleaved fp32 partials, then sum those with the tree.
+
+    Partial p is the in-order fp32 sum, from +0.0, of the steps t with t mod L = p (+0.0
+    if there is none); the result is ``adder_tree`` over the L partials.
+    """
     step_sums = torch.as_tensor(step_sums, dtype=torch.float32)
-    acc = torch.zeros(step_sums.shape[:-1]) if initial is None else initial.clone()
-    for step in range(step_sums.shape[-1]):
-        acc = fp32_add(acc, step_sums[..., step])
-    return acc
+    partials = torch.zeros(*step_sums.shape[:-1], accumulators)
+    for start in range(0, step_sums.shape[-1], accumulators):
+        sums = step_sums[..., start:start + accumulators]
+        width = sums.shape[-1]
+        partials = torch.cat([fp32_add(partials[..., :width], sums), partials[..., width:]], dim=-1)
+    return adder_tree(partials)
 
 
-def dense_pe(a, b, fmt="bf16"):
+def dense_pe(a, b, fmt="bf16", accumulators=1):
     """One PE: operands [steps, lanes] (fp32 tensors, quantized to ``fmt``) -> fp32 accumulator."""
-    return dense_tile(torch.as_tensor(a)[None], torch.as_tensor(b)[None], fmt)[0, 0]
+    return dense_tile(torch.as_tensor(a)[None], torch.as_tensor(b)[None], fmt, accumulators)[0, 0]
 
 
-def dense_tile(a, b, fmt="bf16"):
+def dense_tile(a, b, fmt="bf16", accumulators=1):
     """An R x C tile: row operands a [R, steps, lanes], column operands b [C, steps, lanes] -> [R, C].
 
-    PE (r, c) accumulates, step by step, the tree sum of ``a[r, step] * b[c, step]``.
-    Inputs are quantized to the operand format first (RNE, FTZ), as the hardware sees them.
+    PE (r, c) accumulates, step by step, the tree sum of ``a[r, step] * b[c, step]`` into
+    ``accumulators`` interleaved partials (``accumulate``). Inputs are quantized to the
+    operand format first (RNE, FTZ), as the hardware sees them.
     """
     a = quantize(a, fmt)
     b = quantize(b, fmt)
     products = fp32_mul(a[:, None], b[None, :])  # [R, C, steps, lanes]
-    return accumulate(adder_tree(products))
+    return accumulate(adder_tree(products), accumulators)

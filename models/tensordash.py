@@ -296,14 +296,16 @@ def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu"):
     return _run(state, lookahead, passes, steps, step_cycle).cpu().numpy()
 
 
-def tile_outputs(sched, scheduled, partner, fmt="bf16"):
+def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1):
     """PE outputs of tile passes run on a schedule, in the project's fp32 arithmetic.
 
     ``scheduled`` ``[passes, rows, steps, lanes]`` and ``partner`` ``[passes, cols,
     steps, lanes]`` are fp32 values (quantized to ``fmt`` first). Each cycle, lane i of
     PE (r, c) multiplies the scheduled value it issues by the partner value at the
     same original (step, lane); the N products (+0.0 for idle lanes) go through the
-    fp32 adder tree and the sum is added to the PE's accumulator (from +0.0).
+    fp32 adder tree and the sum of the pass's t-th scheduled cycle is added to the
+    PE's partial accumulator t mod ``accumulators`` (each from +0.0); the partials
+    are summed by the same tree at the end of the pass (``baseline.accumulate``).
     Returns fp32 ``[passes, rows, cols]``.
     """
     a = quantize(torch.as_tensor(scheduled, dtype=torch.float32), fmt)
@@ -320,7 +322,7 @@ def tile_outputs(sched, scheduled, partner, fmt="bf16"):
     idle = step < 0
     step = torch.where(idle, steps, step)
     lane = torch.where(idle, 0, lane)
-    acc = torch.zeros(passes, rows, b.shape[1])
+    partials = torch.zeros(passes, rows, b.shape[1], accumulators)
     pass_index = torch.arange(passes)[:, None, None]
     row_index = torch.arange(rows)[None, :, None]
     for cycle in range(step.shape[1]):
@@ -329,5 +331,6 @@ def tile_outputs(sched, scheduled, partner, fmt="bf16"):
         b_issued = b[pass_index[..., None], torch.arange(b.shape[1])[None, None, :, None], s[:, :, None], i[:, :, None]]
         products = fp32_mul(a_issued[:, :, None], b_issued)  # [passes, rows, cols, lanes]
         running = torch.as_tensor(cycle < sched.cycles)[:, None, None]
-        acc = torch.where(running, fp32_add(acc, adder_tree(products)), acc)
-    return acc
+        partial = partials[..., cycle % accumulators]
+        partials[..., cycle % accumulators] = torch.where(running, fp32_add(partial, adder_tree(products)), partial)
+    return adder_tree(partials)

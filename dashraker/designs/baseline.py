@@ -4,13 +4,20 @@ import numpy as np
 
 from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
 
-__all__ = ["BASELINE"]
+__all__ = ["BASELINE", "ACCUMULATORS"]
+
+# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: L = 6 partials let every
+# adder take 5 pipeline stages (115 MHz or more alone, README "What bounds the clock"; the loop needs L > 5);
+# 1 is the one-cycle loop.
+ACCUMULATORS = Parameter("accumulators", 6, "interleaved partial fp32 accumulators L per PE (1: the one-cycle loop)",
+                         minimum=1, maximum=16)
 
 
 def _build(params):
     from dashraker.hw.baseline import Tile
 
-    return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], fmt=params["fmt"])
+    return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], fmt=params["fmt"],
+                accumulators=params["accumulators"])
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -20,7 +27,7 @@ def _golden(params, scheduled_bits, partner_bits):
     from dashraker.models.numerics import fp32_bits, operand_values
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
-    outputs = torch.stack([dense_tile(a[p], b[p], params["fmt"]) for p in range(a.shape[0])])
+    outputs = torch.stack([dense_tile(a[p], b[p], params["fmt"], params["accumulators"]) for p in range(a.shape[0])])
     return fp32_bits(outputs).numpy().astype(np.uint32), None
 
 
@@ -33,7 +40,8 @@ def _pass_counts(params, arrays, value_bits):
 BASELINE = Design(
     name="baseline",
     summary="the dense tile: N bit-parallel MAC lanes per PE, one step per cycle",
-    parameters=(*tile_parameters(("bf16", "fp32")), Parameter("lanes", 16, "MAC lanes N per PE", minimum=1)),
+    parameters=(*tile_parameters(("bf16", "fp32")), Parameter("lanes", 16, "MAC lanes N per PE", minimum=1),
+                ACCUMULATORS),
     packages=("dashraker.hw.baseline", "dashraker.models.baseline"),
     build=_build,
     golden=_golden,

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from dashraker.designs.baseline import ACCUMULATORS
 from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
 
 __all__ = ["TENSORDASH"]
@@ -26,7 +27,7 @@ def _build(params):
     from dashraker.hw.tensordash import Tile
 
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
-                pattern=params["pattern"], fmt=params["fmt"])
+                pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"])
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -35,7 +36,7 @@ def _golden(params, scheduled_bits, partner_bits):
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
     schedule = tensordash.schedule(a.numpy(), _pattern(params["pattern"]), params["lookahead"])
-    outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"])
+    outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
 
@@ -68,6 +69,7 @@ TENSORDASH = Design(
         Parameter("lookahead", 2, "lookahead H: a staging window of H+1 steps", minimum=0),
         Parameter("pattern", "T<2,5>", "interconnect offsets: 'T<2,5>', 'T<h,0>' or '(0,0),(1,0),(1,-1),...'",
                   kind=str, validate=_pattern),
+        ACCUMULATORS,
     ),
     packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),
     build=_build,

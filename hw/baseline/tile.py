@@ -29,12 +29,14 @@ class Tile(wiring.Component):
         MAC lanes N per PE.
     fmt : "bf16" | "fp32"
         Operand format.
+    accumulators : int
+        Interleaved partial fp32 accumulators L per PE (``MacUnit``).
 
     Attributes
     ----------
     latency : int
         Cycles from accepting a pass's last step to its result being valid:
-        ``1 + mac_latency(lanes, fmt)``.
+        ``1 + mac_latency(lanes, fmt, accumulators)``.
 
     Ports
     -----
@@ -44,11 +46,12 @@ class Tile(wiring.Component):
         One transfer per pass: every PE's accumulator in ``outputs``.
     """
 
-    def __init__(self, rows=1, cols=1, lanes=16, fmt="bf16"):
+    def __init__(self, rows=1, cols=1, lanes=16, fmt="bf16",
+                 accumulators=BASELINE.parameter("accumulators").default):
         self.format = float_format(fmt)
-        BASELINE.params(rows=rows, cols=cols, lanes=lanes, fmt=self.format.name)
-        self.rows, self.cols, self.lanes = rows, cols, lanes
-        self.latency = 1 + mac_latency(lanes, self.format)
+        BASELINE.params(rows=rows, cols=cols, lanes=lanes, fmt=self.format.name, accumulators=accumulators)
+        self.rows, self.cols, self.lanes, self.accumulators = rows, cols, lanes, accumulators
+        self.latency = 1 + mac_latency(lanes, self.format, accumulators)
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, fmt))),
             "results": Out(stream.Signature(result_layout(rows, cols))),
@@ -65,7 +68,7 @@ class Tile(wiring.Component):
             m.d.sync += [step.eq(self.steps.payload), step_valid.eq(self.steps.valid)]
         for row in range(self.rows):
             for col in range(self.cols):
-                pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format)
+                pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format, self.accumulators)
                 m.d.comb += [
                     pe.en.eq(enable),
                     pe.valid.eq(step_valid),

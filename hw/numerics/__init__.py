@@ -1,9 +1,11 @@
 """Floating-point building blocks shared by every design (SPEC section 2)."""
 
+from dashraker.hw.numerics.accumulator import Accumulator
 from dashraker.hw.numerics.adder_tree import AdderTree
 from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout
 from dashraker.hw.numerics.fp_add import FPAdder
 from dashraker.hw.numerics.fp_mul import FPMultiplier
-from dashraker.hw.numerics.mac import MacUnit, mac_latency
+from dashraker.hw.numerics.mac import ADDER_STAGES, MacUnit, mac_latency, mac_stages
 
-__all__ = ["AdderTree", "FP32_LAYOUT", "FloatLayout", "FPAdder", "FPMultiplier", "MacUnit", "mac_latency"]
+__all__ = ["Accumulator", "ADDER_STAGES", "AdderTree", "FP32_LAYOUT", "FloatLayout", "FPAdder", "FPMultiplier",
+           "MacUnit", "mac_latency", "mac_stages"]

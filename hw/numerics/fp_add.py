@@ -1,18 +1,25 @@
-"""IEEE binary32 adder, combinational: round to nearest even, FTZ/DAZ, canonical NaN (SPEC section 2)."""
+"""IEEE binary32 adder, combinational or pipelined: round to nearest even, FTZ/DAZ, canonical NaN (SPEC section 2)."""
 
 from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan, classify, significand
+from dashraker.hw.numerics.pipeline import Cuts
 from dashraker.hw.numerics.rounding import leading_zeros, round_nearest_even
 
-__all__ = ["FPAdder"]
+__all__ = ["FPAdder", "ADDER_CUTS"]
 
 # Far path: the 24-bit significand, then guard, round and sticky.
 _WIDTH = 27
 # Close path: the 24-bit significand and one bit below it (operands at most one place apart).
 _CLOSE = 25
+
+# The registers of each stage count: after the exponent comparison and the ordering ("order"), after the
+# alignment and the close path's subtraction ("align"), after the far path's addition and the close path's
+# leading-zero count ("add"), after the normalisation and rounding ("round"), at the output.
+ADDER_CUTS = {0: (), 1: ("output",), 2: ("add", "output"), 3: ("align", "add", "output"),
+              4: ("align", "add", "round", "output"), 5: ("order", "align", "add", "round", "output")}
 
 
 class FPAdder(wiring.Component):
@@ -21,10 +28,10 @@ class FPAdder(wiring.Component):
     Subnormal inputs are read as zeros of their sign, tiny results flush to a zero
     of the result's sign (an exact sum of normals below 2**-126 needs no rounding,
     so tininess before and after rounding agree), any NaN and Inf - Inf give
-    0x7FC00000, and x + (-x) is +0. Purely combinational: latency 0.
+    0x7FC00000, and x + (-x) is +0.
 
     Two paths run side by side so that no path has both a long alignment shift and a
-    long normalisation shift (the adder sits in the accumulator's one-cycle loop):
+    long normalisation shift:
 
     * the close path takes subtractions of operands whose exponents differ by at most
       one and that cancel at least the leading bit: exact, so it normalises by the
@@ -33,28 +40,60 @@ class FPAdder(wiring.Component):
       a sticky bit, and its sum needs at most one place of normalisation either way
       before rounding.
 
+    With ``stages`` > 0 the adder is pipelined: one register at its output, a second
+    after the far path's addition and the close path's leading-zero count, a third
+    after the alignment and the close path's subtraction, a fourth between the
+    normalisation and rounding and the range checks, a fifth after the exponent
+    comparison and the ordering (``ADDER_CUTS``). Every stage count gives the same bits; a new pair of addends
+    enters every enabled cycle.
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline registers, 0 (combinational, as a one-cycle accumulator loop needs) to 5.
+
+    Attributes
+    ----------
+    latency : int
+        Enabled cycles from ``a``/``b`` to ``sum``: ``stages``.
+
     Ports
     -----
     a, b : In(FP32_LAYOUT)
         Addends.
     sum : Out(FP32_LAYOUT)
         The rounded sum.
+    en : In(1)
+        Only when ``stages`` > 0: the pipeline advances.
     """
 
-    def __init__(self):
-        super().__init__({"a": In(FP32_LAYOUT), "b": In(FP32_LAYOUT), "sum": Out(FP32_LAYOUT)})
+    def __init__(self, stages=0):
+        if stages not in ADDER_CUTS:
+            raise ValueError(f"FP adder stages must be one of {', '.join(map(str, ADDER_CUTS))}, not {stages!r}")
+        self.latency = stages
+        ports = {"a": In(FP32_LAYOUT), "b": In(FP32_LAYOUT), "sum": Out(FP32_LAYOUT)}
+        if stages:
+            ports["en"] = In(1)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
+        cuts = Cuts(m, self.en if self.latency else C(1, 1), ADDER_CUTS[self.latency])
         a, b = self.a, self.b
         a_zero, a_inf, a_nan = classify(a)
         b_zero, b_inf, b_nan = classify(b)
+        nan = a_nan | b_nan | (a_inf & b_inf & (a.sign != b.sign))
+        inf = a_inf | b_inf
+        inf_sign = Mux(a_inf, a.sign, b.sign)
+        zero = a_zero & b_zero
+        zero_sign = a.sign & b.sign
 
         # Order by exponent alone (a on a tie); both differences are computed at once.
         a_minus_b = Signal(signed(9))
         b_minus_a = Signal(signed(9))
         m.d.comb += [a_minus_b.eq(a.exp - b.exp), b_minus_a.eq(b.exp - a.exp)]
         a_big = a_minus_b >= 0
+        a_sig, b_sig = significand(a), significand(b)
         distance = Signal(8)
         big_exp = Signal(8)
         big_sign = Signal()
@@ -64,10 +103,17 @@ class FPAdder(wiring.Component):
             distance.eq(Mux(a_big, a_minus_b[:8], b_minus_a[:8])),
             big_exp.eq(Mux(a_big, a.exp, b.exp)),
             big_sign.eq(Mux(a_big, a.sign, b.sign)),
-            big_sig.eq(Mux(a_big, significand(a), significand(b))),
-            small_sig.eq(Mux(a_big, significand(b), significand(a))),
+            big_sig.eq(Mux(a_big, a_sig, b_sig)),
+            small_sig.eq(Mux(a_big, b_sig, a_sig)),
         ]
         subtract = a.sign ^ b.sign
+
+        nan, inf, inf_sign, zero, zero_sign, a_minus_b, b_minus_a, distance, big_exp, big_sign, big_sig, small_sig, \
+            a_sig, b_sig, subtract = cuts.cross(
+                "order", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, a_minus_b=a_minus_b,
+                b_minus_a=b_minus_a, distance=distance, big_exp=big_exp, big_sign=big_sign, big_sig=big_sig,
+                small_sig=small_sig, a_sig=a_sig, b_sig=b_sig, subtract=subtract)
+        a_big = a_minus_b >= 0
 
         # Close path: |big - small| in a 25-bit frame, exact.
         close_big = Cat(C(0, 1), big_sig)
@@ -78,20 +124,33 @@ class FPAdder(wiring.Component):
         negative = forward[_CLOSE]  # only when the exponents are equal
         close = Signal(_CLOSE)
         m.d.comb += close.eq(Mux(negative, backward[:_CLOSE], forward[:_CLOSE]))
+        near = distance <= 1
+
+        # Far path: both alignments are computed beside the ordering, from the raw differences.
+        aligned = Mux(a_big, _align(b_sig, a_minus_b[:8]), _align(a_sig, b_minus_a[:8]))
+
+        nan, inf, inf_sign, zero, zero_sign, big_exp, big_sign, big_sig, subtract, near, negative, close, aligned = \
+            cuts.cross("align", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_exp=big_exp,
+                       big_sign=big_sign, big_sig=big_sig, subtract=subtract, near=near, negative=negative,
+                       close=close, aligned=aligned)
+
         close_zeros = leading_zeros(m, close)
+        use_close = subtract & near & ~close[_CLOSE - 1]
+        big_ext = Cat(C(0, 3), big_sig)
+        total = Signal(_WIDTH + 1)
+        m.d.comb += total.eq(Mux(subtract, big_ext - aligned, big_ext + aligned))
+
+        nan, inf, inf_sign, zero, zero_sign, big_exp, big_sign, negative, close, close_zeros, use_close, total = \
+            cuts.cross("add", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_exp=big_exp,
+                       big_sign=big_sign, negative=negative, close=close, close_zeros=close_zeros,
+                       use_close=use_close, total=total)
+
         close_normalized = Signal(_CLOSE)
         close_exp = Signal(signed(10))
         m.d.comb += [
             close_normalized.eq(close << close_zeros),
             close_exp.eq(big_exp - close_zeros),
         ]
-        use_close = subtract & (distance <= 1) & ~close[_CLOSE - 1]
-
-        # Far path: both alignments are computed beside the ordering, from the raw differences.
-        aligned = Mux(a_big, _align(significand(b), a_minus_b[:8]), _align(significand(a), b_minus_a[:8]))
-        big_ext = Cat(C(0, 3), big_sig)
-        total = Signal(_WIDTH + 1)
-        m.d.comb += total.eq(Mux(subtract, big_ext - aligned, big_ext + aligned))
 
         # At most one place of normalisation: right on a carry out, left after a one-bit cancellation.
         normalized = Signal(_WIDTH)
@@ -106,6 +165,12 @@ class FPAdder(wiring.Component):
             m, normalized[3:], far_exp, guard=normalized[2], sticky=normalized[:2].any()
         )
 
+        nan, inf, inf_sign, zero, zero_sign, big_sign, negative, use_close, cancelled, close_normalized, close_exp, \
+            far_exp, far_mantissa, far_rounded_exp = cuts.cross(
+                "round", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_sign=big_sign,
+                negative=negative, use_close=use_close, cancelled=close == 0, close_normalized=close_normalized,
+                close_exp=close_exp, far_exp=far_exp, far_mantissa=far_mantissa, far_rounded_exp=far_rounded_exp)
+
         # Range checks from the exponents before rounding, beside the rounding carry chain:
         # only the far path rounds, and an exact result below 2**-126 stays below it.
         rounds_up = far_rounded_exp != far_exp
@@ -113,24 +178,27 @@ class FPAdder(wiring.Component):
         underflow = Mux(use_close, close_exp <= 0, far_exp <= 0)
         sign = Mux(use_close, big_sign ^ negative, big_sign)
 
-        with m.If(a_nan | b_nan | (a_inf & b_inf & (a.sign != b.sign))):
-            m.d.comb += self.sum.eq(canonical_nan())
-        with m.Elif(a_inf | b_inf):
-            m.d.comb += self.sum.eq(Mux(a_inf, a.as_value(), b.as_value()))
-        with m.Elif(a_zero & b_zero):
-            m.d.comb += self.sum.sign.eq(a.sign & b.sign)
-        with m.Elif(use_close & (close == 0)):
+        result = Signal(FP32_LAYOUT)
+        with m.If(nan):
+            m.d.comb += result.eq(canonical_nan())
+        with m.Elif(inf):
+            m.d.comb += [result.sign.eq(inf_sign), result.exp.eq(255)]
+        with m.Elif(zero):
+            m.d.comb += result.sign.eq(zero_sign)
+        with m.Elif(use_close & cancelled):
             pass  # exact cancellation: +0
         with m.Elif(overflow):
-            m.d.comb += [self.sum.sign.eq(sign), self.sum.exp.eq(255)]
+            m.d.comb += [result.sign.eq(sign), result.exp.eq(255)]
         with m.Elif(underflow):
-            m.d.comb += self.sum.sign.eq(sign)  # flush to zero
+            m.d.comb += result.sign.eq(sign)  # flush to zero
         with m.Else():
             m.d.comb += [
-                self.sum.sign.eq(sign),
-                self.sum.exp.eq(Mux(use_close, close_exp[:8], far_rounded_exp[:8])),
-                self.sum.frac.eq(Mux(use_close, close_normalized[1:24], far_mantissa[:23])),
+                result.sign.eq(sign),
+                result.exp.eq(Mux(use_close, close_exp[:8], far_rounded_exp[:8])),
+                result.frac.eq(Mux(use_close, close_normalized[1:24], far_mantissa[:23])),
             ]
+        (result,) = cuts.cross("output", sum=result)
+        m.d.comb += self.sum.eq(result)
         return m
 
 

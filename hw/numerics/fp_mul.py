@@ -5,10 +5,19 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import FP32, float_format
-from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout, canonical_nan, classify, significand
+from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout, canonical_nan, classify
+from dashraker.hw.numerics.pipeline import Cuts
 from dashraker.hw.numerics.rounding import round_nearest_even
 
-__all__ = ["FPMultiplier"]
+__all__ = ["FPMultiplier", "MULTIPLIER_CUTS"]
+
+# Widest factor of one ECP5 multiplier block (MULT18X18D).
+_DSP_WIDTH = 18
+
+# The registers of each stage count: after the blocks' partial products ("partials"), after their sum
+# ("product"), after the normalisation and rounding ("round"), at the output.
+MULTIPLIER_CUTS = {0: (), 1: ("output",), 2: ("product", "output"), 3: ("product", "round", "output"),
+                   4: ("partials", "product", "round", "output")}
 
 
 class FPMultiplier(wiring.Component):
@@ -19,21 +28,29 @@ class FPMultiplier(wiring.Component):
     PyTorch golden model agrees) and tiny products flush to a signed zero; subnormal
     inputs are zeros (DAZ); any NaN and Inf x 0 give 0x7FC00000.
 
-    Combinational, or with ``registered`` a register between the significand product
-    (the DSP blocks) and its normalisation and rounding: the fp32 multiplier is the
-    slowest unit between two registers otherwise.
+    Significands wider than a multiplier block (fp32's 24 bits) are split into
+    halves whose four products each take one block and are summed after them. With
+    ``stages`` > 0 the multiplier is pipelined: one register at its output, a second
+    after the significand product (before its normalisation and rounding), a third
+    between the rounding and the range checks, a fourth between the blocks' partial
+    products and their sum (``MULTIPLIER_CUTS``). The blocks multiply the raw
+    significands with their hidden one, so no logic stands between the operand
+    registers and the blocks: a zero operand's product is never read. Yosys's
+    ECP5 mapping (``synth_ecp5``) instantiates ``MULT18X18D`` without its input and
+    output registers, so these registers are fabric flip-flops placed beside the
+    blocks. Every stage count gives the same bits.
 
     Parameters
     ----------
     fmt : "bf16" | "fp32"
         Operand format.
-    registered : bool
-        Split into two stages (adds the ``en`` port).
+    stages : int
+        Pipeline registers, 0 (combinational) to 4.
 
     Attributes
     ----------
     latency : int
-        0, or 1 when ``registered``.
+        Enabled cycles from ``a``/``b`` to ``product``: ``stages``.
 
     Ports
     -----
@@ -42,50 +59,64 @@ class FPMultiplier(wiring.Component):
     product : Out(FP32_LAYOUT)
         The product.
     en : In(1)
-        Only when ``registered``: the register advances.
+        Only when ``stages`` > 0: the pipeline advances.
     """
 
-    def __init__(self, fmt="bf16", registered=False):
+    def __init__(self, fmt="bf16", stages=0):
+        if stages not in MULTIPLIER_CUTS:
+            raise ValueError(f"FP multiplier stages must be one of {', '.join(map(str, MULTIPLIER_CUTS))}, "
+                             f"not {stages!r}")
         self.format = float_format(fmt)
-        self.latency = int(bool(registered))
+        self.latency = stages
         layout = FloatLayout(self.format)
         ports = {"a": In(layout), "b": In(layout), "product": Out(FP32_LAYOUT)}
-        if registered:
+        if stages:
             ports["en"] = In(1)
         super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
+        cuts = Cuts(m, self.en if self.latency else C(1, 1), MULTIPLIER_CUTS[self.latency])
         a, b = self.a, self.b
         a_zero, a_inf, a_nan = classify(a)
         b_zero, b_inf, b_nan = classify(b)
-        width = 2 * self.format.precision
+        precision = self.format.precision
+        width = 2 * precision
 
-        # Stage 1: the significand product, the exponent sum and the special cases.
-        nan, inf, zero, sign = Signal(), Signal(), Signal(), Signal()
+        nan = a_nan | b_nan | (a_inf & b_zero) | (a_zero & b_inf)
+        inf = a_inf | b_inf
+        zero = a_zero | b_zero
+        sign = a.sign ^ b.sign
+        # The product's exponent less the normalisation's increment, biased for fp32.
+        exponent_sum = Signal(signed(11))
+        m.d.comb += exponent_sum.eq(a.exp + b.exp - 2 * self.format.bias + FP32.bias)
+
+        # The significands in pieces that each fit a block; piece products at their offsets.
+        pieces = -(-precision // _DSP_WIDTH)
+        piece = -(-precision // pieces)
+        a_sig, b_sig = Cat(a.frac, C(1, 1)), Cat(b.frac, C(1, 1))
+        partials, offsets = {}, []
+        for i in range(pieces):
+            for j in range(pieces):
+                partial = Signal(2 * piece, name=f"partial{i}_{j}")
+                m.d.comb += partial.eq(a_sig[i * piece:(i + 1) * piece] * b_sig[j * piece:(j + 1) * piece])
+                partials[f"partial{i}_{j}"] = partial
+                offsets.append(piece * (i + j))
+        nan, inf, zero, sign, exponent_sum, *partials = cuts.cross(
+            "partials", nan=nan, inf=inf, zero=zero, sign=sign, exponent_sum=exponent_sum, **partials)
+
         product = Signal(width)
-        exponent_sum = Signal(9)
-        stage = [
-            nan.eq(a_nan | b_nan | (a_inf & b_zero) | (a_zero & b_inf)),
-            inf.eq(a_inf | b_inf),
-            zero.eq(a_zero | b_zero),
-            sign.eq(a.sign ^ b.sign),
-            product.eq(significand(a) * significand(b)),
-            exponent_sum.eq(a.exp + b.exp),
-        ]
-        if self.latency:
-            with m.If(self.en):
-                m.d.sync += stage
-        else:
-            m.d.comb += stage
+        m.d.comb += product.eq(sum(partial << offset for partial, offset in zip(partials, offsets)))
+        nan, inf, zero, sign, exponent_sum, product = cuts.cross(
+            "product", nan=nan, inf=inf, zero=zero, sign=sign, exponent_sum=exponent_sum, product=product)
 
-        # Stage 2: the product lies in [1, 4): normalise its leading one to the MSB, round.
+        # The product lies in [1, 4): normalise its leading one to the MSB, round.
         normalized = Signal(width)
         exponent = Signal(signed(11))
         top = product[width - 1]
         m.d.comb += [
             normalized.eq(product << ~top),
-            exponent.eq(exponent_sum - self.format.bias + top - self.format.bias + FP32.bias),
+            exponent.eq(exponent_sum + top),
         ]
         if width > FP32.precision:
             cut = width - FP32.precision
@@ -94,17 +125,22 @@ class FPMultiplier(wiring.Component):
             )
         else:
             mantissa = Cat(C(0, FP32.precision - width), normalized)
+        nan, inf, zero, sign, exponent, mantissa = cuts.cross(
+            "round", nan=nan, inf=inf, zero=zero, sign=sign, exponent=exponent, mantissa=mantissa)
 
+        result = Signal(FP32_LAYOUT)
         with m.If(nan):
-            m.d.comb += self.product.eq(canonical_nan())
+            m.d.comb += result.eq(canonical_nan())
         with m.Elif(inf | (~zero & (exponent >= FP32.exp_max))):
-            m.d.comb += [self.product.sign.eq(sign), self.product.exp.eq(FP32.exp_max)]
+            m.d.comb += [result.sign.eq(sign), result.exp.eq(FP32.exp_max)]
         with m.Elif(zero | (exponent <= 0)):
-            m.d.comb += self.product.sign.eq(sign)
+            m.d.comb += result.sign.eq(sign)
         with m.Else():
             m.d.comb += [
-                self.product.sign.eq(sign),
-                self.product.exp.eq(exponent[:8]),
-                self.product.frac.eq(mantissa[:23]),
+                result.sign.eq(sign),
+                result.exp.eq(exponent[:8]),
+                result.frac.eq(mantissa[:23]),
             ]
+        (result,) = cuts.cross("output", product=result)
+        m.d.comb += self.product.eq(result)
         return m

@@ -1,38 +1,59 @@
 """The multiply-accumulate datapath of one PE: N multipliers, the fp32 adder tree, the fp32 accumulator."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
+from dashraker.hw.numerics.accumulator import Accumulator, accumulator_latency
 from dashraker.hw.numerics.adder_tree import AdderTree, tree_levels
 from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout
-from dashraker.hw.numerics.fp_add import FPAdder
 from dashraker.hw.numerics.fp_mul import FPMultiplier
+from dashraker.hw.numerics.pipeline import delayed
 
-__all__ = ["MacUnit", "mac_latency"]
+__all__ = ["MacUnit", "mac_latency", "mac_stages", "ADDER_STAGES"]
+
+# Stages of every adder once the accumulator is interleaved: the fewest that clock >= 115 MHz alone on
+# ECP5-85k speed grade 6 (README "What bounds the clock"; 4 stages: 99 MHz).
+ADDER_STAGES = 5
 
 
-def mac_latency(lanes, fmt="bf16"):
-    """Cycles from a step entering a ``MacUnit`` to its accumulated result."""
-    return 2 + _multiplier_stages(fmt) + tree_levels(lanes)
+def mac_stages(fmt, accumulators=1):
+    """Pipeline stages ``(multiplier, adder tree, accumulator)`` of a ``MacUnit``.
+
+    With one accumulator the combinational adder's one-cycle loop sets the clock, so
+    the multipliers and the tree keep one register each (fp32 multipliers a second
+    after the significand product); with L > 1 partials every unit is cut to the
+    stages that clock above 115 MHz alone (adders 5, bf16 multipliers 3, fp32 ones
+    4), the adders to at most L - 1 so that the accumulator's loop holds.
+    """
+    fp32 = float_format(fmt).precision > 8
+    if accumulators == 1:
+        return 1 + fp32, 1, 0
+    adder = min(accumulators - 1, ADDER_STAGES)
+    return 3 + fp32, max(adder, 1), adder
 
 
-def _multiplier_stages(fmt):
-    """fp32 multipliers take a register inside (``FPMultiplier(registered=True)``); bf16 ones need none."""
-    return int(float_format(fmt).precision > 8)
+def mac_latency(lanes, fmt="bf16", accumulators=1):
+    """Enabled cycles from a step entering a ``MacUnit`` to the result of the pass it ends."""
+    multiplier, tree, accumulator = mac_stages(fmt, accumulators)
+    return multiplier + tree_levels(lanes) * tree + accumulator_latency(accumulators, accumulator)
 
 
 class MacUnit(wiring.Component):
-    """Accumulates, step by step, the adder-tree sum of N lane products into an fp32 accumulator.
+    """Accumulates, step by step, the adder-tree sum of N lane products (SPEC section 2).
 
-    Pipeline: one register after the multipliers (fp32 ones have a second inside, after
-    the significand product), one per adder-tree level, then the
-    accumulator, whose adder closes a one-cycle loop so that steps accumulate in
-    order (``acc = (acc + sum0) + sum1 ...``, as the golden model). The accumulator
-    starts at +0.0 and is cleared after the step flagged ``last``, whose result
-    appears on ``result`` with ``result_valid`` high ``latency`` enabled cycles after
-    it entered. All state advances only while ``en`` is high.
+    Pipeline: the multipliers (``FPMultiplier``), one pipelined adder per tree level
+    (``AdderTree``), then the ``Accumulator``: the tree sum of the pass's t-th valid
+    step goes to partial t mod L, the L partials are combined by a balanced fp32
+    tree at the end of the pass, as the golden ``models.baseline.accumulate``. With
+    L = 1 this is the one-cycle loop ``acc = (acc + sum0) + sum1 ...`` of a
+    combinational adder (about 45 MHz on ECP5-85k); with L > 1 every adder is
+    pipelined (``mac_stages``). The designs' default (``--accumulators``) is L = 6,
+    the smallest L whose loop takes the 5-stage adder that clocks above 115 MHz
+    alone (README "What bounds the clock"). A pass's result appears on ``result`` with ``result_valid`` high ``latency``
+    enabled cycles after its ``last`` step entered. All state advances only while
+    ``en`` is high.
 
     Parameters
     ----------
@@ -40,11 +61,14 @@ class MacUnit(wiring.Component):
         Lanes N (multipliers), at least 1.
     fmt : "bf16" | "fp32"
         Operand format.
+    accumulators : int
+        Interleaved partial accumulators L, at least 1.
 
     Attributes
     ----------
     latency : int
-        ``2 + ceil(log2(lanes))``, one more for fp32 (``mac_latency``).
+        ``mac_latency(lanes, fmt, accumulators)``: with L = 1, ``2 + ceil(log2(lanes))``
+        (fp32 one more).
 
     Ports
     -----
@@ -62,12 +86,14 @@ class MacUnit(wiring.Component):
         ``result`` holds a new pass result (held while ``en`` is low).
     """
 
-    def __init__(self, lanes, fmt="bf16"):
+    def __init__(self, lanes, fmt="bf16", accumulators=1):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"MAC lanes must be a positive integer, not {lanes!r}")
-        self.lanes = lanes
+        if not isinstance(accumulators, int) or accumulators < 1:
+            raise ValueError(f"MAC accumulators must be a positive integer, not {accumulators!r}")
+        self.lanes, self.accumulators = lanes, accumulators
         self.format = float_format(fmt)
-        self.latency = mac_latency(lanes, self.format)
+        self.latency = mac_latency(lanes, self.format, accumulators)
         operands = data.ArrayLayout(FloatLayout(self.format), lanes)
         super().__init__({
             "en": In(1),
@@ -81,33 +107,23 @@ class MacUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.tree = tree = AdderTree(self.lanes)
-        m.submodules.accumulate = add = FPAdder()
-        m.d.comb += tree.en.eq(self.en)
+        multiplier, tree_stages, accumulator = mac_stages(self.format, self.accumulators)
+        m.submodules.tree = tree = AdderTree(self.lanes, tree_stages)
+        m.submodules.accumulate = accumulate = Accumulator(self.accumulators, accumulator)
+        m.d.comb += [tree.en.eq(self.en), accumulate.en.eq(self.en)]
 
         for lane in range(self.lanes):
-            mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, registered=_multiplier_stages(self.format))
-            m.d.comb += [mul.a.eq(self.a[lane]), mul.b.eq(self.b[lane])]
-            if mul.latency:
-                m.d.comb += mul.en.eq(self.en)
-            with m.If(self.en):
-                m.d.sync += tree.operands[lane].eq(mul.product)
+            mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
+            m.d.comb += [mul.en.eq(self.en), mul.a.eq(self.a[lane]), mul.b.eq(self.b[lane]),
+                         tree.operands[lane].eq(mul.product)]
 
-        # valid/last travel beside the data: through the multipliers' stages, then one per tree level.
-        valid, last = self.valid, self.last
-        for stage in range(self.latency - 1):
-            valid_reg = Signal(name=f"valid{stage}")
-            last_reg = Signal(name=f"last{stage}")
-            with m.If(self.en):
-                m.d.sync += [valid_reg.eq(valid), last_reg.eq(last)]
-            valid, last = valid_reg, last_reg
-
-        accumulator = Signal(FP32_LAYOUT)
-        m.d.comb += [add.a.eq(accumulator), add.b.eq(tree.sum)]
-        with m.If(self.en):
-            m.d.sync += self.result_valid.eq(valid & last)
-            with m.If(valid):
-                m.d.sync += accumulator.eq(add.sum)
-                with m.If(last):
-                    m.d.sync += [accumulator.eq(0), self.result.eq(add.sum)]
+        # valid/last travel beside the data, through the multipliers and the tree.
+        stages = multiplier + tree.latency
+        m.d.comb += [
+            accumulate.valid.eq(delayed(m, self.en, self.valid, stages, "valid")),
+            accumulate.last.eq(delayed(m, self.en, self.last, stages, "last")),
+            accumulate.sum.eq(tree.sum),
+            self.result.eq(accumulate.result),
+            self.result_valid.eq(accumulate.result_valid),
+        ]
         return m

@@ -34,15 +34,19 @@ def round_nearest_even(m, mantissa, exponent, *, guard, sticky):
     """Round a normalised significand (hidden one at its MSB) to nearest, ties to even.
 
     Returns ``(mantissa, exponent)`` of the same widths; a carry out of the
-    significand renormalises it and increments the exponent.
+    significand renormalises it and increments the exponent. The carry is known
+    from the significand being all ones, beside the increment's carry chain, so the
+    exponent does not wait for that chain.
     """
     width = len(mantissa)
-    rounded = Signal(width + 1)
-    m.d.comb += rounded.eq(mantissa + (guard & (sticky | mantissa[0])))
+    increment = guard & (sticky | mantissa[0])
+    rounded = Signal(width)
+    m.d.comb += rounded.eq(mantissa + increment)
+    carry = mantissa.all() & increment
     out_mantissa = Signal(width)
     out_exponent = Signal(signed(len(exponent) + 1))
-    with m.If(rounded[width]):
-        m.d.comb += [out_mantissa.eq(rounded[1:]), out_exponent.eq(exponent + 1)]
+    with m.If(carry):
+        m.d.comb += [out_mantissa.eq(1 << (width - 1)), out_exponent.eq(exponent + 1)]
     with m.Else():
-        m.d.comb += [out_mantissa.eq(rounded[:width]), out_exponent.eq(exponent)]
+        m.d.comb += [out_mantissa.eq(rounded), out_exponent.eq(exponent)]
     return out_mantissa, out_exponent

@@ -17,9 +17,9 @@ def staging_layout(lanes, lookahead, fmt):
     return data.ArrayLayout(data.ArrayLayout(FloatLayout(fmt), lanes), lookahead + 1)
 
 
-def pe_latency(lanes, fmt="bf16"):
+def pe_latency(lanes, fmt="bf16", accumulators=1):
     """Enabled cycles from a PE's inputs to the result of the pass they end: operand registers + MAC."""
-    return 1 + mac_latency(lanes, fmt)
+    return 1 + mac_latency(lanes, fmt, accumulators)
 
 
 class PE(wiring.Component):
@@ -37,6 +37,8 @@ class PE(wiring.Component):
         As ``Scheduler``.
     fmt : "bf16" | "fp32"
         Operand format.
+    accumulators : int
+        Interleaved partial fp32 accumulators L (``MacUnit``).
 
     Attributes
     ----------
@@ -64,11 +66,12 @@ class PE(wiring.Component):
         ``result`` holds a new pass result (held while ``en`` is low).
     """
 
-    def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
+    def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16", accumulators=1):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
-        self.latency = pe_latency(lanes, self.format)
+        self.accumulators = accumulators
+        self.latency = pe_latency(lanes, self.format, accumulators)
         window = staging_layout(lanes, lookahead, self.format)
         super().__init__({
             "en": In(1),
@@ -83,7 +86,7 @@ class PE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mac = mac = MacUnit(self.lanes, self.format)
+        m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators)
         operands = data.ArrayLayout(FloatLayout(self.format), self.lanes)
         a, b = Signal(operands), Signal(operands)
         valid, last = Signal(), Signal()

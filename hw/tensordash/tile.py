@@ -39,6 +39,8 @@ class Tile(wiring.Component):
         Interconnect pattern (default T<2,5>).
     fmt : "bf16" | "fp32"
         Operand format.
+    accumulators : int
+        Interleaved partial fp32 accumulators L per PE (``MacUnit``).
 
     Attributes
     ----------
@@ -54,12 +56,15 @@ class Tile(wiring.Component):
         One transfer per pass, in order.
     """
 
-    def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
+    def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16",
+                 accumulators=TENSORDASH.parameter("accumulators").default):
         self.format = float_format(fmt)
-        TENSORDASH.params(rows=rows, cols=cols, lanes=lanes, lookahead=lookahead, pattern=pattern, fmt=self.format.name)
+        TENSORDASH.params(rows=rows, cols=cols, lanes=lanes, lookahead=lookahead, pattern=pattern, fmt=self.format.name,
+                          accumulators=accumulators)
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
-        self.latency = pe_latency(lanes, self.format)
+        self.accumulators = accumulators
+        self.latency = pe_latency(lanes, self.format, accumulators)
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
             "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
@@ -88,7 +93,8 @@ class Tile(wiring.Component):
 
         for r in range(self.rows):
             for c in range(self.cols):
-                pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.lookahead, self.pattern, self.format)
+                pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.lookahead, self.pattern, self.format,
+                                                     self.accumulators)
                 m.d.comb += [
                     pe.en.eq(enable),
                     pe.valid.eq(window.valid),

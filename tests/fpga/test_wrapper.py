@@ -28,7 +28,7 @@ def golden_pass(a_steps, b_steps):
 
 def run(passes, word_bits, rx_gaps, tx_stalls, seed):
     rng = random.Random(seed)
-    tile = Tile(lanes=LANES)
+    tile = Tile(lanes=LANES, accumulators=1)  # the golden pass below adds its steps in order
     top = StreamTop(tile, word_bits)
     words = []
     for a_steps, b_steps in passes:

@@ -1,14 +1,19 @@
-"""cocotb test of one combinational FP unit (adder or multiplier) against the PyTorch golden model."""
+"""cocotb test of one FP unit (adder or multiplier), combinational or pipelined, against the PyTorch golden model.
+
+A pipelined unit (``latency`` > 0 in the config) gets a new operand pair in a random
+subset of cycles (idle cycles carry random bits that must never come out) and its
+``en`` is low in random cycles (the pipeline must hold).
+"""
 
 import random
 import struct
 
 import cocotb
-import torch
-from cocotb.triggers import Timer
+from cocotb.triggers import RisingEdge, Timer
 
 from dashraker.models import numerics
 from dashraker.sim.runner import tb_config
+from dashraker.sim.streams import TB
 
 # Zeros of both signs, subnormals, the smallest and largest normals, Inf, NaNs, ones and
 # values whose sums and products round, tie or cancel exactly.
@@ -60,17 +65,55 @@ def _golden(config, xs, ys):
     return numerics.fp32_bits(op(a, b)).tolist()
 
 
-@cocotb.test()
-async def bit_exact_against_pytorch(dut):
-    config = tb_config()
-    pairs = _operand_pairs(config)
-    output = getattr(dut, config["output"])
+async def _combinational(dut, pairs, output):
     results = []
     for x, y in pairs:
         dut.a.value = x
         dut.b.value = y
         await Timer(1, "ns")
         results.append(int(output.value))
+    return results
+
+
+async def _pipelined(dut, config, pairs, output):
+    """Results of ``pairs`` fed with idle cycles and ``en`` stalls: the entry ``latency`` enabled edges old is on
+    the output (read at each edge, before it updates)."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = random.Random(config["seed"] + 1)
+    latency, bits = config["latency"], (16 if config["format"] == "bf16" else 32)
+    entered = []  # the pair index of every enabled edge's entry, None for an idle one
+    results = {}
+    position, driven, enabled = 0, None, 0
+    while len(results) < len(pairs):
+        await RisingEdge(dut.clk)
+        if len(entered) >= latency:
+            index = entered[len(entered) - latency]
+            if index is not None and index not in results:
+                results[index] = int(output.value)
+        if enabled:
+            entered.append(driven)
+        enabled = int(rng.random() >= config["stall"])
+        if enabled and position < len(pairs) and rng.random() >= config["idle"]:
+            driven = position
+            dut.a.value, dut.b.value = pairs[position]
+            position += 1
+        else:
+            driven = None
+            dut.a.value, dut.b.value = rng.getrandbits(bits), rng.getrandbits(bits)
+        dut.en.value = enabled
+    return [results[index] for index in range(len(pairs))]
+
+
+@cocotb.test()
+async def bit_exact_against_pytorch(dut):
+    config = tb_config()
+    pairs = _operand_pairs(config)
+    output = getattr(dut, config["output"])
+    if config.get("latency"):
+        results = await _pipelined(dut, config, pairs, output)
+    else:
+        results = await _combinational(dut, pairs, output)
     expected = _golden(config, [x for x, _ in pairs], [y for _, y in pairs])
     mismatches = [(hex(x), hex(y), hex(got), hex(want))
                   for (x, y), got, want in zip(pairs, results, expected) if got != want]

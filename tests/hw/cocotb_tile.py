@@ -19,10 +19,13 @@ def _batches(tb, passes):
 
 
 def _random_passes(tb, rng, count):
+    """Passes of 1, L - 1, L and L + 1 steps (L interleaved accumulators), then of random lengths."""
     rows, cols, lanes = tb.params["rows"], tb.params["cols"], tb.params["lanes"]
+    accumulators = tb.params["accumulators"]
+    lengths = sorted({1, max(accumulators - 1, 1), accumulators, accumulators + 1})
     passes = []
     for index in range(count):
-        steps = int(rng.integers(1, 13))
+        steps = lengths[index] if index < len(lengths) else int(rng.integers(1, 13))
         a = rng.standard_normal((rows, steps, lanes)).astype(np.float32) * 10.0 ** rng.integers(-3, 4)
         b = rng.standard_normal((cols, steps, lanes)).astype(np.float32)
         if index % 3 == 1:  # ReLU-like zeros and exact cancellations

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from dashraker.models.baseline import adder_tree, dense_tile
+from dashraker.models import tensordash
+from dashraker.models.baseline import accumulate, adder_tree, dense_tile
 from dashraker.models.numerics import (
     CANONICAL_NAN_BITS, bf16_bits_to_fp32, fp32_add, fp32_bits, fp32_from_bits, fp32_mul, split, to_bf16_bits,
 )
@@ -81,3 +82,52 @@ def test_dense_tile_matches_float64_dot_products_within_rounding():
     exact = torch.einsum("rsn,csn->rc", a.bfloat16().double(), b.bfloat16().double())
     assert torch.allclose(got, exact, rtol=1e-5, atol=1e-5)
     assert not torch.equal(dense_tile(a, b, "fp32"), got)  # fp32 operands are not rounded to bf16
+
+
+def _interleaved_reference(sums, accumulators):
+    """L partials summed in order from +0.0 in NumPy float32 scalars, then neighbours pairwise level by level."""
+    partials = [np.float32(0.0)] * accumulators
+    for step, value in enumerate(sums):
+        partials[step % accumulators] = np.float32(partials[step % accumulators] + value)
+    while len(partials) > 1:
+        partials = [np.float32(partials[i] + partials[i + 1]) if i + 1 < len(partials) else partials[i]
+                    for i in range(0, len(partials), 2)]
+    return partials[0]
+
+
+@pytest.mark.parametrize("accumulators", [1, 2, 3, 5, 8])
+def test_accumulate_interleaves_partials_as_float32_reference(accumulators):
+    rng = np.random.default_rng(accumulators)
+    rows = []
+    for steps in [0, 1, accumulators - 1, accumulators, accumulators + 1, 3 * accumulators + 2, 40]:
+        for _ in range(20):
+            sums = (rng.standard_normal(steps) * 10.0 ** rng.integers(-6, 7, steps)).astype(np.float32)
+            sums[rng.random(steps) < 0.2] = -0.0  # signed zeros: a partial starts at +0.0
+            cancel = rng.random(steps) < 0.2
+            sums[cancel] = -np.roll(sums, 1)[cancel]  # exact cancellations
+            rows.append(sums)
+    rows.append(np.full(7, -0.0, np.float32))
+    for sums in rows:
+        got = fp32_bits(accumulate(torch.from_numpy(sums)[None], accumulators)).item()
+        want = int(np.array(_interleaved_reference(sums, accumulators)).view(np.uint32))
+        assert got == want, (accumulators, sums.tolist())
+
+
+def test_one_accumulator_is_the_in_order_sum_and_more_reorder():
+    sums = torch.tensor([[1.0, 2.0**-24, 2.0**-24, 2.0**-24, 2.0**-24]])
+    assert accumulate(sums).item() == 1.0  # each tiny step rounds away in order
+    assert accumulate(sums, 2).item() == 1.0 + 2.0**-23  # (1 + e + e) + (e + e): the second partial keeps its two
+
+
+@pytest.mark.parametrize("accumulators", [1, 3])
+def test_dense_tensordash_schedule_accumulates_as_the_baseline(accumulators):
+    # Without zeros each scheduled cycle is a step, so the t-th cycle goes to the t-th step's partial.
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 3, 7, 8)).astype(np.float32) + 4.0
+    b = rng.standard_normal((2, 2, 7, 8)).astype(np.float32)
+    sched = tensordash.schedule(a, tensordash.DEFAULT_PATTERN, 2)
+    assert sched.cycles.tolist() == [7, 7]
+    got = tensordash.tile_outputs(sched, torch.from_numpy(a), torch.from_numpy(b), "bf16", accumulators)
+    want = torch.stack([dense_tile(torch.from_numpy(a[p]), torch.from_numpy(b[p]), "bf16", accumulators)
+                        for p in range(2)])
+    assert torch.equal(fp32_bits(got), fp32_bits(want))
