@@ -61,10 +61,10 @@ class Registered(wiring.Component):
 
 
 class WindowLoop(wiring.Component):
-    """TensorDash's staging window of one row: schedule, move values, skip steps, once a cycle.
+    """TensorDash's staging window of one row: schedule, clear the issued flags, skip steps, once a cycle.
 
-    Only the selects leave (folded to 16 bits), so synthesis drops the operand data
-    slots: what remains is the loop through the non-zero flags.
+    Only the registered selects leave (folded to 16 bits), so synthesis drops the
+    operand store and the row mux: what remains is the loop through the non-zero flags.
     """
 
     def __init__(self, lanes):
