@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
 from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, MacUnit, mac_latency
-from dashraker.hw.tensordash.mux import OperandMux, staging_layout
-from dashraker.hw.tensordash.scheduler import check_parameters, select_layout
+from dashraker.hw.tensordash.mux import OperandMux, picks_layout, staging_layout
+from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
 __all__ = ["PE", "pe_latency"]
@@ -48,11 +48,11 @@ class PE(wiring.Component):
         A scheduled cycle is on the inputs.
     last : In(1)
         It ends the pass.
-    select : In(ArrayLayout(select_layout(pattern), lanes))
-        The row scheduler's selects.
+    picks : In(picks_layout(lanes, pattern))
+        The row scheduler's selects, one-hot.
     a : In(ArrayLayout(FloatLayout(fmt), lanes))
         The scheduled operand values this PE's row issues for the cycle, one enabled
-        cycle after ``valid`` and ``select`` (the row's operand register, beside this PE's).
+        cycle after ``valid`` and ``picks`` (the row's operand register, beside this PE's).
     b : In(staging_layout(lanes, lookahead, fmt))
         The partner operand's window (this PE's column).
     result : Out(FP32_LAYOUT)
@@ -70,7 +70,7 @@ class PE(wiring.Component):
             "en": In(1),
             "valid": In(1),
             "last": In(1),
-            "select": In(data.ArrayLayout(select_layout(self.pattern), lanes)),
+            "picks": In(picks_layout(lanes, self.pattern)),
             "a": In(data.ArrayLayout(FloatLayout(self.format), lanes)),
             "b": In(staging_layout(lanes, lookahead, self.format)),
             "result": Out(FP32_LAYOUT),
@@ -86,7 +86,7 @@ class PE(wiring.Component):
             m.d.sync += [valid.eq(self.valid), last.eq(self.last)]
         m.d.comb += [
             partner.en.eq(self.en),
-            partner.select.eq(self.select),
+            partner.picks.eq(self.picks),
             partner.window.eq(self.b),
             mac.en.eq(self.en),
             mac.valid.eq(valid),

@@ -96,7 +96,7 @@ class Tile(wiring.Component):
                     pe.en.eq(enable),
                     pe.valid.eq(window.valid),
                     pe.last.eq(window.last),
-                    pe.select.eq(window.select[r]),
+                    pe.picks.eq(window.picks[r]),
                     pe.a.eq(window.row_operands[r]),
                     pe.b.eq(window.col_window[c]),
                     self.results.payload.outputs[r][c].eq(pe.result),

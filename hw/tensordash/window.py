@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from dashraker.formats import float_format
 from dashraker.hw.numerics import FloatLayout
 from dashraker.hw.tile_stream import step_layout
-from dashraker.hw.tensordash.mux import OperandMux, staging_layout
+from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
 from dashraker.hw.tensordash.store import StepStore
 from dashraker.models.tensordash import DEFAULT_PATTERN
@@ -51,15 +51,16 @@ class StagingWindow(wiring.Component):
     most H of them and never past the pass's last step; an issued value's flag is
     cleared. That loop is all that runs in one cycle.
 
-    The operand data never moves: each step is written once into a ``StepStore``
-    at the buffer's tail. The cycle's decision (``decision``: selects and the head's
-    store position) is registered, and the next cycle reads the window from the
-    store: the partner operands go out per column (``col_window``, each PE muxes its
-    own) and every row's ``OperandMux`` picks and registers the scheduled values
-    once for the row (``row_operands``). ``steps.ready`` needs room for H+1 steps
-    and ``en``: a stalled decision's freed steps are read only once ``en`` returns,
-    so no chunk may overwrite them before. A producer offering H+1 steps per
-    transfer keeps the window full.
+    The operand data never moves: each step is written once into a ``StepStore``,
+    whose tail follows the flag buffer's. The cycle's decision (``decision``: selects,
+    end of pass and the head's store position) is registered, the selects one-hot,
+    and the next cycle reads the window from the store: the partner operands go out
+    per column (``col_window``, each PE muxes its own) and every row's
+    ``OperandMux`` picks and registers the scheduled values once for the row
+    (``row_operands``). ``steps.ready`` needs room for H+1 steps and ``en``: a
+    stalled decision's freed steps are read only once ``en`` returns, so no chunk
+    may overwrite them before. A producer offering H+1 steps per transfer keeps the
+    window full.
 
     Parameters
     ----------
@@ -88,13 +89,13 @@ class StagingWindow(wiring.Component):
         The decision of the enabled cycle before was a scheduled cycle.
     last : Out(1)
         That cycle ends its pass.
-    select : Out(ArrayLayout(ArrayLayout(select_layout(pattern), lanes), rows))
-        That cycle's selects, every row's.
+    picks : Out(ArrayLayout(picks_layout(lanes, pattern), rows))
+        That cycle's selects, every row's, one-hot (``OperandMux``).
     col_window : Out(ArrayLayout(staging_layout(lanes, lookahead, fmt), cols))
         That cycle's window of partner operand values, per column.
     row_operands : Out(ArrayLayout(ArrayLayout(FloatLayout(fmt), lanes), rows))
         The scheduled values every row issues for that cycle, registered: one enabled
-        cycle after ``valid``, ``select`` and ``col_window``.
+        cycle after ``valid``, ``picks`` and ``col_window``.
     """
 
     def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
@@ -114,7 +115,7 @@ class StagingWindow(wiring.Component):
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
             "valid": Out(1),
             "last": Out(1),
-            "select": Out(data.ArrayLayout(data.ArrayLayout(select_layout(self.pattern), lanes), rows)),
+            "picks": Out(data.ArrayLayout(picks_layout(lanes, self.pattern), rows)),
             "col_window": Out(data.ArrayLayout(window, cols)),
             "row_operands": Out(data.ArrayLayout(data.ArrayLayout(FloatLayout(self.format), lanes), rows)),
         })
@@ -175,27 +176,24 @@ class StagingWindow(wiring.Component):
 
         # Operand data: written once at the tail, read a cycle after the decision.
         m.submodules.store = store = self.store
-        read_at = Signal(range(depth))
         m.d.comb += [
             store.write.eq(accept),
-            store.write_at.eq(_wrap(head + occupancy, depth)),
             store.count.eq(chunk.count),
             store.steps.eq(chunk.steps),
-            store.read_at.eq(read_at),
+            store.read.eq(self.en),
+            store.read_at.eq(decision.head),
         ]
         with m.If(self.en):
-            m.d.sync += [
-                self.valid.eq(decision.valid),
-                self.last.eq(decision.last),
-                self.select.eq(decision.select),
-                read_at.eq(decision.head),
-            ]
+            m.d.sync += [self.valid.eq(decision.valid), self.last.eq(decision.last)]
+            for r in range(self.rows):
+                for lane in range(self.lanes):
+                    m.d.sync += self.picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
         for c in range(self.cols):
             for j in range(width):
                 m.d.comb += self.col_window[c][j].eq(store.window[j].cols[c])
         for r in range(self.rows):
             mux = m.submodules[f"row_mux{r}"] = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
-            m.d.comb += [mux.en.eq(self.en), mux.select.eq(self.select[r]), self.row_operands[r].eq(mux.operands)]
+            m.d.comb += [mux.en.eq(self.en), mux.picks.eq(self.picks[r]), self.row_operands[r].eq(mux.operands)]
             for j in range(width):
                 m.d.comb += mux.window[j].eq(store.window[j].rows[r])
         return m

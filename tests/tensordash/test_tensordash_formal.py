@@ -97,7 +97,7 @@ class WindowProof(wiring.Component):
         # The buffer's steps in window order: slot j is the store's position head + j.
         slots = []
         for j in range(depth):
-            slot = Signal(len(dut.store.positions[0].as_value()), name=f"slot{j}")
+            slot = Signal(len(Cat(dut.store.positions[0])), name=f"slot{j}")
             with m.Switch(dut.head):
                 for head in range(depth):
                     with m.Case(head):
@@ -146,8 +146,14 @@ class WindowProof(wiring.Component):
         dropped = Signal(range(-depth - width, depth + width + 1))
         m.d.comb += dropped.eq(was_occupancy + Mux(was_accept, was_count, 0) - occupancy)
 
+        store = dut.store
+        tail = Signal(range(2 * depth), name="tail")
+        m.d.comb += tail.eq(dut.head + occupancy)
         m.d.comb += [
             Assert(occupancy <= depth, "buffer overfilled"),
+            Assert(Cat(store.tail_bank[p % width] & store.tail_entry[p // width] for p in range(depth))
+                   == Cat((tail == p) | (tail == p + depth) for p in range(depth)),
+                   "the store's tail is not the flag buffer's"),
             Assert(Mux(was_fire, (dropped >= 1) & (dropped <= width), dropped == 0),
                    "a cycle dropped no step or more than H+1, or steps went without a cycle"),
         ]
