@@ -94,7 +94,7 @@ class StepStore(wiring.Component):
         with m.If(self.write):
             with m.Switch(self.count):
                 for count in range(banks + 1):
-                    with m.Case(count):
+                    with m.Case(count) if count < banks else m.Default():  # complete case (lint)
                         wraps = _any(tail_bank[banks - count:]) if count else 0
                         m.d.sync += [tail_bank.eq(tail_bank.rotate_left(count)),
                                      tail_entry.eq(Mux(wraps, tail_entry.rotate_left(1), tail_entry))]
