@@ -63,8 +63,8 @@ class Registered(wiring.Component):
 class WindowLoop(wiring.Component):
     """TensorDash's staging window of one row: schedule, clear the issued flags, skip steps, once a cycle.
 
-    Only the registered selects leave (folded to 16 bits), so synthesis drops the
-    operand store and the row mux: what remains is the loop through the non-zero flags.
+    Only the registered one-hot selects leave (folded to 16 bits), so synthesis drops
+    the operand store and the row mux: what remains is the loop through the non-zero flags.
     """
 
     def __init__(self, lanes):
@@ -76,7 +76,7 @@ class WindowLoop(wiring.Component):
         m = Module()
         m.submodules.window = window = StagingWindow(1, 1, self.lanes)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
-        selects = window.select.as_value()
+        selects = window.picks.as_value()
         folded = selects[:15]
         for start in range(15, len(selects), 15):
             folded = folded ^ selects[start:start + 15]
@@ -97,6 +97,7 @@ UNITS = {
     "mul-fp32-registered": ("fp32 multiplier with its own register (as MacUnit uses it)",
                             lambda: _multiplier("fp32", registered=True)),
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
+    "window-loop-8": ("TensorDash window loop, 8 lanes T<2,5> H=2, one row", lambda: WindowLoop(8)),
 }
 
 
