@@ -8,7 +8,7 @@ from dashraker.formats import float_format
 from dashraker.hw.tensordash.mux import one_hot_mux
 from dashraker.hw.tile_stream import step_layout
 
-__all__ = ["StepStore"]
+__all__ = ["StepStore", "ENTRIES"]
 
 ENTRIES = 3  # per bank: the store holds 3(H+1) steps
 

@@ -9,7 +9,7 @@ from dashraker.hw.numerics import FloatLayout
 from dashraker.hw.tile_stream import step_layout
 from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
-from dashraker.hw.tensordash.store import StepStore
+from dashraker.hw.tensordash.store import ENTRIES, StepStore
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
 __all__ = ["StagingWindow", "chunk_layout", "decision_layout"]
@@ -35,7 +35,7 @@ def decision_layout(rows, lanes, lookahead, pattern):
         "valid": 1,
         "last": 1,
         "select": data.ArrayLayout(data.ArrayLayout(select_layout(pattern), lanes), rows),
-        "head": range(3 * (lookahead + 1)),
+        "head": range(ENTRIES * (lookahead + 1)),
     })
 
 
