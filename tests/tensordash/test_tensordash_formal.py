@@ -207,6 +207,8 @@ def test_scheduler_issues_every_value_exactly_once(lanes, pattern, tmp_path):
 @pytest.mark.slow
 # Measured here: N=8 T<2,5> one row 240 s of CPU, N=4 H=1 two rows 34 s; N=8 T<2,5> with two rows
 # did not finish in 25 minutes (the rows share only the skip decision, proven with two rows at N=4).
+# With the operand store and its delayed read in the harness: N=4 two rows 176 s of CPU; N=8 one row
+# hit the 50-minute timeout (about 40 minutes of CPU on the shared 2-core machine), no counterexample.
 @pytest.mark.parametrize("rows, lanes, lookahead, pattern", [(1, 8, 2, "T<2,5>"), (2, 4, 1, "(0,0),(1,0),(1,1)")])
 def test_window_moves_values_without_loss_forever(rows, lanes, lookahead, pattern, tmp_path):
     _prove(WindowProof(rows, lanes, lookahead, pattern), tmp_path, sequential=True)
