@@ -109,6 +109,8 @@ def test_design_too_big_for_the_device(tmp_path, capsys):
     assert "choose a larger device or a smaller configuration" in err
 
 
+# Slow (about 200 s): the fast suite checks the table from reports (test_report.py) and each design's flow.
+@pytest.mark.slow
 def test_compare_runs_each_configuration_once_and_tabulates(tmp_path, capsys):
     """Two formats of a 1-lane baseline through the flow, FPRaker's fp32 skipped, then every report reused;
     throughput at the mapper's speedups and at those given, beside the baseline's."""
