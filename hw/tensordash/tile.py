@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import TENSORDASH
 from dashraker.formats import float_format
+from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.tensordash.pe import PE, pe_latency
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.hw.tensordash.window import StagingWindow, chunk_layout
@@ -83,13 +84,7 @@ class Tile(wiring.Component):
         count = Signal(CYCLE_BITS)
         with m.If(window.valid & enable):
             m.d.sync += count.eq(Mux(window.last, 0, count + 1))
-        delayed = count + 1
-        for stage in range(self.latency):
-            register = Signal(CYCLE_BITS, name=f"cycles{stage}")
-            with m.If(enable):
-                m.d.sync += register.eq(delayed)
-            delayed = register
-        m.d.comb += self.results.payload.cycles.eq(delayed)
+        m.d.comb += self.results.payload.cycles.eq(delayed(m, enable, (count + 1)[:CYCLE_BITS], self.latency, "cycles"))
 
         for r in range(self.rows):
             for c in range(self.cols):
