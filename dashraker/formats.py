@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-__all__ = ["FloatFormat", "BF16", "FP32", "FORMATS", "float_format"]
+__all__ = ["FloatFormat", "BF16", "FP32", "FORMATS", "FIXED_POINT_FRAME", "float_format"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,10 @@ class FloatFormat:
 BF16 = FloatFormat("bf16", 8, 7)
 FP32 = FloatFormat("fp32", 8, 23)
 FORMATS = {f.name: f for f in (BF16, FP32)}
+
+# The fixed-point accumulator's frame (SPEC section 2): (bits, exponent of the least significant bit's weight).
+# 128 bits from 2^-64 hold every sum below 2^63 whose parts are multiples of 2^-64.
+FIXED_POINT_FRAME = (128, -64)
 
 
 def float_format(name):

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dashraker.models.baseline import adder_tree
+from dashraker.models.baseline import accumulate, adder_tree
 from dashraker.models.numerics import fp32_add, fp32_mul, quantize
 
 __all__ = [
@@ -306,7 +306,9 @@ def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1):
     fp32 adder tree and the sum of the pass's t-th scheduled cycle is added to the
     PE's partial accumulator t mod ``accumulators`` (each from +0.0); the partials
     are summed by the same tree at the end of the pass (``baseline.accumulate``).
-    Returns fp32 ``[passes, rows, cols]``.
+    With ``accumulators`` 0 the pass's sums go to the fixed-point accumulator
+    (``baseline.fixed_point_accumulate``), where the +0.0 of a cycle past the pass's
+    end adds nothing. Returns fp32 ``[passes, rows, cols]``.
     """
     a = quantize(torch.as_tensor(scheduled, dtype=torch.float32), fmt)
     b = quantize(torch.as_tensor(partner, dtype=torch.float32), fmt)
@@ -322,15 +324,20 @@ def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1):
     idle = step < 0
     step = torch.where(idle, steps, step)
     lane = torch.where(idle, 0, lane)
-    partials = torch.zeros(passes, rows, b.shape[1], accumulators)
     pass_index = torch.arange(passes)[:, None, None]
     row_index = torch.arange(rows)[None, :, None]
+    sums, running = [], []  # per cycle: the tree sums [passes, rows, cols] (+0.0 past a pass's end), and where
     for cycle in range(step.shape[1]):
         s, i = step[:, cycle], lane[:, cycle]  # [passes, rows, lanes]
         a_issued = a[pass_index, row_index, s, i]  # [passes, rows, lanes]
         b_issued = b[pass_index[..., None], torch.arange(b.shape[1])[None, None, :, None], s[:, :, None], i[:, :, None]]
         products = fp32_mul(a_issued[:, :, None], b_issued)  # [passes, rows, cols, lanes]
-        running = torch.as_tensor(cycle < sched.cycles)[:, None, None]
+        running.append(torch.as_tensor(cycle < sched.cycles)[:, None, None])
+        sums.append(torch.where(running[-1], adder_tree(products), 0.0))
+    if accumulators == 0:
+        return accumulate(torch.stack(sums, dim=-1) if sums else torch.zeros(passes, rows, b.shape[1], 0), 0)
+    partials = torch.zeros(passes, rows, b.shape[1], accumulators)
+    for cycle, (step_sum, runs) in enumerate(zip(sums, running)):
         partial = partials[..., cycle % accumulators]
-        partials[..., cycle % accumulators] = torch.where(running, fp32_add(partial, adder_tree(products)), partial)
+        partials[..., cycle % accumulators] = torch.where(runs, fp32_add(partial, step_sum), partial)
     return adder_tree(partials)

@@ -6,11 +6,11 @@ from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameter
 
 __all__ = ["BASELINE", "ACCUMULATORS"]
 
-# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: L = 6 partials let every
-# adder take 5 pipeline stages (115 MHz or more alone, README "What bounds the clock"; the loop needs L > 5);
-# 1 is the one-cycle loop.
-ACCUMULATORS = Parameter("accumulators", 6, "interleaved partial fp32 accumulators L per PE (1: the one-cycle loop)",
-                         minimum=1, maximum=16)
+# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: by default (0) the 128-bit
+# fixed-point accumulator rounded once per pass, the smallest and closest to fp64 (README "Accumulation order");
+# L >= 1 interleaved fp32 partials, L = 6 the fewest whose loop takes the 5-stage adder, 1 the one-cycle loop.
+ACCUMULATORS = Parameter("accumulators", 0, "interleaved partial fp32 accumulators L per PE (0: one 128-bit "
+                         "fixed-point accumulator; 1: the one-cycle fp32 loop)", minimum=0, maximum=16)
 
 
 def _build(params):

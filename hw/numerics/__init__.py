@@ -2,10 +2,11 @@
 
 from dashraker.hw.numerics.accumulator import Accumulator
 from dashraker.hw.numerics.adder_tree import AdderTree
+from dashraker.hw.numerics.fixed_accumulator import FixedPointAccumulator
 from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout
 from dashraker.hw.numerics.fp_add import FPAdder
 from dashraker.hw.numerics.fp_mul import FPMultiplier
 from dashraker.hw.numerics.mac import ADDER_STAGES, MacUnit, mac_latency, mac_stages
 
-__all__ = ["Accumulator", "ADDER_STAGES", "AdderTree", "FP32_LAYOUT", "FloatLayout", "FPAdder", "FPMultiplier",
+__all__ = ["Accumulator", "ADDER_STAGES", "AdderTree", "FP32_LAYOUT", "FixedPointAccumulator", "FloatLayout", "FPAdder", "FPMultiplier",
            "MacUnit", "mac_latency", "mac_stages"]

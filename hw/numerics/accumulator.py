@@ -12,7 +12,17 @@ from dashraker.hw.numerics.float import FP32_LAYOUT
 from dashraker.hw.numerics.fp_add import ADDER_CUTS, FPAdder
 from dashraker.hw.numerics.pipeline import delayed
 
-__all__ = ["Accumulator", "accumulator_latency"]
+__all__ = ["Accumulator", "ACCUMULATOR_SIGNATURE", "accumulator_latency"]
+
+# The ports every accumulator of ``MacUnit`` has (``Accumulator``, ``FixedPointAccumulator``).
+ACCUMULATOR_SIGNATURE = wiring.Signature({
+    "en": In(1),
+    "valid": In(1),
+    "last": In(1),
+    "sum": In(FP32_LAYOUT),
+    "result": Out(FP32_LAYOUT),
+    "result_valid": Out(1),
+})
 
 
 def accumulator_latency(accumulators, stages):
@@ -81,14 +91,7 @@ class Accumulator(wiring.Component):
                              f"{accumulators} accumulators, not {stages!r}")
         self.accumulators, self.stages = accumulators, stages
         self.latency = accumulator_latency(accumulators, stages)
-        super().__init__({
-            "en": In(1),
-            "valid": In(1),
-            "last": In(1),
-            "sum": In(FP32_LAYOUT),
-            "result": Out(FP32_LAYOUT),
-            "result_valid": Out(1),
-        })
+        super().__init__(ACCUMULATOR_SIGNATURE)
 
     def elaborate(self, platform):
         m = Module()

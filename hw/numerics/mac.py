@@ -1,4 +1,4 @@
-"""The multiply-accumulate datapath of one PE: N multipliers, the fp32 adder tree, the fp32 accumulator."""
+"""The multiply-accumulate datapath of one PE: N multipliers, the fp32 adder tree, the accumulator."""
 
 from amaranth.hdl import Module
 from amaranth.lib import data, wiring
@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from dashraker.formats import float_format
 from dashraker.hw.numerics.accumulator import Accumulator, accumulator_latency
 from dashraker.hw.numerics.adder_tree import AdderTree, tree_levels
+from dashraker.hw.numerics.fixed_accumulator import FIXED_ACCUMULATOR_LATENCY, FixedPointAccumulator
 from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout
 from dashraker.hw.numerics.fp_mul import FPMultiplier
 from dashraker.hw.numerics.pipeline import delayed
@@ -26,10 +27,13 @@ def mac_stages(fmt, accumulators=1):
     after the significand product); with L > 1 partials every unit is cut to the
     stages that clock above 115 MHz alone (adders 5, bf16 multipliers 3, fp32 ones
     4), the adders to at most L - 1 so that the accumulator's loop holds.
+    The fixed-point accumulator (L = 0) has no fp32 adder: its stage count is 0.
     """
     fp32 = float_format(fmt).precision > 8
     if accumulators == 1:
         return 1 + fp32, 1, 0
+    if accumulators == 0:
+        return 3 + fp32, ADDER_STAGES, 0
     adder = min(accumulators - 1, ADDER_STAGES)
     return 3 + fp32, max(adder, 1), adder
 
@@ -37,23 +41,26 @@ def mac_stages(fmt, accumulators=1):
 def mac_latency(lanes, fmt="bf16", accumulators=1):
     """Enabled cycles from a step entering a ``MacUnit`` to the result of the pass it ends."""
     multiplier, tree, accumulator = mac_stages(fmt, accumulators)
-    return multiplier + tree_levels(lanes) * tree + accumulator_latency(accumulators, accumulator)
+    accumulated = FIXED_ACCUMULATOR_LATENCY if accumulators == 0 else accumulator_latency(accumulators, accumulator)
+    return multiplier + tree_levels(lanes) * tree + accumulated
 
 
 class MacUnit(wiring.Component):
     """Accumulates, step by step, the adder-tree sum of N lane products (SPEC section 2).
 
     Pipeline: the multipliers (``FPMultiplier``), one pipelined adder per tree level
-    (``AdderTree``), then the ``Accumulator``: the tree sum of the pass's t-th valid
+    (``AdderTree``), then the accumulator, as the golden ``models.baseline.accumulate``.
+    With L >= 1 it is the ``Accumulator``: the tree sum of the pass's t-th valid
     step goes to partial t mod L, the L partials are combined by a balanced fp32
-    tree at the end of the pass, as the golden ``models.baseline.accumulate``. With
-    L = 1 this is the one-cycle loop ``acc = (acc + sum0) + sum1 ...`` of a
-    combinational adder (about 45 MHz on ECP5-85k); with L > 1 every adder is
-    pipelined (``mac_stages``). The designs' default (``--accumulators``) is L = 6,
-    the smallest L whose loop takes the 5-stage adder that clocks above 115 MHz
-    alone (README "What bounds the clock"). A pass's result appears on ``result`` with ``result_valid`` high ``latency``
-    enabled cycles after its ``last`` step entered. All state advances only while
-    ``en`` is high.
+    tree at the end of the pass. With L = 1 this is the one-cycle loop
+    ``acc = (acc + sum0) + sum1 ...`` of a combinational adder (about 45 MHz on
+    ECP5-85k); with L > 1 every adder is pipelined (``mac_stages``); L = 6 is the
+    smallest L whose loop takes the 5-stage adder that clocks above 115 MHz alone.
+    With L = 0, the designs' default (``--accumulators``), it is the
+    ``FixedPointAccumulator``, a quarter of L = 6's LUTs and closer to fp64 (README
+    "Accumulation order"), with every adder of the tree pipelined. A pass's result
+    appears on ``result`` with ``result_valid`` high ``latency`` enabled cycles after
+    its ``last`` step entered. All state advances only while ``en`` is high.
 
     Parameters
     ----------
@@ -62,7 +69,7 @@ class MacUnit(wiring.Component):
     fmt : "bf16" | "fp32"
         Operand format.
     accumulators : int
-        Interleaved partial accumulators L, at least 1.
+        Interleaved partial fp32 accumulators L, or 0 for the fixed-point accumulator.
 
     Attributes
     ----------
@@ -89,8 +96,8 @@ class MacUnit(wiring.Component):
     def __init__(self, lanes, fmt="bf16", accumulators=1):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"MAC lanes must be a positive integer, not {lanes!r}")
-        if not isinstance(accumulators, int) or accumulators < 1:
-            raise ValueError(f"MAC accumulators must be a positive integer, not {accumulators!r}")
+        if not isinstance(accumulators, int) or accumulators < 0:
+            raise ValueError(f"MAC accumulators must be a non-negative integer, not {accumulators!r}")
         self.lanes, self.accumulators = lanes, accumulators
         self.format = float_format(fmt)
         self.latency = mac_latency(lanes, self.format, accumulators)
@@ -109,7 +116,8 @@ class MacUnit(wiring.Component):
         m = Module()
         multiplier, tree_stages, accumulator = mac_stages(self.format, self.accumulators)
         m.submodules.tree = tree = AdderTree(self.lanes, tree_stages)
-        m.submodules.accumulate = accumulate = Accumulator(self.accumulators, accumulator)
+        m.submodules.accumulate = accumulate = (FixedPointAccumulator() if self.accumulators == 0
+                                                else Accumulator(self.accumulators, accumulator))
         m.d.comb += [tree.en.eq(self.en), accumulate.en.eq(self.en)]
 
         for lane in range(self.lanes):

@@ -21,7 +21,7 @@ def _batches(tb, passes):
 def _random_passes(tb, rng, count):
     """Passes of 1, L - 1, L and L + 1 steps (L interleaved accumulators), then of random lengths."""
     rows, cols, lanes = tb.params["rows"], tb.params["cols"], tb.params["lanes"]
-    accumulators = tb.params["accumulators"]
+    accumulators = max(tb.params["accumulators"], 1)  # the fixed-point accumulator (0) has no partials
     lengths = sorted({1, max(accumulators - 1, 1), accumulators, accumulators + 1})
     passes = []
     for index in range(count):

@@ -1,11 +1,13 @@
 """bf16/fp32 helpers and the dense golden model, against bit arithmetic written out independently."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
 from dashraker.models import tensordash
-from dashraker.models.baseline import accumulate, adder_tree, dense_tile
+from dashraker.models.baseline import accumulate, adder_tree, dense_tile, fixed_point_accumulate
 from dashraker.models.numerics import (
     CANONICAL_NAN_BITS, bf16_bits_to_fp32, fp32_add, fp32_bits, fp32_from_bits, fp32_mul, split, to_bf16_bits,
 )
@@ -119,7 +121,30 @@ def test_one_accumulator_is_the_in_order_sum_and_more_reorder():
     assert accumulate(sums, 2).item() == 1.0 + 2.0**-23  # (1 + e + e) + (e + e): the second partial keeps its two
 
 
-@pytest.mark.parametrize("accumulators", [1, 3])
+def test_fixed_point_accumulation_rounds_the_exact_sum_once():
+    # Sums on the frame's grid whose exact total float64 holds: the one rounding to fp32 is NumPy's.
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        sums = [np.float32(rng.choice([1, -1]) * rng.integers(1, 2**24) * 2.0 ** rng.integers(-64, 7))
+                for _ in range(rng.integers(1, 9))]
+        exact = math.fsum(float(value) for value in sums)
+        if abs(math.ldexp(exact, 64)) >= 2**53:
+            continue
+        got = fp32_bits(fixed_point_accumulate(torch.tensor([sums]))).item()
+        assert got == int(np.array(np.float32(exact)).view(np.uint32))
+    # truncation towards zero below the frame, one rounding at the end, +0.0 for a zero total
+    assert fixed_point_accumulate(torch.tensor([[2.0**-65, 2.0**-65]])).item() == 0.0
+    assert fixed_point_accumulate(torch.tensor([[-(2.0**-64) * 1.5]])).item() == -(2.0**-64)
+    assert fixed_point_accumulate(torch.tensor([[1.0, 2.0**-24, 2.0**-24]])).item() == 1.0 + 2.0**-23
+    assert fp32_bits(fixed_point_accumulate(torch.tensor([[-0.0, -0.0], [3.0, -3.0]]))).tolist() == [0, 0]
+    # specials stay sticky, as IEEE's sums of them; a sum out of the frame gives NaN
+    got = fixed_point_accumulate(torch.tensor([[1.0, math.inf], [-math.inf, 2.0**70], [math.inf, -math.inf],
+                                               [math.nan, 1.0], [2.0**62, 2.0**62], [2.0**63, 0.0], [2.0**62, -(2.0**62)]]))
+    assert got[:2].tolist() == [math.inf, -math.inf] and got[2:6].isnan().all() and got[6].item() == 0.0
+    assert accumulate(torch.tensor([[1.0, 2.0**-24, 2.0**-24]]), 0).item() == 1.0 + 2.0**-23  # L = 0 is this order
+
+
+@pytest.mark.parametrize("accumulators", [0, 1, 3])
 def test_dense_tensordash_schedule_accumulates_as_the_baseline(accumulators):
     # Without zeros each scheduled cycle is a step, so the t-th cycle goes to the t-th step's partial.
     rng = np.random.default_rng(4)

@@ -1,0 +1,79 @@
+"""The fixed-point accumulator, bit for bit and cycle for cycle against the golden ``fixed_point_accumulate``, under
+idle cycles and pipeline-enable stalls (the tiles run it on both simulators)."""
+
+import math
+import random
+import struct
+
+import torch
+from amaranth.sim import Simulator
+
+from dashraker.hw.numerics import FixedPointAccumulator
+from dashraker.models.baseline import fixed_point_accumulate
+
+CANONICAL_NAN = 0x7FC00000
+EDGES = [0.0, -0.0, 2.0**-64, -2.0**-64, 2.0**-65, 3 * 2.0**-66, 2.0**62, -2.0**62, 2.0**63, -2.0**63, 2.0**127,
+         math.inf, -math.inf, math.nan, 1.0, 2.0**-24, 2.0**-25, 3 * 2.0**-25, (2**24 - 1) * 2.0**-88]
+
+
+def fp32(value):
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
+def bits(value):
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def passes(seed, count=150):
+    """Passes of 1 to 12 tree sums: normal, spread over the frame and past it, edge values, ties at fp32's LSB."""
+    rng = random.Random(seed)
+    draws = [lambda: rng.gauss(0, 1), lambda: rng.gauss(0, 1) * 2.0 ** rng.randint(-90, 70), lambda: rng.choice(EDGES)]
+    return [[fp32(rng.choice(draws)()) for _ in range(rng.randint(1, 12))] for _ in range(count)]
+
+
+def test_unit_matches_the_model():
+    seed = 0
+    stimulus = passes(seed, count=120)
+    # the edge cases whole: all zeros, every special alone and mixed, one pass at the frame's limit
+    stimulus += [[0.0] * 5, [-0.0], [math.inf, 1.0], [-math.inf, -math.inf], [math.inf, -math.inf], [math.nan, 1.0],
+                 [2.0**62, 2.0**62], [-(2.0**62), -(2.0**62)], [2.0**62, 2.0**62, -(2.0**62)], [2.0**70, math.inf]]
+    expected = [bits(value) if not math.isnan(value) else CANONICAL_NAN
+                for value in (fixed_point_accumulate(torch.tensor([sums]))[0].item() for sums in stimulus)]
+    dut = FixedPointAccumulator()
+    results, lasts, finished = [], [], []  # results, enabled cycle of each pass's last sum and of its result
+    rng = random.Random(seed)
+
+    async def bench(ctx):
+        enabled = 0
+
+        async def tick(valid, value=0.0, last=False):
+            nonlocal enabled
+            while rng.random() < 0.2:  # stalls: the enable low, the inputs held
+                ctx.set(dut.en, 0)
+                await ctx.tick()
+            ctx.set(dut.en, 1)
+            ctx.set(dut.valid, valid)
+            ctx.set(dut.sum.as_value(), bits(value))
+            ctx.set(dut.last, last)
+            if ctx.get(dut.result_valid):
+                results.append(ctx.get(dut.result.as_value()))
+                finished.append(enabled)
+            if valid and last:
+                lasts.append(enabled)
+            enabled += 1
+            await ctx.tick()
+
+        for sums in stimulus:
+            for index, value in enumerate(sums):
+                while rng.random() < 0.2:  # idle cycles between sums
+                    await tick(False)
+                await tick(True, value, index == len(sums) - 1)
+        for _ in range(dut.latency + 1):
+            await tick(False)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert results == expected
+    assert [done - last for last, done in zip(lasts, finished)] == [dut.latency] * len(stimulus)
