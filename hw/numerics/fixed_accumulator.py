@@ -6,13 +6,13 @@ from amaranth.lib import data, wiring
 from dashraker.formats import FIXED_POINT_FRAME
 from dashraker.hw.numerics.accumulator import ACCUMULATOR_SIGNATURE
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan, significand
-from dashraker.hw.numerics.rounding import leading_zeros, round_nearest_even
+from dashraker.hw.numerics.rounding import registered_leading_zeros, round_nearest_even
 
 __all__ = ["FixedPointAccumulator", "FIXED_ACCUMULATOR_LATENCY"]
 
 # Enabled cycles from a pass's last sum entering to its result: aligning, negating, the add
-# loop, then five rounding stages and the result register.
-FIXED_ACCUMULATOR_LATENCY = 9
+# loop, then six rounding stages and the result register.
+FIXED_ACCUMULATOR_LATENCY = 10
 
 # What a pass's specials make of its result; NONE: its rounded sum.
 SPECIALS = data.StructLayout({"nan": 1, "pos_inf": 1, "neg_inf": 1, "out": 1})
@@ -27,8 +27,9 @@ class FixedPointAccumulator(wiring.Component):
     each sum to the frame (bits below it dropped, towards zero) and a second stage
     negates it where it is negative, so the frame's add is the only one-cycle loop
     (about 110 MHz alone on ECP5, where the fp32 adder's loop gave 44). A pass's total
-    goes through five registered rounding stages: magnitude; leading and trailing
-    zeros; normalisation by 16 places, then by the rest; rounding to nearest even.
+    goes through six registered rounding stages: magnitude; leading and trailing
+    zeros of each 16 bits, then of the whole; normalisation by 16 places, then by the
+    rest; rounding to nearest even.
     IEEE's specials stay sticky over the pass: a NaN or Infs of both signs give the
     canonical NaN, an Inf of one sign that Inf; without them, a sum of 2^63 or more in
     magnitude or a running total leaving the frame gives the canonical NaN.
@@ -105,25 +106,22 @@ class FixedPointAccumulator(wiring.Component):
             with m.Elif(aligned_valid):
                 m.d.sync += [total.eq(added[:width]), total_specials.eq(specials)]
 
-        # Rounding, stage 1: sign and magnitude; stage 2: the magnitude's leading and trailing zeros.
+        # Rounding, stage 1: sign and magnitude; stage 2: the magnitude's leading and trailing zeros in each
+        # 16 bits; stage 3: those joined into its leading and trailing zeros.
         sign = Signal()
         magnitude = Signal(width)
         kind = Signal(range(4))
         rounding = Signal()  # the pass's valid, stage by stage
-        counted_sign = Signal()
-        counted = Signal(width)
-        counted_kind = Signal(range(4))
-        counted_valid = Signal()
-        zeros = Signal(range(width + 1))
-        trailing = Signal(range(width + 1))
         with m.If(self.en):
             m.d.sync += [sign.eq(passed < 0), magnitude.eq(Mux(passed < 0, -passed, passed)), kind.eq(passed_kind),
-                         rounding.eq(passed_valid),
-                         counted_sign.eq(sign), counted.eq(magnitude), counted_kind.eq(kind),
-                         counted_valid.eq(rounding),
-                         zeros.eq(leading_zeros(m, magnitude)), trailing.eq(leading_zeros(m, magnitude[::-1]))]
+                         rounding.eq(passed_valid)]
+        chunked_sign, chunked, chunked_kind, chunked_valid = _registered(m, self.en, sign, magnitude, kind, rounding)
+        chunked_zeros = registered_leading_zeros(m, self.en, magnitude)
+        chunked_trailing = registered_leading_zeros(m, self.en, magnitude[::-1])
+        counted_sign, counted, counted_kind, counted_valid, zeros, trailing = _registered(
+            m, self.en, chunked_sign, chunked, chunked_kind, chunked_valid, chunked_zeros, chunked_trailing)
 
-        # Stage 3: the leading one shifted into the top 16 places; the sticky bit: ones below the guard
+        # Stage 4: the leading one shifted into the top 16 places; the sticky bit: ones below the guard
         # bit (the leading one's place - 24), so more than 25 places from the top after the shift.
         coarse = Signal(40)
         fine = Signal(4)
@@ -138,7 +136,7 @@ class FixedPointAccumulator(wiring.Component):
                          exponent.eq(Mux(counted == 0, 0, width - 1 + lsb + 127 - zeros)),
                          coarse_sign.eq(counted_sign), coarse_kind.eq(counted_kind), coarse_valid.eq(counted_valid)]
 
-        # Stage 4: the leading one at the top: 24 bits, the guard bit, the sticky bit.
+        # Stage 5: the leading one at the top: 24 bits, the guard bit, the sticky bit.
         normalised = Signal(26)
         normalised_exponent = Signal(signed(10))
         normalised_sign = Signal()
@@ -149,7 +147,7 @@ class FixedPointAccumulator(wiring.Component):
                          normalised_sign.eq(coarse_sign), normalised_kind.eq(coarse_kind),
                          normalised_valid.eq(coarse_valid)]
 
-        # Stage 5: to nearest even (a zero total, positive, keeps exponent 0: +0.0); then the result register.
+        # Stage 6: to nearest even (a zero total, positive, keeps exponent 0: +0.0); then the result register.
         mantissa, rounded_exponent = round_nearest_even(m, normalised[2:], normalised_exponent,
                                                         guard=normalised[1], sticky=normalised[0])
         rounded = Signal(FP32_LAYOUT)
@@ -172,6 +170,14 @@ class FixedPointAccumulator(wiring.Component):
                     with m.Case(NEG_INF):
                         m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(1, 1)))
         return m
+
+
+def _registered(m, en, *values):
+    """Each of ``values`` registered (advancing while ``en`` is high): a pipeline stage's signals."""
+    registers = [Signal.like(value) for value in values]
+    with m.If(en):
+        m.d.sync += [register.eq(value) for register, value in zip(registers, values)]
+    return registers
 
 
 def _kind(specials):

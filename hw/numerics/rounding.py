@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
-__all__ = ["leading_zeros", "round_nearest_even"]
+__all__ = ["leading_zeros", "registered_leading_zeros", "round_nearest_even"]
 
 
 def leading_zeros(m, value):
@@ -11,22 +11,47 @@ def leading_zeros(m, value):
     Built as a balanced tree (each node joins the counts of its two halves), so its
     depth grows with log2 of the width instead of a priority chain per bit.
     """
-    width = len(value)
-    padded = 1 << max(0, (width - 1).bit_length())
-    # Pad with ones below the LSB: they never add leading zeros beyond the width.
-    zeros, empty = _zeros_and_empty(Cat(Const((1 << (padded - width)) - 1, padded - width), value))
-    result = Signal(range(width + 1))
-    m.d.comb += result.eq(Mux(empty, width, zeros))
+    zeros, empty = _join([(Const(0, 0), ~bit) for bit in _padded(value)])
+    result = Signal(range(len(value) + 1))
+    m.d.comb += result.eq(Mux(empty, len(value), zeros))
     return result
 
 
-def _zeros_and_empty(bits):
-    """(leading zeros, all zero) of a power-of-two wide value; the count is exact unless it is all zero."""
-    if len(bits) == 1:
-        return Const(0, 0), ~bits[0]
-    half = len(bits) // 2
-    high_zeros, high_empty = _zeros_and_empty(bits[half:])
-    low_zeros, low_empty = _zeros_and_empty(bits[:half])
+def registered_leading_zeros(m, en, value, chunk=16):
+    """``leading_zeros`` of ``value`` one cycle later (a cycle while ``en`` is high), in two halves.
+
+    The counts of each ``chunk`` bits (a power of two) are registered, then the tree
+    joins them, so a wide count fits a clock that the whole tree in one cycle misses.
+    """
+    bits = _padded(value)
+    nodes = []
+    for start in range(0, len(bits), chunk):
+        zeros, empty = _join([(Const(0, 0), ~bit) for bit in bits[start:start + chunk]])
+        registered = Signal(len(zeros), name=f"chunk{start // chunk}_zeros"), Signal(name=f"chunk{start // chunk}_empty")
+        with m.If(en):
+            m.d.sync += [registered[0].eq(zeros), registered[1].eq(empty)]
+        nodes.append(registered)
+    zeros, empty = _join(nodes)
+    result = Signal(range(len(value) + 1))
+    m.d.comb += result.eq(Mux(empty, len(value), zeros))
+    return result
+
+
+def _padded(value):
+    """``value`` widened to a power of two with ones below its LSB: they never add leading zeros beyond its width."""
+    width = len(value)
+    padded = 1 << max(0, (width - 1).bit_length())
+    return Cat(Const((1 << (padded - width)) - 1, padded - width), value)
+
+
+def _join(nodes):
+    """(leading zeros, all zero) of a power-of-two count of equal power-of-two wide parts, from each part's
+    (leading zeros, all zero), least significant part first; the count is exact unless all are zero."""
+    if len(nodes) == 1:
+        return nodes[0]
+    half = len(nodes) // 2
+    high_zeros, high_empty = _join(nodes[half:])
+    low_zeros, low_empty = _join(nodes[:half])
     return Mux(high_empty, Cat(low_zeros, Const(1, 1)), Cat(high_zeros, Const(0, 1))), high_empty & low_empty
 
 
