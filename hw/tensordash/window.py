@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from dashraker.formats import float_format
 from dashraker.hw.numerics import FloatLayout
 from dashraker.hw.tile_stream import step_layout
-from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging_layout
+from dashraker.hw.tensordash.mux import OperandMux, one_hot_mux, picks, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
 from dashraker.hw.tensordash.store import ENTRIES, StepStore
 from dashraker.models.tensordash import DEFAULT_PATTERN
@@ -159,23 +159,23 @@ class StagingWindow(wiring.Component):
             empty = Signal(name=f"empty{j}")
             m.d.comb += empty.eq(~_any(scheduler.remaining[j] != 0 for scheduler in schedulers))
             consumed.append(consumed[-1] & empty & ~ends[j - 1])
-        advance = Signal(range(width + 1))
-        m.d.comb += [
-            advance.eq(sum(consumed)),
-            decision.last.eq(_any(end & take for end, take in zip(ends, consumed))),
-        ]
-        shift = Mux(fire, advance, 0)
+        m.d.comb += decision.last.eq(_any(end & take for end, take in zip(ends, consumed)))
+        # The slots this cycle drops, one-hot (none unless it fires, else 1..H+1): each register of the
+        # loop takes one of its H+2 next values, computed beside the schedulers, with these selects.
+        drops = [~fire] + [fire & consumed[amount - 1] & ~consumed[amount] for amount in range(1, width)]
+        drops.append(fire & consumed[-1])
 
-        # Flag buffer: drop `shift` slots, append the accepted chunk's flags after the rest.
+        # Flag buffer: drop slots, append the accepted chunk's flags after the rest.
         chunk = self.steps.payload
-        with m.Switch(shift):
-            for amount in range(width + 1):
-                with m.Case(amount) if amount < width else m.Default():  # complete case (lint)
-                    for j in range(depth):
-                        self._refill(m, j, j + amount, schedulers, in_pass, chunk)
+        for j in range(depth):
+            nexts = [self._refill(j, j + amount, schedulers, in_pass, chunk) for amount in range(width + 1)]
+            m.d.sync += lasts[j].eq(one_hot_mux(drops, [last for last, _ in nexts]))
+            for r in range(self.rows):
+                m.d.sync += flags[j][r].eq(one_hot_mux(drops, [row_flags[r] for _, row_flags in nexts]))
+        added = Mux(accept, chunk.count, 0)
         m.d.sync += [
-            occupancy.eq(occupancy - shift + Mux(accept, chunk.count, 0)),
-            head.eq(_wrap(head + shift, depth)),
+            occupancy.eq(one_hot_mux(drops, [occupancy + added - amount for amount in range(width + 1)])),
+            head.eq(one_hot_mux(drops, [_wrap(head + amount, depth) for amount in range(width + 1)])),
         ]
 
         # Operand data: written once at the tail, read a cycle after the decision.
@@ -202,34 +202,36 @@ class StagingWindow(wiring.Component):
                 m.d.comb += mux.window[j].eq(store.window[j].rows[r])
         return m
 
-    def _refill(self, m, j, source, schedulers, in_pass, chunk):
-        """Slot j takes buffer slot ``source`` if the buffer holds it, else the chunk's matching step."""
+    def _refill(self, j, source, schedulers, in_pass, chunk):
+        """The end-of-pass bit and per-row flags slot j takes from buffer slot ``source`` if the buffer holds
+        it, else from the chunk's matching step."""
+        chunk_last, chunk_flags = self._from_chunk(source, chunk)
         if source >= self.depth:
-            self._take_chunk(m, j, source, chunk)
-            return
-        with m.If(self.occupancy > source):
-            m.d.sync += self.lasts[j].eq(self.lasts[source])
-            for r in range(self.rows):
-                kept = self.flags[source][r]
-                if source <= self.lookahead and source != j:  # a consumed window: issued values are gone
-                    kept = Mux(in_pass[source], schedulers[r].remaining[source], kept)
-                m.d.sync += self.flags[j][r].eq(kept)
-        with m.Else():
-            self._take_chunk(m, j, source, chunk)
+            return chunk_last, chunk_flags
+        held = self.occupancy > source
+        row_flags = []
+        for r in range(self.rows):
+            kept = self.flags[source][r]
+            if source <= self.lookahead and source != j:  # a consumed window: issued values are gone
+                kept = Mux(in_pass[source], schedulers[r].remaining[source], kept)
+            row_flags.append(Mux(held, kept, chunk_flags[r]))
+        return Mux(held, self.lasts[source], chunk_last), row_flags
 
-    def _take_chunk(self, m, j, source, chunk):
-        """Slot j takes the flags of step ``source - occupancy`` of the incoming chunk (garbage beyond its count
-        is never used)."""
+    def _from_chunk(self, source, chunk):
+        """The end-of-pass bit and per-row flags of step ``source - occupancy`` of the incoming chunk (garbage
+        beyond its count is never used)."""
         held_values = range(max(0, source - self.lookahead), min(source, self.depth) + 1)
-        with m.Switch(self.occupancy):
-            for held in held_values:
-                step = chunk.steps[source - held]
-                # The last possible occupancy is the default: the case is complete, for lint.
-                with m.Case(held) if held != held_values[-1] else m.Default():
-                    m.d.sync += self.lasts[j].eq(step.last)
-                    for r in range(self.rows):
-                        nonzero = [step.rows[r][lane].exp != 0 for lane in range(self.lanes)]
-                        m.d.sync += self.flags[j][r].eq(Cat(*nonzero))
+        last, row_flags = None, None
+        for held in reversed(held_values):  # the last possible occupancy is the default
+            step = chunk.steps[source - held]
+            step_flags = [Cat(*(step.rows[r][lane].exp != 0 for lane in range(self.lanes))) for r in range(self.rows)]
+            if last is None:
+                last, row_flags = step.last, step_flags
+            else:
+                hit = self.occupancy == held
+                last = Mux(hit, step.last, last)
+                row_flags = [Mux(hit, new, old) for new, old in zip(step_flags, row_flags)]
+        return last, row_flags
 
 
 def _wrap(position, depth):
