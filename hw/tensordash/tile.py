@@ -1,4 +1,4 @@
-"""The TensorDash tile: a staging window (row schedulers, step skipping) feeding R x C PEs."""
+"""The TensorDash tile: a staging window (row schedulers, step skipping, operand store, row muxes) feeding R x C PEs."""
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
@@ -20,8 +20,10 @@ class Tile(wiring.Component):
     """R x C TensorDash PEs sharing scheduled operands along rows and partner operands along columns.
 
     The ``StagingWindow`` takes chunks of up to H+1 steps, runs one ``Scheduler`` per
-    row and skips steps that are zero in every row; each of its scheduled cycles
-    drives every PE's operand muxes (``PE``). Those are exactly the reference
+    row and skips steps that are zero in every row; a cycle after each of its
+    scheduled cycles it issues every row's scheduled values (one ``OperandMux`` per
+    row) and every column's partner window, which each ``PE`` muxes with the same
+    selects. Those are exactly the reference
     model's cycles (``models.tensordash``): a pass of S dense steps takes ``cycles``
     scheduled cycles, counted here and reported with its result. A producer that
     offers H+1 steps per transfer keeps the window full, so passes run back to back
@@ -46,7 +48,8 @@ class Tile(wiring.Component):
     Attributes
     ----------
     latency : int
-        Cycles from a pass's last scheduled cycle to its result being valid.
+        Cycles from a pass's last scheduled cycle to its result being valid: the
+        window's decision register, then ``pe_latency``.
 
     Ports
     -----
@@ -65,7 +68,7 @@ class Tile(wiring.Component):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.accumulators = accumulators
-        self.latency = pe_latency(lanes, self.format, accumulators)
+        self.latency = 1 + pe_latency(lanes, self.format, accumulators)
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
             "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
@@ -80,11 +83,12 @@ class Tile(wiring.Component):
         enable = ~self.results.valid | self.results.ready
         m.d.comb += window.en.eq(enable)
 
-        # Cycles of the pass so far, delayed beside the PE pipelines.
+        # Cycles of the pass so far (counted on the window's registered decisions), delayed beside the PE pipelines.
         count = Signal(CYCLE_BITS)
         with m.If(window.valid & enable):
             m.d.sync += count.eq(Mux(window.last, 0, count + 1))
-        m.d.comb += self.results.payload.cycles.eq(delayed(m, enable, (count + 1)[:CYCLE_BITS], self.latency, "cycles"))
+        pe_delay = pe_latency(self.lanes, self.format, self.accumulators)
+        m.d.comb += self.results.payload.cycles.eq(delayed(m, enable, (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
 
         for r in range(self.rows):
             for c in range(self.cols):
@@ -94,8 +98,8 @@ class Tile(wiring.Component):
                     pe.en.eq(enable),
                     pe.valid.eq(window.valid),
                     pe.last.eq(window.last),
-                    pe.select.eq(window.select[r]),
-                    pe.a.eq(window.row_window[r]),
+                    pe.picks.eq(window.row_picks[r]),
+                    pe.a.eq(window.row_operands[r]),
                     pe.b.eq(window.col_window[c]),
                     self.results.payload.outputs[r][c].eq(pe.result),
                 ]

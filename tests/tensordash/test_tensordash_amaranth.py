@@ -112,3 +112,13 @@ def test_tile_with_partial_chunks_and_stalls():
     sizes = itertools.cycle([1, 2, 2, 1, 1])
     results, _ = run_tile(tile, a, b, sizes=sizes, in_stall=0.3, out_stall=0.4, seed=7)
     check_tile(tile, a, b, results)
+
+
+@pytest.mark.parametrize("steps", [1, 2, 4])
+def test_tile_with_short_passes_and_stalls(steps):
+    """Passes shorter than the window, chunks of 1..H+1 steps, and stalls holding decisions whose steps are freed."""
+    tile = Tile(rows=2, cols=2, lanes=8, fmt="bf16")
+    a, b = operands("random75", passes=12, rows=2, cols=2, steps=steps, lanes=8, fmt="bf16", seed=steps)
+    sizes = itertools.cycle([3, 1, 2, 3, 3, 2, 1])
+    results, _ = run_tile(tile, a, b, sizes=sizes, in_stall=0.2, out_stall=0.5, seed=steps)
+    check_tile(tile, a, b, results)

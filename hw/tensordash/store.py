@@ -1,0 +1,135 @@
+"""TensorDash's operand store: steps written once into H+1 banks, read as a rotated window of H+1 steps."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from dashraker.formats import float_format
+from dashraker.hw.tensordash.mux import one_hot_mux
+from dashraker.hw.tile_stream import step_layout
+
+__all__ = ["StepStore", "ENTRIES"]
+
+ENTRIES = 3  # per bank: the store holds 3(H+1) steps
+
+
+class StepStore(wiring.Component):
+    """A circular buffer of 3(H+1) steps whose data never moves once written.
+
+    Position p is entry p // (H+1) of bank p mod (H+1). Writes append at the
+    store's own tail; a write of up to H+1 consecutive steps and a read of the H+1
+    steps from a position both touch each bank at most once, so each bank has one
+    (H+1)-input write mux shared by its entries (which only take a write enable)
+    and one 3-input read mux, and the banks' outputs are rotated into window order.
+    Every mux is an AND-OR whose one-hot selects come straight from registers (the
+    tail, and the read position registered by ``read``), so no address decoding
+    lands in the data bits' logic.
+
+    Parameters
+    ----------
+    rows, cols, lanes, lookahead, fmt
+        As ``Tile``.
+
+    Attributes
+    ----------
+    depth : int
+        Positions, 3(H+1).
+    positions : list of Signal
+        The stored steps by position (read by the formal harness).
+    tail_bank, tail_entry : Signal
+        The tail (where the next write starts) as one-hot bank and entry (read by the formal harness).
+
+    Ports
+    -----
+    write : In(1)
+        Append ``count`` steps this cycle.
+    count : In(range(lookahead + 2))
+        Steps appended, 0..H+1.
+    steps : In(ArrayLayout(step_layout(rows, cols, lanes, fmt), lookahead + 1))
+        The steps to append (those beyond ``count`` are ignored).
+    read : In(1)
+        Take ``read_at`` as the window's position (registered).
+    read_at : In(range(depth))
+        Position of the window's first step.
+    window : Out(ArrayLayout(step_layout(rows, cols, lanes, fmt), lookahead + 1))
+        The steps from the position registered by the last ``read``, modulo ``depth``.
+    """
+
+    def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, fmt="bf16"):
+        if not isinstance(lookahead, int) or lookahead < 0:
+            raise ValueError(f"TensorDash lookahead must be a non-negative integer, not {lookahead!r}")
+        self.lookahead = lookahead
+        self.depth = depth = ENTRIES * (lookahead + 1)
+        layout = step_layout(rows, cols, lanes, float_format(fmt))
+        self.positions = [Signal(layout, name=f"position{p}") for p in range(depth)]
+        self.tail_bank = Signal(lookahead + 1, init=1)
+        self.tail_entry = Signal(ENTRIES, init=1)
+        steps = data.ArrayLayout(layout, lookahead + 1)
+        super().__init__({
+            "write": In(1),
+            "count": In(range(lookahead + 2)),
+            "steps": In(steps),
+            "read": In(1),
+            "read_at": In(range(depth)),
+            "window": Out(steps),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        banks = self.lookahead + 1
+        tail_bank, tail_entry = self.tail_bank, self.tail_entry
+
+        # Write: bank b takes the chunk's step i where the tail's bank is b - i, in the
+        # tail's entry, or the next one where the chunk wrapped past the last bank.
+        for bank in range(banks):
+            takes = [tail_bank[(bank - i) % banks] for i in range(banks)]
+            value = _one_hot_mux(m, takes, list(self.steps), f"write_value{bank}")
+            written = Signal(name=f"written{bank}")
+            m.d.comb += written.eq(self.write & _any(take & (self.count > i) for i, take in enumerate(takes)))
+            wrapped = _any(tail_bank[bank + 1:])
+            for entry in range(ENTRIES):
+                hit = (~wrapped & tail_entry[entry]) | (wrapped & tail_entry[entry - 1])
+                with m.If(written & hit):
+                    m.d.sync += self.positions[entry * banks + bank].eq(value)
+        with m.If(self.write):
+            with m.Switch(self.count):
+                for count in range(banks + 1):
+                    with m.Case(count) if count < banks else m.Default():  # complete case (lint)
+                        wraps = _any(tail_bank[banks - count:]) if count else 0
+                        m.d.sync += [tail_bank.eq(tail_bank.rotate_left(count)),
+                                     tail_entry.eq(Mux(wraps, tail_entry.rotate_left(1), tail_entry))]
+
+        # Read: the registered position as one-hot selects, then each bank's entry and the rotation.
+        read_bank = Signal(banks, name="read_bank")
+        read_entries = [Signal(ENTRIES, name=f"read_entry{bank}") for bank in range(banks)]
+        first_bank, first_entry = self.read_at % banks, self.read_at // banks
+        with m.If(self.read):
+            m.d.sync += read_bank.eq(_decode(first_bank, banks))
+            for bank, read_entry in enumerate(read_entries):
+                # A bank before the first one holds the window's later steps: the next entry.
+                entry = first_entry + (bank < first_bank)
+                m.d.sync += read_entry.eq(_decode(Mux(entry >= ENTRIES, entry - ENTRIES, entry), ENTRIES))
+        outputs = [_one_hot_mux(m, list(read_entry), self.positions[bank::banks], f"bank{bank}")
+                   for bank, read_entry in enumerate(read_entries)]
+        for step in range(banks):
+            rotated = [outputs[(first + step) % banks] for first in range(banks)]
+            m.d.comb += self.window[step].eq(_one_hot_mux(m, list(read_bank), rotated, f"window{step}"))
+        return m
+
+
+def _one_hot_mux(m, selects, values, name):
+    """``one_hot_mux`` into a signal named ``name`` of the values' layout."""
+    picked = Signal(values[0].shape(), name=name)
+    m.d.comb += picked.eq(one_hot_mux(selects, values))
+    return picked
+
+
+def _any(values):
+    """OR of one-bit values (an empty list gives 0)."""
+    values = list(values)
+    return Cat(*values).any() if values else Const(0, 1)
+
+
+def _decode(index, size):
+    """``index`` (0 <= index < size) as a one-hot value of ``size`` bits."""
+    return Cat(index == value for value in range(size))
