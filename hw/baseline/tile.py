@@ -30,7 +30,7 @@ class Tile(wiring.Component):
     fmt : "bf16" | "fp32"
         Operand format.
     accumulators : int
-        Interleaved partial fp32 accumulators L per PE (``MacUnit``).
+        Interleaved partial fp32 accumulators L per PE, 0 for the fixed-point one (``MacUnit``).
 
     Attributes
     ----------

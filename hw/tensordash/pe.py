@@ -34,7 +34,7 @@ class PE(wiring.Component):
     fmt : "bf16" | "fp32"
         Operand format.
     accumulators : int
-        Interleaved partial fp32 accumulators L (``MacUnit``).
+        Interleaved partial fp32 accumulators L, 0 for the fixed-point one (``MacUnit``).
 
     Attributes
     ----------
