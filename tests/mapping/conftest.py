@@ -1,7 +1,21 @@
 """Layers with real tensors for the mapper tests: PyTorch computes the activations and gradients."""
 
+import signal
+
 import pytest
 from layer_cases import make_layer
+
+
+@pytest.fixture
+def sigint_delivered():
+    """Commands the test starts take SIGINT as from a terminal, even where this run was started with it ignored.
+
+    A shell starts background jobs with SIGINT ignored, Python keeps an ignored SIGINT,
+    and children inherit it; a Python handler here instead lets them exec with the default.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

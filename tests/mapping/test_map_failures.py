@@ -96,6 +96,7 @@ def _alive(pid):
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.usefixtures("sigint_delivered")
 def test_a_signal_ends_the_workers_and_keeps_the_outputs(mobilenet_trace, tmp_path, signum, status):
     out = tmp_path / "out"
     out.mkdir()
