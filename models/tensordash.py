@@ -326,7 +326,8 @@ def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1):
     lane = torch.where(idle, 0, lane)
     pass_index = torch.arange(passes)[:, None, None]
     row_index = torch.arange(rows)[None, :, None]
-    sums, running = [], []  # per cycle: the tree sums [passes, rows, cols] (+0.0 past a pass's end), and where
+    # per cycle: the tree sums [passes, rows, cols] (+0.0 past a pass's end) and whether each pass still runs
+    sums, running = [], []
     for cycle in range(step.shape[1]):
         s, i = step[:, cycle], lane[:, cycle]  # [passes, rows, lanes]
         a_issued = a[pass_index, row_index, s, i]  # [passes, rows, lanes]

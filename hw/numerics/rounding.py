@@ -11,10 +11,7 @@ def leading_zeros(m, value):
     Built as a balanced tree (each node joins the counts of its two halves), so its
     depth grows with log2 of the width instead of a priority chain per bit.
     """
-    zeros, empty = _join([(Const(0, 0), ~bit) for bit in _padded(value)])
-    result = Signal(range(len(value) + 1))
-    m.d.comb += result.eq(Mux(empty, len(value), zeros))
-    return result
+    return _count(m, value, *_bits_joined(_padded(value)))
 
 
 def registered_leading_zeros(m, en, value, chunk=16):
@@ -26,15 +23,25 @@ def registered_leading_zeros(m, en, value, chunk=16):
     bits = _padded(value)
     nodes = []
     for start in range(0, len(bits), chunk):
-        zeros, empty = _join([(Const(0, 0), ~bit) for bit in bits[start:start + chunk]])
-        registered = Signal(len(zeros), name=f"chunk{start // chunk}_zeros"), Signal(name=f"chunk{start // chunk}_empty")
+        zeros, empty = _bits_joined(bits[start:start + chunk])
+        name = f"chunk{start // chunk}"
+        registered = Signal(len(zeros), name=f"{name}_zeros"), Signal(name=f"{name}_empty")
         with m.If(en):
             m.d.sync += [registered[0].eq(zeros), registered[1].eq(empty)]
         nodes.append(registered)
-    zeros, empty = _join(nodes)
+    return _count(m, value, *_join(nodes))
+
+
+def _count(m, value, zeros, empty):
+    """The leading zeros of ``value`` as a signal, from the tree's count and all-zero flag."""
     result = Signal(range(len(value) + 1))
     m.d.comb += result.eq(Mux(empty, len(value), zeros))
     return result
+
+
+def _bits_joined(bits):
+    """``_join`` over single bits: (leading zeros, all zero) of a power-of-two wide value."""
+    return _join([(Const(0, 0), ~bit) for bit in bits])
 
 
 def _padded(value):
