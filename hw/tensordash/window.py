@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from dashraker.formats import float_format
 from dashraker.hw.numerics import FloatLayout
 from dashraker.hw.tile_stream import step_layout
-from dashraker.hw.tensordash.mux import OperandMux, one_hot_mux, picks, picks_layout, staging_layout
+from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
 from dashraker.hw.tensordash.store import ENTRIES, StepStore
 from dashraker.models.tensordash import DEFAULT_PATTERN
@@ -49,7 +49,10 @@ class StagingWindow(wiring.Component):
     ``Scheduler`` picks its lanes' values and, when ``en`` is high, the flag buffer
     drops the head step and the following steps that are now zero in every row, at
     most H of them and never past the pass's last step; an issued value's flag is
-    cleared. That loop is all that runs in one cycle.
+    cleared. That loop is all that runs in one cycle, so it starts at registers only (the
+    window's pass state is kept beside the buffer, not derived from the occupancy) and ends
+    in a choice among next values computed beside the schedulers, selected last by the
+    steps' emptiness.
 
     The operand data never moves: each step is written once into a ``StepStore``,
     whose tail follows the flag buffer's. The cycle's decision (``decision``: selects,
@@ -74,6 +77,10 @@ class StagingWindow(wiring.Component):
     flags, lasts, occupancy, head : Signal
         The buffer state (per-row non-zero flags and end-of-pass bit per slot, steps held,
         the store position of slot 0), read by the formal harness.
+    in_pass, ends, scheduled : Signal
+        The window's pass state, registered (``_pass_state`` of the buffer state): which of its
+        H+1 slots belong to the head's pass, which of them ends it, and whether the cycle is a
+        scheduled one.
     decision : Signal(decision_layout(rows, lanes, lookahead, pattern))
         This cycle's schedule (combinational), read by the formal harness.
     store : StepStore
@@ -112,6 +119,9 @@ class StagingWindow(wiring.Component):
         self.lasts = [Signal(name=f"last{j}") for j in range(depth)]
         self.occupancy = Signal(range(depth + 1))
         self.head = Signal(range(depth))
+        self.in_pass = Signal(lookahead + 1)
+        self.ends = Signal(lookahead + 1)
+        self.scheduled = Signal()
         self.decision = Signal(decision_layout(rows, lanes, lookahead, self.pattern))
         window = staging_layout(lanes, lookahead, self.format)
         super().__init__({
@@ -131,16 +141,11 @@ class StagingWindow(wiring.Component):
         m.d.comb += self.steps.ready.eq((occupancy <= depth - width) & self.en)
         accept = self.steps.valid & self.steps.ready
 
-        # Window slots that belong to the head's pass, and where that pass ends.
-        in_pass, ends = [], []
-        before_end = Const(1, 1)
-        for j in range(width):
-            member = Signal(name=f"in_pass{j}")
-            m.d.comb += member.eq((occupancy > j) & before_end)
-            in_pass.append(member)
-            ends.append(member & lasts[j])
-            before_end = before_end & ~lasts[j]
-        m.d.comb += [decision.valid.eq((occupancy >= width) | _any(ends)), decision.head.eq(head)]
+        # The pass state of the window (which slots belong to the head's pass, which of them ends it, whether
+        # this is a scheduled cycle) is registered beside the buffer it follows, so that the loop starts at
+        # registers rather than at the occupancy's comparisons.
+        in_pass, ends, scheduled = self.in_pass, self.ends, self.scheduled
+        m.d.comb += [decision.valid.eq(scheduled), decision.head.eq(head)]
         fire = decision.valid & self.en
 
         # Row schedulers on the masked window.
@@ -160,22 +165,35 @@ class StagingWindow(wiring.Component):
             m.d.comb += empty.eq(~_any(scheduler.remaining[j] != 0 for scheduler in schedulers))
             consumed.append(consumed[-1] & empty & ~ends[j - 1])
         m.d.comb += decision.last.eq(_any(end & take for end, take in zip(ends, consumed)))
-        # The slots this cycle drops, one-hot (none unless it fires, else 1..H+1): each register of the
-        # loop takes one of its H+2 next values, computed beside the schedulers, with these selects.
-        drops = [~fire] + [fire & consumed[amount - 1] & ~consumed[amount] for amount in range(1, width)]
-        drops.append(fire & consumed[-1])
+        # Each register of the loop takes one of its H+2 next values (no slot dropped unless it fires, else 1..H+1
+        # slots), all computed beside the schedulers; the steps' emptiness, known last, selects last.
+        def advance(values):
+            values = [Mux(fire, value, values[0]) for value in values]
+            taken = values[-1]
+            for amount in reversed(range(1, width)):
+                taken = Mux(consumed[amount], taken, values[amount])
+            return taken
 
         # Flag buffer: drop slots, append the accepted chunk's flags after the rest.
         chunk = self.steps.payload
+        nexts_last = []
         for j in range(depth):
             nexts = [self._refill(j, j + amount, schedulers, in_pass, chunk) for amount in range(width + 1)]
-            m.d.sync += lasts[j].eq(one_hot_mux(drops, [last for last, _ in nexts]))
+            nexts_last.append([last for last, _ in nexts])
+            m.d.sync += lasts[j].eq(advance(nexts_last[j]))
             for r in range(self.rows):
-                m.d.sync += flags[j][r].eq(one_hot_mux(drops, [row_flags[r] for _, row_flags in nexts]))
+                m.d.sync += flags[j][r].eq(advance([row_flags[r] for _, row_flags in nexts]))
         added = Mux(accept, chunk.count, 0)
+        occupancies = [Signal.like(occupancy, name=f"occupancy_after_drop{amount}") for amount in range(width + 1)]
+        m.d.comb += [after.eq(occupancy + added - amount) for amount, after in enumerate(occupancies)]
+        pass_states = [_pass_state(after, [nexts_last[j][amount] for j in range(width)])
+                       for amount, after in enumerate(occupancies)]
         m.d.sync += [
-            occupancy.eq(one_hot_mux(drops, [occupancy + added - amount for amount in range(width + 1)])),
-            head.eq(one_hot_mux(drops, [_wrap(head + amount, depth) for amount in range(width + 1)])),
+            occupancy.eq(advance(occupancies)),
+            head.eq(advance([_wrap(head + amount, depth) for amount in range(width + 1)])),
+            in_pass.eq(advance([Cat(*state[0]) for state in pass_states])),
+            ends.eq(advance([Cat(*state[1]) for state in pass_states])),
+            scheduled.eq(advance([state[2] for state in pass_states])),
         ]
 
         # Operand data: written once at the tail, read a cycle after the decision.
@@ -232,6 +250,18 @@ class StagingWindow(wiring.Component):
                 last = Mux(hit, step.last, last)
                 row_flags = [Mux(hit, new, old) for new, old in zip(step_flags, row_flags)]
         return last, row_flags
+
+
+def _pass_state(occupancy, lasts):
+    """For a buffer holding ``occupancy`` steps whose window slots end passes where ``lasts`` are high: which
+    window slots belong to the head's pass, which of them ends it, and whether the window can be scheduled (it
+    holds H+1 steps or the end of a pass)."""
+    in_pass, ends, before_end = [], [], Const(1, 1)
+    for j, last in enumerate(lasts):
+        in_pass.append((occupancy > j) & before_end)
+        ends.append(in_pass[-1] & last)
+        before_end = before_end & ~last
+    return in_pass, ends, (occupancy >= len(lasts)) | _any(ends)
 
 
 def _wrap(position, depth):
