@@ -266,17 +266,20 @@ def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, modules,
     def show(seed):
         return lambda line: bar.set_postfix_str(f"seed {seed}: {line}"[:60], refresh=True)
 
+    def describe(left):
+        names = (f"seeds {', '.join(map(str, left))} ({min(jobs, len(left))} at once)" if len(left) > 1
+                 else f"seed {left[0]}")
+        bar.set_description(f"fpga {design}: place & route, {names}", refresh=False)  # drawn with the next line
+
     runs = dict(kept)
     bar.update(len(kept))
     todo = [seed for seed in seeds if seed not in kept]
-    if todo:
-        bar.set_description(f"fpga {design}: place & route, seed{'s' if len(todo) > 1 else ''} "
-                            f"{', '.join(map(str, todo))} ({min(jobs, len(todo))} at once)")
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="nextpnr") as executor:
         try:
             pending = {executor.submit(_place_and_route, target, out, clock_mhz, seed, router, modules, resources,
                                        show(seed), processes): seed for seed in todo}
             while pending:
+                describe(sorted(pending.values()))
                 # a timeout: a signal that the OS gives a worker thread runs its handler here within a second
                 finished, _ = wait(pending, timeout=1, return_when=FIRST_COMPLETED)
                 for future in sorted(finished, key=pending.get):

@@ -182,7 +182,7 @@ def test_compare_seeds_take_the_median_and_reuse_finished_seeds(tmp_path, capsys
         assert status == 0, err
         return printed, json.loads((out / "report.json").read_text())
 
-    printed, report = compare("--seeds", "2")
+    printed, report = compare("--seeds", "2", "--jobs", "2")  # placed and routed at once
     assert f"-> {out}\n" in printed
     assert [run["seed"] for run in report["seeds"]] == [1, 2]
     fmaxes = sorted(run["fmax_mhz"] for run in report["seeds"])
