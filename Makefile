@@ -35,18 +35,21 @@ clean:
 # FPGA (slow: many hours on 2 cores; finished configurations and placement seeds are reused), placed and
 # routed for ECP5-85k with three placement seeds each (the median Fmax): the designs compared at 8 lanes
 # in bf16 and fp32 (FPRaker's default among them), the baseline and TensorDash in 2x2 tiles at 8 lanes in
-# bf16, at 16 lanes in bf16 (the baseline's and TensorDash's defaults; FPRaker routed by router2, which
-# copes with its congestion), and the loops and units that bound Fmax alone. Throughput per LUT at the
-# speedups of `make demo`'s mapping when it exists (or FPGA_MAP=map.json) and at TensorDash 2x.
+# bf16, at 16 lanes in bf16 (the baseline's and TensorDash's defaults; FPRaker and the 2x2 tiles routed by
+# router2, which copes with their congestion), and the loops and units that bound Fmax alone. The seeds of a
+# configuration are placed and routed at once (FPGA_JOBS). Throughput per LUT at the speedups of `make demo`'s
+# mapping when it exists (or FPGA_MAP=map.json) and at TensorDash 2x.
 FPGA_OUT ?= build/fpga
 FPGA_MAP ?= $(wildcard $(DEMO_OUT)/map/map.json)
 FPGA_SEEDS ?= 3
-FPGA_COMPARE = $(BIN)/dashraker fpga compare --seeds $(FPGA_SEEDS) $(if $(FPGA_MAP),--map $(FPGA_MAP)) \
+FPGA_JOBS ?= $(FPGA_SEEDS)
+FPGA_COMPARE = $(BIN)/dashraker fpga compare --seeds $(FPGA_SEEDS) --jobs $(FPGA_JOBS) $(if $(FPGA_MAP),--map $(FPGA_MAP)) \
 	--speedup tensordash=2 $(FPGA_ARGS)
 .PHONY: fpga
 fpga: setup
 	$(FPGA_COMPARE) --lanes 8 --dtypes bf16,fp32 --out $(FPGA_OUT)/lanes8
-	$(FPGA_COMPARE) --lanes 8 --rows 2 --cols 2 --dtypes bf16 --designs baseline,tensordash --out $(FPGA_OUT)/lanes8-2x2
+	$(FPGA_COMPARE) --lanes 8 --rows 2 --cols 2 --dtypes bf16 --designs baseline,tensordash --router router2 \
+		--out $(FPGA_OUT)/lanes8-2x2
 	$(FPGA_COMPARE) --lanes 16 --dtypes bf16 --designs baseline,tensordash --out $(FPGA_OUT)/lanes16
 	$(FPGA_COMPARE) --lanes 16 --dtypes bf16 --designs fpraker --router router2 --out $(FPGA_OUT)/lanes16-router2
 	$(BIN)/python bench/fpga_units.py --out $(FPGA_OUT)/units
