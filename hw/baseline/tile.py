@@ -1,12 +1,13 @@
 """Dense baseline: an R x C tile of N-lane MAC PEs with stream interfaces."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import BASELINE
 from dashraker.formats import float_format
 from dashraker.hw.numerics import MacUnit, mac_latency
+from dashraker.hw.result_queue import QUEUE_LATENCY, ResultQueue
 from dashraker.hw.tile_stream import result_layout, step_layout
 
 __all__ = ["Tile"]
@@ -35,8 +36,8 @@ class Tile(wiring.Component):
     Attributes
     ----------
     latency : int
-        Cycles from accepting a pass's last step to its result being valid:
-        ``1 + mac_latency(lanes, fmt, accumulators)``.
+        Cycles from accepting a pass's last step to its result being valid at an empty
+        queue's output: ``1 + mac_latency(lanes, fmt, accumulators) + QUEUE_LATENCY``.
 
     Ports
     -----
@@ -51,7 +52,8 @@ class Tile(wiring.Component):
         self.format = float_format(fmt)
         BASELINE.params(rows=rows, cols=cols, lanes=lanes, fmt=self.format.name, accumulators=accumulators)
         self.rows, self.cols, self.lanes, self.accumulators = rows, cols, lanes, accumulators
-        self.latency = 1 + mac_latency(lanes, self.format, accumulators)
+        self.pipeline_latency = 1 + mac_latency(lanes, self.format, accumulators)
+        self.latency = self.pipeline_latency + QUEUE_LATENCY
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, fmt))),
             "results": Out(stream.Signature(result_layout(rows, cols))),
@@ -59,24 +61,24 @@ class Tile(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # Everything advances unless a result is waiting for the consumer.
-        enable = ~self.results.valid | self.results.ready
-        m.d.comb += self.steps.ready.eq(enable)
+        m.submodules.queue = queue = ResultQueue(result_layout(self.rows, self.cols), self.pipeline_latency + 1)
+        wiring.connect(m, queue.results, wiring.flipped(self.results))
+        accept = self.steps.valid & queue.room
+        m.d.comb += [self.steps.ready.eq(queue.room), queue.accepted_last.eq(accept & self.steps.payload.last)]
         step = Signal.like(self.steps.payload)
         step_valid = Signal()
-        with m.If(enable):
-            m.d.sync += [step.eq(self.steps.payload), step_valid.eq(self.steps.valid)]
+        m.d.sync += [step.eq(self.steps.payload), step_valid.eq(accept)]
         for row in range(self.rows):
             for col in range(self.cols):
                 pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format, self.accumulators)
                 m.d.comb += [
-                    pe.en.eq(enable),
+                    pe.en.eq(Const(1)),
                     pe.valid.eq(step_valid),
                     pe.last.eq(step.last),
                     pe.a.eq(step.rows[row]),
                     pe.b.eq(step.cols[col]),
-                    self.results.payload.outputs[row][col].eq(pe.result),
+                    queue.push.payload.outputs[row][col].eq(pe.result),
                 ]
                 if row == col == 0:
-                    m.d.comb += self.results.valid.eq(pe.result_valid)
+                    m.d.comb += queue.push.valid.eq(pe.result_valid)
         return m
