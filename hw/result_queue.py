@@ -18,9 +18,9 @@ class ResultQueue(wiring.Component):
     routing). Instead the pipeline runs freely and its results wait here: a step is
     accepted only while every pass that could end in the pipeline still has room,
     counting the results already queued and the passes whose last step is in
-    flight. The queue holds ``in_flight + 4`` results: a consumer that is always
-    ready then never throttles the steps (the queue's own latency keeps up to three
-    results in it).
+    flight. The queue holds ``in_flight + 4`` results, so that a consumer that is
+    always ready never throttles the steps (results also spend the queue's own
+    latency in it).
 
     Parameters
     ----------

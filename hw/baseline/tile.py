@@ -35,9 +35,12 @@ class Tile(wiring.Component):
 
     Attributes
     ----------
+    pipeline_latency : int
+        Cycles from accepting a pass's last step to its result leaving the PEs:
+        ``1 + mac_latency(lanes, fmt, accumulators)``.
     latency : int
         Cycles from accepting a pass's last step to its result being valid at an empty
-        queue's output: ``1 + mac_latency(lanes, fmt, accumulators) + QUEUE_LATENCY``.
+        queue's output: ``pipeline_latency + QUEUE_LATENCY``.
 
     Ports
     -----
