@@ -1,12 +1,13 @@
 """The TensorDash tile: a staging window (row schedulers, step skipping, operand store, row muxes) feeding R x C PEs."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import TENSORDASH
 from dashraker.formats import float_format
 from dashraker.hw.numerics.pipeline import delayed
+from dashraker.hw.result_queue import QUEUE_LATENCY, ResultQueue
 from dashraker.hw.tensordash.pe import PE, pe_latency
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.hw.tensordash.window import StagingWindow, chunk_layout
@@ -27,7 +28,9 @@ class Tile(wiring.Component):
     model's cycles (``models.tensordash``): a pass of S dense steps takes ``cycles``
     scheduled cycles, counted here and reported with its result. A producer that
     offers H+1 steps per transfer keeps the window full, so passes run back to back
-    with no idle cycle. Everything stalls while a result waits on a stalled output.
+    with no idle cycle. Only the window's decisions wait: the PEs run every cycle and
+    their results wait in a ``ResultQueue``, which holds the decisions back while it
+    could fill.
     The schedule uses only the scheduled (row) operand.
 
     Parameters
@@ -47,9 +50,12 @@ class Tile(wiring.Component):
 
     Attributes
     ----------
-    latency : int
-        Cycles from a pass's last scheduled cycle to its result being valid: the
+    pipeline_latency : int
+        Cycles from a pass's last scheduled cycle to its result leaving the PEs: the
         window's decision register, then ``pe_latency``.
+    latency : int
+        Cycles from a pass's last scheduled cycle to its result being valid at an empty
+        queue's output: ``pipeline_latency + QUEUE_LATENCY``.
 
     Ports
     -----
@@ -68,7 +74,8 @@ class Tile(wiring.Component):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.accumulators = accumulators
-        self.latency = 1 + pe_latency(lanes, self.format, accumulators)
+        self.pipeline_latency = 1 + pe_latency(lanes, self.format, accumulators)
+        self.latency = self.pipeline_latency + QUEUE_LATENCY
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
             "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
@@ -79,30 +86,32 @@ class Tile(wiring.Component):
         m.submodules.window = window = StagingWindow(
             self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
-        # Everything advances unless a result is waiting for the consumer.
-        enable = ~self.results.valid | self.results.ready
-        m.d.comb += window.en.eq(enable)
+        m.submodules.queue = queue = ResultQueue(result_layout(self.rows, self.cols, cycles=True),
+                                                 self.pipeline_latency + 1)
+        wiring.connect(m, queue.results, wiring.flipped(self.results))
+        decision = window.decision
+        m.d.comb += [window.en.eq(queue.room), queue.accepted_last.eq(queue.room & decision.valid & decision.last)]
 
         # Cycles of the pass so far (counted on the window's registered decisions), delayed beside the PE pipelines.
         count = Signal(CYCLE_BITS)
-        with m.If(window.valid & enable):
+        with m.If(window.valid):
             m.d.sync += count.eq(Mux(window.last, 0, count + 1))
         pe_delay = pe_latency(self.lanes, self.format, self.accumulators)
-        m.d.comb += self.results.payload.cycles.eq(delayed(m, enable, (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
+        m.d.comb += queue.push.payload.cycles.eq(delayed(m, Const(1), (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
 
         for r in range(self.rows):
             for c in range(self.cols):
                 pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.lookahead, self.pattern, self.format,
                                                      self.accumulators)
                 m.d.comb += [
-                    pe.en.eq(enable),
+                    pe.en.eq(Const(1)),
                     pe.valid.eq(window.valid),
                     pe.last.eq(window.last),
                     pe.picks.eq(window.row_picks[r]),
                     pe.a.eq(window.row_operands[r]),
                     pe.b.eq(window.col_window[c]),
-                    self.results.payload.outputs[r][c].eq(pe.result),
+                    queue.push.payload.outputs[r][c].eq(pe.result),
                 ]
                 if r == c == 0:
-                    m.d.comb += self.results.valid.eq(pe.result_valid)
+                    m.d.comb += queue.push.valid.eq(pe.result_valid)
         return m

@@ -60,10 +60,11 @@ class StagingWindow(wiring.Component):
     and the next cycle reads the window from the store: the partner operands go out
     per column (``col_window``, each PE muxes its own) and every row's
     ``OperandMux`` picks and registers the scheduled values once for the row
-    (``row_operands``). ``steps.ready`` needs room for H+1 steps and ``en``: a
-    stalled decision's freed steps are read only once ``en`` returns, so no chunk
-    may overwrite them before. A producer offering H+1 steps per transfer keeps the
-    window full.
+    (``row_operands``). Only the decision waits on ``en``: what follows it runs
+    every cycle, so a taken decision's steps are read the next cycle, before any
+    chunk can overwrite them, and a tile's PEs need no enable. ``steps.ready`` needs
+    room for H+1 steps; a producer offering H+1 steps per transfer keeps the window
+    full.
 
     Parameters
     ----------
@@ -89,11 +90,12 @@ class StagingWindow(wiring.Component):
     Ports
     -----
     en : In(1)
-        Advance: the scheduled cycle (if any) is taken and everything registered moves on.
+        Take this cycle's decision (if it is a scheduled cycle): the buffer advances and
+        the decision is issued. Low, nothing moves but the chunks coming in.
     steps : In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, fmt)))
         Operand steps; ``count`` must be 1..H+1; every pass has at least one step.
     valid : Out(1)
-        The decision of the enabled cycle before was a scheduled cycle.
+        A decision was taken the cycle before.
     last : Out(1)
         That cycle ends its pass.
     row_picks : Out(ArrayLayout(picks_layout(lanes, pattern), rows))
@@ -105,8 +107,8 @@ class StagingWindow(wiring.Component):
     col_window : Out(ArrayLayout(staging_layout(lanes, lookahead, fmt), cols))
         That cycle's window of partner operand values, per column.
     row_operands : Out(ArrayLayout(ArrayLayout(FloatLayout(fmt), lanes), rows))
-        The scheduled values every row issues for that cycle, registered: one enabled
-        cycle after ``valid``, ``row_picks`` and ``col_window``.
+        The scheduled values every row issues for that cycle, registered: one cycle after
+        ``valid``, ``row_picks`` and ``col_window``.
     """
 
     def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
@@ -138,7 +140,7 @@ class StagingWindow(wiring.Component):
         m = Module()
         width, depth = self.lookahead + 1, self.depth
         flags, lasts, occupancy, head, decision = self.flags, self.lasts, self.occupancy, self.head, self.decision
-        m.d.comb += self.steps.ready.eq((occupancy <= depth - width) & self.en)
+        m.d.comb += self.steps.ready.eq(occupancy <= depth - width)
         accept = self.steps.valid & self.steps.ready
 
         # The pass state of the window (which slots belong to the head's pass, which of them ends it, whether
@@ -202,20 +204,19 @@ class StagingWindow(wiring.Component):
             store.write.eq(accept),
             store.count.eq(chunk.count),
             store.steps.eq(chunk.steps),
-            store.read.eq(self.en),
+            store.read.eq(1),
             store.read_at.eq(decision.head),
         ]
-        with m.If(self.en):
-            m.d.sync += [self.valid.eq(decision.valid), self.last.eq(decision.last)]
-            for r in range(self.rows):
-                for lane in range(self.lanes):
-                    m.d.sync += self.row_picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
+        m.d.sync += [self.valid.eq(fire), self.last.eq(decision.last)]
+        for r in range(self.rows):
+            for lane in range(self.lanes):
+                m.d.sync += self.row_picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
         for c in range(self.cols):
             for j in range(width):
                 m.d.comb += self.col_window[c][j].eq(store.window[j].cols[c])
         for r in range(self.rows):
             mux = m.submodules[f"row_mux{r}"] = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
-            m.d.comb += [mux.en.eq(self.en), mux.picks.eq(self.row_picks[r]), self.row_operands[r].eq(mux.operands)]
+            m.d.comb += [mux.en.eq(1), mux.picks.eq(self.row_picks[r]), self.row_operands[r].eq(mux.operands)]
             for j in range(width):
                 m.d.comb += mux.window[j].eq(store.window[j].rows[r])
         return m
