@@ -18,8 +18,8 @@ class ResultQueue(wiring.Component):
     routing). Instead the pipeline runs freely and its results wait here: a step is
     accepted only while every pass that could end in the pipeline still has room,
     counting the results already queued and the passes whose last step is in
-    flight. The queue holds ``in_flight + 4`` results, so that a consumer that is
-    always ready never throttles the steps (results also spend the queue's own
+    flight. The queue holds ``in_flight + late + 4`` results, so that a consumer that
+    is always ready never throttles the steps (results also spend the queue's own
     latency in it).
 
     Parameters
@@ -29,11 +29,15 @@ class ResultQueue(wiring.Component):
     in_flight : int
         The most passes whose last step is accepted but whose result is not yet in
         the queue: the tile's pipeline latency plus one.
+    late : int
+        Cycles by which ``accepted_last`` follows the acceptance it reports (a tile may
+        report a registered copy to keep its own decision logic off the counter); so
+        many more results are kept free.
 
     Ports
     -----
     accepted_last : In(1)
-        A pass's last step was accepted this cycle.
+        A pass's last step was accepted this cycle (``late`` cycles ago).
     push : In(stream.Signature(layout))
         Results from the pipeline, one per pass; ``push.ready`` is always high (room is
         reserved when the pass's last step is accepted).
@@ -43,10 +47,12 @@ class ResultQueue(wiring.Component):
         The queued results, in order.
     """
 
-    def __init__(self, layout, in_flight):
+    def __init__(self, layout, in_flight, late=0):
         if not isinstance(in_flight, int) or in_flight < 1:
             raise ValueError(f"in_flight must be a positive integer, not {in_flight!r}")
-        self.in_flight, self.depth = in_flight, in_flight + 4
+        if not isinstance(late, int) or late < 0:
+            raise ValueError(f"late must be a non-negative integer, not {late!r}")
+        self.in_flight, self.late, self.depth = in_flight, late, in_flight + late + 4
         super().__init__({
             "accepted_last": In(1),
             "push": In(stream.Signature(layout)),
@@ -63,7 +69,7 @@ class ResultQueue(wiring.Component):
         read = self.results.valid & self.results.ready
         m.d.sync += reserved.eq(reserved + self.accepted_last - read)
         m.d.comb += [
-            self.room.eq(reserved < self.depth),
+            self.room.eq(reserved < self.depth - self.late),
             fifo.w_en.eq(self.push.valid),
             fifo.w_data.eq(self.push.payload),
             self.push.ready.eq(1),

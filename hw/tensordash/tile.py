@@ -86,11 +86,12 @@ class Tile(wiring.Component):
         m.submodules.window = window = StagingWindow(
             self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
+        # The queue counts a pass's end from the window's registered decision, a cycle late, so that the
+        # scheduler's end-of-pass logic stays off its counter.
         m.submodules.queue = queue = ResultQueue(result_layout(self.rows, self.cols, cycles=True),
-                                                 self.pipeline_latency + 1)
+                                                 self.pipeline_latency + 1, late=1)
         wiring.connect(m, queue.results, wiring.flipped(self.results))
-        decision = window.decision
-        m.d.comb += [window.en.eq(queue.room), queue.accepted_last.eq(queue.room & decision.valid & decision.last)]
+        m.d.comb += [window.en.eq(queue.room), queue.accepted_last.eq(window.valid & window.last)]
 
         # Cycles of the pass so far (counted on the window's registered decisions), delayed beside the PE pipelines.
         count = Signal(CYCLE_BITS)
