@@ -44,7 +44,7 @@ class AccumulatorLoop(wiring.Component):
 
 
 class AccumulatorAlone(wiring.Component):
-    """One of the MAC's accumulators alone (``Accumulator`` or ``FixedPointAccumulator``), always enabled."""
+    """One of the MAC's accumulators alone (``Accumulator`` or ``FixedPointAccumulator``)."""
 
     def __init__(self, build):
         self.build = build
@@ -55,7 +55,6 @@ class AccumulatorAlone(wiring.Component):
         m = Module()
         m.submodules.accumulate = accumulate = self.build()
         m.d.comb += [
-            accumulate.en.eq(1),
             accumulate.valid.eq(self.steps.valid),
             accumulate.last.eq(self.steps.payload.last),
             accumulate.sum.eq(self.steps.payload.sum),
@@ -79,8 +78,6 @@ class Registered(wiring.Component):
         m.submodules.unit = unit = self.unit()
         operands = Signal.like(self.steps.payload)
         m.d.comb += [unit.a.eq(operands.a), unit.b.eq(operands.b), self.steps.ready.eq(1), self.results.valid.eq(1)]
-        if getattr(unit, "latency", 0):  # a unit with registers of its own
-            m.d.comb += unit.en.eq(1)
         m.d.sync += [operands.eq(self.steps.payload), self.results.payload.eq(getattr(unit, self.output))]
         return m
 

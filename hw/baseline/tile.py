@@ -1,6 +1,6 @@
 """Dense baseline: an R x C tile of N-lane MAC PEs with stream interfaces."""
 
-from amaranth.hdl import Const, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -75,7 +75,6 @@ class Tile(wiring.Component):
             for col in range(self.cols):
                 pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format, self.accumulators)
                 m.d.comb += [
-                    pe.en.eq(Const(1)),
                     pe.valid.eq(step_valid),
                     pe.last.eq(step.last),
                     pe.a.eq(step.rows[row]),

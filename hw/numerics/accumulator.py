@@ -16,7 +16,6 @@ __all__ = ["Accumulator", "ACCUMULATOR_SIGNATURE", "accumulator_latency"]
 
 # The ports every accumulator of ``MacUnit`` has (``Accumulator``, ``FixedPointAccumulator``).
 ACCUMULATOR_SIGNATURE = wiring.Signature({
-    "en": In(1),
     "valid": In(1),
     "last": In(1),
     "sum": In(FP32_LAYOUT),
@@ -26,7 +25,7 @@ ACCUMULATOR_SIGNATURE = wiring.Signature({
 
 
 def accumulator_latency(accumulators, stages):
-    """Enabled cycles from a pass's last sum entering an ``Accumulator`` to its result."""
+    """Cycles from a pass's last sum entering an ``Accumulator`` to its result."""
     return stages + (accumulators > 1) + tree_levels(accumulators) * max(stages, 1) + 1
 
 
@@ -63,14 +62,12 @@ class Accumulator(wiring.Component):
     Attributes
     ----------
     latency : int
-        Enabled cycles from a pass's last sum on ``sum`` to its ``result``:
+        Cycles from a pass's last sum on ``sum`` to its ``result``:
         ``P + 1 + ceil(log2(L)) * max(P, 1) + 1``, one fewer for L = 1 (no capture
         register) (``accumulator_latency``).
 
     Ports
     -----
-    en : In(1)
-        Pipeline enable: nothing advances while low.
     valid : In(1)
         A sum is on ``sum``.
     last : In(1)
@@ -80,7 +77,7 @@ class Accumulator(wiring.Component):
     result : Out(FP32_LAYOUT)
         The accumulated sum of the last pass.
     result_valid : Out(1)
-        ``result`` holds a new pass result (held while ``en`` is low).
+        ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
     def __init__(self, accumulators=1, stages=0):
@@ -98,9 +95,6 @@ class Accumulator(wiring.Component):
         count = self.accumulators
         m.submodules.add = add = FPAdder(self.stages)
         m.submodules.combine = combine = AdderTree(count, max(self.stages, 1))
-        m.d.comb += combine.en.eq(self.en)
-        if self.stages:
-            m.d.comb += add.en.eq(self.en)
 
         # The partial of the entering sum, and whether every partial has had a sum this pass; their values
         # for the next cycle's sum.
@@ -109,13 +103,12 @@ class Accumulator(wiring.Component):
         wraps = index == count - 1
         next_index = Mux(self.valid, Mux(self.last | wraps, 0, index + 1), index)
         next_filled = Mux(self.valid, ~self.last & (filled | wraps), filled)
-        with m.If(self.en):
-            m.d.sync += [index.eq(next_index), filled.eq(next_filled)]
+        m.d.sync += [index.eq(next_index), filled.eq(next_filled)]
 
         # The partial, valid and last flags of the sum coming out of the adder.
-        out_index = delayed(m, self.en, index, self.stages, "out_index")
-        out_valid = delayed(m, self.en, self.valid, self.stages, "out_valid")
-        out_last = delayed(m, self.en, self.last, self.stages, "out_last")
+        out_index = delayed(m, index, self.stages, "out_index")
+        out_valid = delayed(m, self.valid, self.stages, "out_valid")
+        out_last = delayed(m, self.last, self.stages, "out_last")
         writes = [out_valid & (out_index == partial) for partial in range(count)]
 
         # The next sum's a operand, registered a cycle ahead: +0 while the pass fills the partials, else its
@@ -124,29 +117,26 @@ class Accumulator(wiring.Component):
         stored = reduce(operator.or_, (Mux(next_index == partial, value.as_value(), 0)
                                        for partial, value in enumerate(partials)))
         operand = Signal(FP32_LAYOUT)
-        with m.If(self.en):
-            m.d.sync += operand.eq(Mux(next_filled, Mux(out_valid & (out_index == next_index), add.sum, stored), 0))
+        m.d.sync += operand.eq(Mux(next_filled, Mux(out_valid & (out_index == next_index), add.sum, stored), 0))
         m.d.comb += [add.a.eq(operand), add.b.eq(self.sum)]
-        with m.If(self.en):
-            for partial, write in zip(partials, writes):
-                with m.If(write):
-                    m.d.sync += partial.eq(add.sum)
-            with m.If(out_valid & out_last):
-                m.d.sync += [partial.eq(0) for partial in partials]
+        for partial, write in zip(partials, writes):
+            with m.If(write):
+                m.d.sync += partial.eq(add.sum)
+        with m.If(out_valid & out_last):
+            m.d.sync += [partial.eq(0) for partial in partials]
 
         # The pass's partials, its last sum bypassed in; registered before the tree when there is one.
         captured = [Mux(write, add.sum, partial) for partial, write in zip(partials, writes)]
         capture = out_valid & out_last
         if count > 1:
             registers = [Signal(FP32_LAYOUT, name=f"captured{partial}") for partial in range(count)]
-            with m.If(self.en & capture):
+            with m.If(capture):
                 m.d.sync += [register.eq(value) for register, value in zip(registers, captured)]
-            captured, capture = registers, delayed(m, self.en, capture, 1, "capture")
+            captured, capture = registers, delayed(m, capture, 1, "capture")
         m.d.comb += [combine.operands[partial].eq(value) for partial, value in enumerate(captured)]
 
-        done = delayed(m, self.en, capture, combine.latency, "done")
-        with m.If(self.en):
-            m.d.sync += self.result_valid.eq(done)
-            with m.If(done):
-                m.d.sync += self.result.eq(combine.sum)
+        done = delayed(m, capture, combine.latency, "done")
+        m.d.sync += self.result_valid.eq(done)
+        with m.If(done):
+            m.d.sync += self.result.eq(combine.sum)
         return m

@@ -21,8 +21,7 @@ class AdderTree(wiring.Component):
 
     An odd operand at the end of a level passes up unchanged (through as many
     registers as an adder has), so lane i is leaf i and the order of additions is the
-    golden model's (``models.baseline.adder_tree``). Every register advances only
-    while ``en`` is high.
+    golden model's (``models.baseline.adder_tree``).
 
     Parameters
     ----------
@@ -35,16 +34,14 @@ class AdderTree(wiring.Component):
     Attributes
     ----------
     latency : int
-        Cycles (with ``en`` high) from ``operands`` to ``sum``: ``ceil(log2(lanes)) * stages``.
+        Cycles from ``operands`` to ``sum``: ``ceil(log2(lanes)) * stages``.
 
     Ports
     -----
-    en : In(1)
-        Pipeline enable.
     operands : In(ArrayLayout(FP32_LAYOUT, lanes))
         The addends; lane i is leaf i.
     sum : Out(FP32_LAYOUT)
-        Their sum, ``latency`` enabled cycles later.
+        Their sum, ``latency`` cycles later.
     """
 
     def __init__(self, lanes, stages=1):
@@ -55,7 +52,6 @@ class AdderTree(wiring.Component):
         self.lanes, self.stages = lanes, stages
         self.latency = tree_levels(lanes) * stages
         super().__init__({
-            "en": In(1),
             "operands": In(data.ArrayLayout(FP32_LAYOUT, lanes)),
             "sum": Out(FP32_LAYOUT),
         })
@@ -68,10 +64,10 @@ class AdderTree(wiring.Component):
             for index in range(0, len(level), 2):
                 if index + 1 < len(level):
                     adder = m.submodules[f"add{depth}_{index // 2}"] = FPAdder(self.stages)
-                    m.d.comb += [adder.en.eq(self.en), adder.a.eq(level[index]), adder.b.eq(level[index + 1])]
+                    m.d.comb += [adder.a.eq(level[index]), adder.b.eq(level[index + 1])]
                     sums.append(adder.sum)
                 else:
-                    sums.append(delayed(m, self.en, level[index], self.stages, f"level{depth}_{index // 2}_"))
+                    sums.append(delayed(m, level[index], self.stages, f"level{depth}_{index // 2}_"))
             level = sums
         m.d.comb += self.sum.eq(level[0])
         return m

@@ -10,7 +10,7 @@ from dashraker.hw.numerics.rounding import registered_leading_zeros, round_neare
 
 __all__ = ["FixedPointAccumulator", "FIXED_ACCUMULATOR_LATENCY"]
 
-# Enabled cycles from a pass's last sum entering to its result: aligning, negating, the add
+# Cycles from a pass's last sum entering to its result: aligning, negating, the add
 # loop, then six rounding stages and the result register.
 FIXED_ACCUMULATOR_LATENCY = 10
 
@@ -39,11 +39,11 @@ class FixedPointAccumulator(wiring.Component):
     Attributes
     ----------
     latency : int
-        Enabled cycles from a pass's last sum on ``sum`` to its ``result`` (``FIXED_ACCUMULATOR_LATENCY``).
+        Cycles from a pass's last sum on ``sum`` to its ``result`` (``FIXED_ACCUMULATOR_LATENCY``).
 
     Ports
     -----
-    en, valid, last, sum, result, result_valid
+    valid, last, sum, result, result_valid
         As ``Accumulator``'s.
     """
 
@@ -68,22 +68,20 @@ class FixedPointAccumulator(wiring.Component):
         distance = Signal(range(width + 150 + lsb + 1))
         special = value.exp == 255
         m.d.comb += distance.eq(width + 150 + lsb - value.exp)
-        with m.If(self.en):
-            m.d.sync += [
-                shifted.eq((Cat(Const(0, width), significand(value)) >> distance)[:width]),
-                shifted_sign.eq(value.sign),
-                shifted_specials.eq(Cat(special & (value.frac != 0), special & (value.frac == 0) & ~value.sign,
-                                        special & (value.frac == 0) & value.sign, ~special & (value.exp >= top))),
-                shifted_flags.eq(Cat(self.valid, self.last)),
-            ]
+        m.d.sync += [
+            shifted.eq((Cat(Const(0, width), significand(value)) >> distance)[:width]),
+            shifted_sign.eq(value.sign),
+            shifted_specials.eq(Cat(special & (value.frac != 0), special & (value.frac == 0) & ~value.sign,
+                                    special & (value.frac == 0) & value.sign, ~special & (value.exp >= top))),
+            shifted_flags.eq(Cat(self.valid, self.last)),
+        ]
 
         # Negate where negative: a carry chain of its own, out of the loop.
         aligned = Signal(signed(width))
         aligned_specials = Signal(SPECIALS)
         aligned_valid, aligned_last = aligned_flags = Signal(2)
-        with m.If(self.en):
-            m.d.sync += [aligned.eq(Mux(shifted_sign, -shifted, shifted)), aligned_specials.eq(shifted_specials),
-                         aligned_flags.eq(shifted_flags)]
+        m.d.sync += [aligned.eq(Mux(shifted_sign, -shifted, shifted)), aligned_specials.eq(shifted_specials),
+                     aligned_flags.eq(shifted_flags)]
 
         # The loop: the running total and the pass's sticky specials; the pass's last sum hands them on.
         total = Signal(signed(width))
@@ -98,13 +96,12 @@ class FixedPointAccumulator(wiring.Component):
         passed = Signal(signed(width))
         passed_kind = Signal(range(4))
         passed_valid = Signal()
-        with m.If(self.en):
-            m.d.sync += passed_valid.eq(aligned_valid & aligned_last)
-            with m.If(aligned_valid & aligned_last):
-                m.d.sync += [total.eq(0), total_specials.eq(0), passed.eq(added[:width]),
-                             passed_kind.eq(_kind(specials))]
-            with m.Elif(aligned_valid):
-                m.d.sync += [total.eq(added[:width]), total_specials.eq(specials)]
+        m.d.sync += passed_valid.eq(aligned_valid & aligned_last)
+        with m.If(aligned_valid & aligned_last):
+            m.d.sync += [total.eq(0), total_specials.eq(0), passed.eq(added[:width]),
+                         passed_kind.eq(_kind(specials))]
+        with m.Elif(aligned_valid):
+            m.d.sync += [total.eq(added[:width]), total_specials.eq(specials)]
 
         # Rounding, stage 1: sign and magnitude; stage 2: the magnitude's leading and trailing zeros in each
         # 16 bits; stage 3: those joined into its leading and trailing zeros.
@@ -112,14 +109,13 @@ class FixedPointAccumulator(wiring.Component):
         magnitude = Signal(width)
         kind = Signal(range(4))
         rounding = Signal()  # the pass's valid, stage by stage
-        with m.If(self.en):
-            m.d.sync += [sign.eq(passed < 0), magnitude.eq(Mux(passed < 0, -passed, passed)), kind.eq(passed_kind),
-                         rounding.eq(passed_valid)]
-        chunked_sign, chunked, chunked_kind, chunked_valid = _registered(m, self.en, sign, magnitude, kind, rounding)
-        chunked_zeros = registered_leading_zeros(m, self.en, magnitude)
-        chunked_trailing = registered_leading_zeros(m, self.en, magnitude[::-1])
+        m.d.sync += [sign.eq(passed < 0), magnitude.eq(Mux(passed < 0, -passed, passed)), kind.eq(passed_kind),
+                     rounding.eq(passed_valid)]
+        chunked_sign, chunked, chunked_kind, chunked_valid = _registered(m, sign, magnitude, kind, rounding)
+        chunked_zeros = registered_leading_zeros(m, magnitude)
+        chunked_trailing = registered_leading_zeros(m, magnitude[::-1])
         counted_sign, counted, counted_kind, counted_valid, zeros, trailing = _registered(
-            m, self.en, chunked_sign, chunked, chunked_kind, chunked_valid, chunked_zeros, chunked_trailing)
+            m, chunked_sign, chunked, chunked_kind, chunked_valid, chunked_zeros, chunked_trailing)
 
         # Stage 4: the leading one shifted into the top 16 places; the sticky bit: ones below the guard
         # bit (the leading one's place - 24), so more than 25 places from the top after the shift.
@@ -130,11 +126,10 @@ class FixedPointAccumulator(wiring.Component):
         coarse_sign = Signal()
         coarse_kind = Signal(range(4))
         coarse_valid = Signal()
-        with m.If(self.en):
-            m.d.sync += [coarse.eq((counted << Cat(Const(0, 4), zeros[4:]))[width - 40:]), fine.eq(zeros[:4]),
-                         sticky.eq(trailing + zeros < width - 25),
-                         exponent.eq(Mux(counted == 0, 0, width - 1 + lsb + 127 - zeros)),
-                         coarse_sign.eq(counted_sign), coarse_kind.eq(counted_kind), coarse_valid.eq(counted_valid)]
+        m.d.sync += [coarse.eq((counted << Cat(Const(0, 4), zeros[4:]))[width - 40:]), fine.eq(zeros[:4]),
+                     sticky.eq(trailing + zeros < width - 25),
+                     exponent.eq(Mux(counted == 0, 0, width - 1 + lsb + 127 - zeros)),
+                     coarse_sign.eq(counted_sign), coarse_kind.eq(counted_kind), coarse_valid.eq(counted_valid)]
 
         # Stage 5: the leading one at the top: 24 bits, the guard bit, the sticky bit.
         normalised = Signal(26)
@@ -142,10 +137,9 @@ class FixedPointAccumulator(wiring.Component):
         normalised_sign = Signal()
         normalised_kind = Signal(range(4))
         normalised_valid = Signal()
-        with m.If(self.en):
-            m.d.sync += [normalised.eq(Cat(sticky, (coarse << fine)[15:40])), normalised_exponent.eq(exponent),
-                         normalised_sign.eq(coarse_sign), normalised_kind.eq(coarse_kind),
-                         normalised_valid.eq(coarse_valid)]
+        m.d.sync += [normalised.eq(Cat(sticky, (coarse << fine)[15:40])), normalised_exponent.eq(exponent),
+                     normalised_sign.eq(coarse_sign), normalised_kind.eq(coarse_kind),
+                     normalised_valid.eq(coarse_valid)]
 
         # Stage 6: to nearest even (a zero total, positive, keeps exponent 0: +0.0); then the result register.
         mantissa, rounded_exponent = round_nearest_even(m, normalised[2:], normalised_exponent,
@@ -153,30 +147,27 @@ class FixedPointAccumulator(wiring.Component):
         rounded = Signal(FP32_LAYOUT)
         rounded_kind = Signal(range(4))
         rounded_valid = Signal()
-        with m.If(self.en):
-            m.d.sync += [rounded.sign.eq(normalised_sign), rounded.exp.eq(rounded_exponent),
-                         rounded.frac.eq(mantissa[:23]),
-                         rounded_kind.eq(normalised_kind), rounded_valid.eq(normalised_valid)]
-        with m.If(self.en):
-            m.d.sync += self.result_valid.eq(rounded_valid)
-            with m.If(rounded_valid):
-                with m.Switch(rounded_kind):
-                    with m.Case(NONE):
-                        m.d.sync += self.result.eq(rounded)
-                    with m.Case(NAN):
-                        m.d.sync += self.result.eq(canonical_nan())
-                    with m.Case(POS_INF):
-                        m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(0, 1)))
-                    with m.Case(NEG_INF):
-                        m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(1, 1)))
+        m.d.sync += [rounded.sign.eq(normalised_sign), rounded.exp.eq(rounded_exponent),
+                     rounded.frac.eq(mantissa[:23]),
+                     rounded_kind.eq(normalised_kind), rounded_valid.eq(normalised_valid)]
+        m.d.sync += self.result_valid.eq(rounded_valid)
+        with m.If(rounded_valid):
+            with m.Switch(rounded_kind):
+                with m.Case(NONE):
+                    m.d.sync += self.result.eq(rounded)
+                with m.Case(NAN):
+                    m.d.sync += self.result.eq(canonical_nan())
+                with m.Case(POS_INF):
+                    m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(0, 1)))
+                with m.Case(NEG_INF):
+                    m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(1, 1)))
         return m
 
 
-def _registered(m, en, *values):
-    """Each of ``values`` registered (advancing while ``en`` is high): a pipeline stage's signals."""
+def _registered(m, *values):
+    """Each of ``values`` registered: a pipeline stage's signals."""
     registers = [Signal.like(value) for value in values]
-    with m.If(en):
-        m.d.sync += [register.eq(value) for register, value in zip(registers, values)]
+    m.d.sync += [register.eq(value) for register, value in zip(registers, values)]
     return registers
 
 

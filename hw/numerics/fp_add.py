@@ -45,7 +45,7 @@ class FPAdder(wiring.Component):
     after the alignment and the close path's subtraction, a fourth between the
     normalisation and rounding and the range checks, a fifth after the exponent
     comparison and the ordering (``ADDER_CUTS``). Every stage count gives the same bits; a new pair of addends
-    enters every enabled cycle.
+    enters every cycle.
 
     Parameters
     ----------
@@ -55,7 +55,7 @@ class FPAdder(wiring.Component):
     Attributes
     ----------
     latency : int
-        Enabled cycles from ``a``/``b`` to ``sum``: ``stages``.
+        Cycles from ``a``/``b`` to ``sum``: ``stages``.
 
     Ports
     -----
@@ -63,22 +63,17 @@ class FPAdder(wiring.Component):
         Addends.
     sum : Out(FP32_LAYOUT)
         The rounded sum.
-    en : In(1)
-        Only when ``stages`` > 0: the pipeline advances.
     """
 
     def __init__(self, stages=0):
         if stages not in ADDER_CUTS:
             raise ValueError(f"FP adder stages must be one of {', '.join(map(str, ADDER_CUTS))}, not {stages!r}")
         self.latency = stages
-        ports = {"a": In(FP32_LAYOUT), "b": In(FP32_LAYOUT), "sum": Out(FP32_LAYOUT)}
-        if stages:
-            ports["en"] = In(1)
-        super().__init__(ports)
+        super().__init__({"a": In(FP32_LAYOUT), "b": In(FP32_LAYOUT), "sum": Out(FP32_LAYOUT)})
 
     def elaborate(self, platform):
         m = Module()
-        cuts = Cuts(m, self.en if self.latency else C(1, 1), ADDER_CUTS[self.latency])
+        cuts = Cuts(m, ADDER_CUTS[self.latency])
         a, b = self.a, self.b
         a_zero, a_inf, a_nan = classify(a)
         b_zero, b_inf, b_nan = classify(b)

@@ -50,7 +50,7 @@ class FPMultiplier(wiring.Component):
     Attributes
     ----------
     latency : int
-        Enabled cycles from ``a``/``b`` to ``product``: ``stages``.
+        Cycles from ``a``/``b`` to ``product``: ``stages``.
 
     Ports
     -----
@@ -58,8 +58,6 @@ class FPMultiplier(wiring.Component):
         Factors.
     product : Out(FP32_LAYOUT)
         The product.
-    en : In(1)
-        Only when ``stages`` > 0: the pipeline advances.
     """
 
     def __init__(self, fmt="bf16", stages=0):
@@ -69,14 +67,11 @@ class FPMultiplier(wiring.Component):
         self.format = float_format(fmt)
         self.latency = stages
         layout = FloatLayout(self.format)
-        ports = {"a": In(layout), "b": In(layout), "product": Out(FP32_LAYOUT)}
-        if stages:
-            ports["en"] = In(1)
-        super().__init__(ports)
+        super().__init__({"a": In(layout), "b": In(layout), "product": Out(FP32_LAYOUT)})
 
     def elaborate(self, platform):
         m = Module()
-        cuts = Cuts(m, self.en if self.latency else C(1, 1), MULTIPLIER_CUTS[self.latency])
+        cuts = Cuts(m, MULTIPLIER_CUTS[self.latency])
         a, b = self.a, self.b
         a_zero, a_inf, a_nan = classify(a)
         b_zero, b_inf, b_nan = classify(b)

@@ -39,7 +39,7 @@ def mac_stages(fmt, accumulators=1):
 
 
 def mac_latency(lanes, fmt="bf16", accumulators=1):
-    """Enabled cycles from a step entering a ``MacUnit`` to the result of the pass it ends."""
+    """Cycles from a step entering a ``MacUnit`` to the result of the pass it ends."""
     multiplier, tree, accumulator = mac_stages(fmt, accumulators)
     accumulated = FIXED_ACCUMULATOR_LATENCY if accumulators == 0 else accumulator_latency(accumulators, accumulator)
     return multiplier + tree_levels(lanes) * tree + accumulated
@@ -59,8 +59,8 @@ class MacUnit(wiring.Component):
     With L = 0, the designs' default (``--accumulators``), it is the
     ``FixedPointAccumulator``, a quarter of L = 6's LUTs and closer to fp64 (README
     "Accumulation order"), with every adder of the tree pipelined. A pass's result
-    appears on ``result`` with ``result_valid`` high ``latency`` enabled cycles after
-    its ``last`` step entered. All state advances only while ``en`` is high.
+    appears on ``result`` with ``result_valid`` high ``latency`` cycles after its
+    ``last`` step entered; a step may enter every cycle.
 
     Parameters
     ----------
@@ -79,10 +79,8 @@ class MacUnit(wiring.Component):
 
     Ports
     -----
-    en : In(1)
-        Pipeline enable.
     valid : In(1)
-        A step is on ``a``/``b`` (ignored while ``en`` is low).
+        A step is on ``a``/``b``.
     last : In(1)
         The step is the last of a pass.
     a, b : In(ArrayLayout(FloatLayout(fmt), lanes))
@@ -90,7 +88,7 @@ class MacUnit(wiring.Component):
     result : Out(FP32_LAYOUT)
         The accumulated sum of the last pass.
     result_valid : Out(1)
-        ``result`` holds a new pass result (held while ``en`` is low).
+        ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
     def __init__(self, lanes, fmt="bf16", accumulators=1):
@@ -103,7 +101,6 @@ class MacUnit(wiring.Component):
         self.latency = mac_latency(lanes, self.format, accumulators)
         operands = data.ArrayLayout(FloatLayout(self.format), lanes)
         super().__init__({
-            "en": In(1),
             "valid": In(1),
             "last": In(1),
             "a": In(operands),
@@ -118,18 +115,16 @@ class MacUnit(wiring.Component):
         m.submodules.tree = tree = AdderTree(self.lanes, tree_stages)
         m.submodules.accumulate = accumulate = (FixedPointAccumulator() if self.accumulators == 0
                                                 else Accumulator(self.accumulators, accumulator))
-        m.d.comb += [tree.en.eq(self.en), accumulate.en.eq(self.en)]
 
         for lane in range(self.lanes):
             mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
-            m.d.comb += [mul.en.eq(self.en), mul.a.eq(self.a[lane]), mul.b.eq(self.b[lane]),
-                         tree.operands[lane].eq(mul.product)]
+            m.d.comb += [mul.a.eq(self.a[lane]), mul.b.eq(self.b[lane]), tree.operands[lane].eq(mul.product)]
 
         # valid/last travel beside the data, through the multipliers and the tree.
         stages = multiplier + tree.latency
         m.d.comb += [
-            accumulate.valid.eq(delayed(m, self.en, self.valid, stages, "valid")),
-            accumulate.last.eq(delayed(m, self.en, self.last, stages, "last")),
+            accumulate.valid.eq(delayed(m, self.valid, stages, "valid")),
+            accumulate.last.eq(delayed(m, self.last, stages, "last")),
             accumulate.sum.eq(tree.sum),
             self.result.eq(accumulate.result),
             self.result_valid.eq(accumulate.result_valid),

@@ -1,4 +1,4 @@
-"""Pipeline registers at a unit's chosen cut points, all advancing with one enable."""
+"""Pipeline registers at a unit's chosen cut points, and register chains beside a pipeline."""
 
 from amaranth.hdl import Signal
 
@@ -16,14 +16,12 @@ class Cuts:
     ----------
     m : Module
         The unit's module.
-    en : Value
-        The registers advance while high.
     chosen : iterable of str
         The names of the cuts that hold registers.
     """
 
-    def __init__(self, m, en, chosen):
-        self.m, self.en, self.chosen = m, en, frozenset(chosen)
+    def __init__(self, m, chosen):
+        self.m, self.chosen = m, frozenset(chosen)
 
     def cross(self, cut, **values):
         """``values`` (name -> value or view) as seen after ``cut``, in the order given."""
@@ -32,17 +30,15 @@ class Cuts:
         registers = []
         for name, value in values.items():
             register = Signal(value.shape(), name=f"{cut}_{name}")
-            with self.m.If(self.en):
-                self.m.d.sync += register.eq(value)
+            self.m.d.sync += register.eq(value)
             registers.append(register)
         return tuple(registers)
 
 
-def delayed(m, en, value, cycles, name):
-    """``value`` as it was ``cycles`` enabled cycles ago: a chain of registers beside a pipeline."""
+def delayed(m, value, cycles, name):
+    """``value`` as it was ``cycles`` cycles ago: a chain of registers beside a pipeline."""
     for stage in range(cycles):
         register = Signal(value.shape(), name=f"{name}{stage}")
-        with m.If(en):
-            m.d.sync += register.eq(value)
+        m.d.sync += register.eq(value)
         value = register
     return value

@@ -14,8 +14,8 @@ def leading_zeros(m, value):
     return _count(m, value, *_bits_joined(_padded(value)))
 
 
-def registered_leading_zeros(m, en, value, chunk=16):
-    """``leading_zeros`` of ``value`` one cycle later (a cycle while ``en`` is high), in two halves.
+def registered_leading_zeros(m, value, chunk=16):
+    """``leading_zeros`` of ``value`` one cycle later, in two halves.
 
     The counts of each ``chunk`` bits (a power of two) are registered, then the tree
     joins them, so a wide count fits a clock that the whole tree in one cycle misses.
@@ -26,8 +26,7 @@ def registered_leading_zeros(m, en, value, chunk=16):
         zeros, empty = _bits_joined(bits[start:start + chunk])
         name = f"chunk{start // chunk}"
         registered = Signal(len(zeros), name=f"{name}_zeros"), Signal(name=f"{name}_empty")
-        with m.If(en):
-            m.d.sync += [registered[0].eq(zeros), registered[1].eq(empty)]
+        m.d.sync += [registered[0].eq(zeros), registered[1].eq(empty)]
         nodes.append(registered)
     return _count(m, value, *_join(nodes))
 

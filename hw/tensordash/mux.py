@@ -59,14 +59,12 @@ class OperandMux(wiring.Component):
 
     Ports
     -----
-    en : In(1)
-        Register enable.
     picks : In(picks_layout(lanes, pattern))
         The row scheduler's selects, one-hot (from registers).
     window : In(staging_layout(lanes, lookahead, fmt))
         The operand's values at the window's H+1 steps.
     operands : Out(ArrayLayout(FloatLayout(fmt), lanes))
-        The picked values, registered (one enabled cycle after ``picks`` and ``window``).
+        The picked values, registered (one cycle after ``picks`` and ``window``).
     """
 
     def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
@@ -74,7 +72,6 @@ class OperandMux(wiring.Component):
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
         super().__init__({
-            "en": In(1),
             "picks": In(picks_layout(lanes, self.pattern)),
             "window": In(staging_layout(lanes, lookahead, self.format)),
             "operands": Out(data.ArrayLayout(FloatLayout(self.format), lanes)),
@@ -82,8 +79,7 @@ class OperandMux(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        with m.If(self.en):
-            for lane in range(self.lanes):
-                sources = [self.window[step][(lane + offset) % self.lanes] for step, offset in self.pattern]
-                m.d.sync += self.operands[lane].eq(one_hot_mux(self.picks[lane], sources))
+        for lane in range(self.lanes):
+            sources = [self.window[step][(lane + offset) % self.lanes] for step, offset in self.pattern]
+            m.d.sync += self.operands[lane].eq(one_hot_mux(self.picks[lane], sources))
         return m

@@ -14,7 +14,7 @@ __all__ = ["PE", "pe_latency"]
 
 
 def pe_latency(lanes, fmt="bf16", accumulators=1):
-    """Enabled cycles from a PE's inputs to the result of the pass they end: operand registers + MAC."""
+    """Cycles from a PE's inputs to the result of the pass they end: operand registers + MAC."""
     return 1 + mac_latency(lanes, fmt, accumulators)
 
 
@@ -39,13 +39,11 @@ class PE(wiring.Component):
     Attributes
     ----------
     latency : int
-        Enabled cycles from a cycle's inputs to the result of a pass ended by it
+        Cycles from a cycle's inputs to the result of a pass ended by it
         (``pe_latency``: 1 for the operand registers + ``MacUnit``'s).
 
     Ports
     -----
-    en : In(1)
-        Pipeline enable: nothing advances while low.
     valid : In(1)
         A scheduled cycle is on the inputs.
     last : In(1)
@@ -53,14 +51,14 @@ class PE(wiring.Component):
     picks : In(picks_layout(lanes, pattern))
         The row scheduler's selects, one-hot.
     a : In(ArrayLayout(FloatLayout(fmt), lanes))
-        The scheduled operand values this PE's row issues for the cycle, one enabled
-        cycle after ``valid`` and ``picks`` (the row's operand register, beside this PE's).
+        The scheduled operand values this PE's row issues for the cycle, one cycle
+        after ``valid`` and ``picks`` (the row's operand register, beside this PE's).
     b : In(staging_layout(lanes, lookahead, fmt))
         The partner operand's window (this PE's column).
     result : Out(FP32_LAYOUT)
         The accumulated sum of the last finished pass.
     result_valid : Out(1)
-        ``result`` holds a new pass result (held while ``en`` is low).
+        ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
     def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16", accumulators=1):
@@ -70,7 +68,6 @@ class PE(wiring.Component):
         self.accumulators = accumulators
         self.latency = pe_latency(lanes, self.format, accumulators)
         super().__init__({
-            "en": In(1),
             "valid": In(1),
             "last": In(1),
             "picks": In(picks_layout(lanes, self.pattern)),
@@ -85,13 +82,10 @@ class PE(wiring.Component):
         m.submodules.partner_mux = partner = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
         m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators)
         valid, last = Signal(), Signal()
-        with m.If(self.en):
-            m.d.sync += [valid.eq(self.valid), last.eq(self.last)]
+        m.d.sync += [valid.eq(self.valid), last.eq(self.last)]
         m.d.comb += [
-            partner.en.eq(self.en),
             partner.picks.eq(self.picks),
             partner.window.eq(self.b),
-            mac.en.eq(self.en),
             mac.valid.eq(valid),
             mac.last.eq(last),
             mac.a.eq(self.a),

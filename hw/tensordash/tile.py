@@ -1,6 +1,6 @@
 """The TensorDash tile: a staging window (row schedulers, step skipping, operand store, row muxes) feeding R x C PEs."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -98,14 +98,13 @@ class Tile(wiring.Component):
         with m.If(window.valid):
             m.d.sync += count.eq(Mux(window.last, 0, count + 1))
         pe_delay = pe_latency(self.lanes, self.format, self.accumulators)
-        m.d.comb += queue.push.payload.cycles.eq(delayed(m, Const(1), (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
+        m.d.comb += queue.push.payload.cycles.eq(delayed(m, (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
 
         for r in range(self.rows):
             for c in range(self.cols):
                 pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.lookahead, self.pattern, self.format,
                                                      self.accumulators)
                 m.d.comb += [
-                    pe.en.eq(Const(1)),
                     pe.valid.eq(window.valid),
                     pe.last.eq(window.last),
                     pe.picks.eq(window.row_picks[r]),

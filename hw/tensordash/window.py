@@ -216,7 +216,7 @@ class StagingWindow(wiring.Component):
                 m.d.comb += self.col_window[c][j].eq(store.window[j].cols[c])
         for r in range(self.rows):
             mux = m.submodules[f"row_mux{r}"] = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
-            m.d.comb += [mux.en.eq(1), mux.picks.eq(self.row_picks[r]), self.row_operands[r].eq(mux.operands)]
+            m.d.comb += [mux.picks.eq(self.row_picks[r]), self.row_operands[r].eq(mux.operands)]
             for j in range(width):
                 m.d.comb += mux.window[j].eq(store.window[j].rows[r])
         return m

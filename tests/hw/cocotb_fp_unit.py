@@ -1,8 +1,7 @@
 """cocotb test of one FP unit (adder or multiplier), combinational or pipelined, against the PyTorch golden model.
 
 A pipelined unit (``latency`` > 0 in the config) gets a new operand pair in a random
-subset of cycles (idle cycles carry random bits that must never come out) and its
-``en`` is low in random cycles (the pipeline must hold).
+subset of cycles (idle cycles carry random bits that must never come out).
 """
 
 import random
@@ -76,32 +75,29 @@ async def _combinational(dut, pairs, output):
 
 
 async def _pipelined(dut, config, pairs, output):
-    """Results of ``pairs`` fed with idle cycles and ``en`` stalls: the entry ``latency`` enabled edges old is on
-    the output (read at each edge, before it updates)."""
+    """Results of ``pairs`` fed with idle cycles: the entry ``latency`` edges old is on the output (read at each
+    edge, before it updates)."""
     tb = TB(dut)
     await tb.reset()
     rng = random.Random(config["seed"] + 1)
     latency, bits = config["latency"], (16 if config["format"] == "bf16" else 32)
-    entered = []  # the pair index of every enabled edge's entry, None for an idle one
+    entered = []  # the pair index of every edge's entry, None for an idle one
     results = {}
-    position, driven, enabled = 0, None, 0
+    position, driven = 0, None
     while len(results) < len(pairs):
         await RisingEdge(dut.clk)
         if len(entered) >= latency:
             index = entered[len(entered) - latency]
             if index is not None and index not in results:
                 results[index] = int(output.value)
-        if enabled:
-            entered.append(driven)
-        enabled = int(rng.random() >= config["stall"])
-        if enabled and position < len(pairs) and rng.random() >= config["idle"]:
+        entered.append(driven)
+        if position < len(pairs) and rng.random() >= config["idle"]:
             driven = position
             dut.a.value, dut.b.value = pairs[position]
             position += 1
         else:
             driven = None
             dut.a.value, dut.b.value = rng.getrandbits(bits), rng.getrandbits(bits)
-        dut.en.value = enabled
     return [results[index] for index in range(len(pairs))]
 
 

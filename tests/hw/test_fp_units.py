@@ -17,7 +17,7 @@ UNITS = {
     "bf16_mul": (lambda: FPMultiplier("bf16"), {"op": "mul", "format": "bf16", "output": "product"}),
     "fp32_mul": (lambda: FPMultiplier("fp32"), {"op": "mul", "format": "fp32", "output": "product"}),
 }
-# The pipelined units of MacUnit with the designs' default L (mac_stages), fed with idle cycles and enable stalls:
+# The pipelined units of MacUnit with the designs' default L (mac_stages), fed with idle cycles:
 # name -> (build, config, stages).
 ACCUMULATORS = DESIGNS["baseline"].parameter("accumulators").default
 _, ADDER, _ = mac_stages("bf16", ACCUMULATORS)
@@ -40,4 +40,4 @@ def test_fp_unit(unit, simulator, build_cache):
 def test_pipelined_fp_unit(unit, simulator, build_cache):
     build, config, stages = PIPELINED[unit]
     run_cocotb(build, toplevel=unit, test_module=COCOTB_MODULE, build_dir=build_cache / unit, simulator=simulator,
-               config={**config, "seed": 2027, "count": 5_000, "latency": stages, "idle": 0.2, "stall": 0.2})
+               config={**config, "seed": 2027, "count": 5_000, "latency": stages, "idle": 0.2})
