@@ -1,6 +1,6 @@
 """Dense baseline: an R x C tile of N-lane MAC PEs with stream interfaces."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -19,8 +19,9 @@ class Tile(wiring.Component):
     PE (r, c) accumulates ``rows[r] . cols[c]`` step by step (``MacUnit``). A step is
     accepted every cycle unless a finished pass result waits on a stalled output, so a
     pass of S steps takes S cycles and its result comes out ``latency`` cycles after
-    its last step. Each step is registered once before it fans out to the PEs, so the
-    producer's wires never join the multipliers' paths. A 1 x 1 tile is the single PE.
+    its last step. Every PE registers the operands it reads (``MacUnit``), so the
+    producer's wires never join the multipliers' paths and a row's or column's operand
+    reaches each PE from a register of its own. A 1 x 1 tile is the single PE.
 
     Parameters
     ----------
@@ -37,7 +38,7 @@ class Tile(wiring.Component):
     ----------
     pipeline_latency : int
         Cycles from accepting a pass's last step to its result leaving the PEs:
-        ``1 + mac_latency(lanes, fmt, accumulators)``.
+        ``mac_latency(lanes, fmt, accumulators)``.
     latency : int
         Cycles from accepting a pass's last step to its result being valid at an empty
         queue's output: ``pipeline_latency + QUEUE_LATENCY``.
@@ -55,7 +56,7 @@ class Tile(wiring.Component):
         self.format = float_format(fmt)
         BASELINE.params(rows=rows, cols=cols, lanes=lanes, fmt=self.format.name, accumulators=accumulators)
         self.rows, self.cols, self.lanes, self.accumulators = rows, cols, lanes, accumulators
-        self.pipeline_latency = 1 + mac_latency(lanes, self.format, accumulators)
+        self.pipeline_latency = mac_latency(lanes, self.format, accumulators)
         self.latency = self.pipeline_latency + QUEUE_LATENCY
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, fmt))),
@@ -68,14 +69,12 @@ class Tile(wiring.Component):
         wiring.connect(m, queue.results, wiring.flipped(self.results))
         accept = self.steps.valid & queue.room
         m.d.comb += [self.steps.ready.eq(queue.room), queue.accepted_last.eq(accept & self.steps.payload.last)]
-        step = Signal.like(self.steps.payload)
-        step_valid = Signal()
-        m.d.sync += [step.eq(self.steps.payload), step_valid.eq(accept)]
+        step = self.steps.payload
         for row in range(self.rows):
             for col in range(self.cols):
                 pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format, self.accumulators)
                 m.d.comb += [
-                    pe.valid.eq(step_valid),
+                    pe.valid.eq(accept),
                     pe.last.eq(step.last),
                     pe.a.eq(step.rows[row]),
                     pe.b.eq(step.cols[col]),

@@ -1,6 +1,6 @@
 """The multiply-accumulate datapath of one PE: N multipliers, the fp32 adder tree, the accumulator."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -39,16 +39,17 @@ def mac_stages(fmt, accumulators=1):
 
 
 def mac_latency(lanes, fmt="bf16", accumulators=1):
-    """Cycles from a step entering a ``MacUnit`` to the result of the pass it ends."""
+    """Cycles from a step entering a ``MacUnit`` to the result of the pass it ends: its operand registers, then
+    the ``mac_stages``."""
     multiplier, tree, accumulator = mac_stages(fmt, accumulators)
     accumulated = FIXED_ACCUMULATOR_LATENCY if accumulators == 0 else accumulator_latency(accumulators, accumulator)
-    return multiplier + tree_levels(lanes) * tree + accumulated
+    return 1 + multiplier + tree_levels(lanes) * tree + accumulated
 
 
 class MacUnit(wiring.Component):
     """Accumulates, step by step, the adder-tree sum of N lane products (SPEC section 2).
 
-    Pipeline: the multipliers (``FPMultiplier``), one pipelined adder per tree level
+    Pipeline: the operand registers, the multipliers (``FPMultiplier``), one pipelined adder per tree level
     (``AdderTree``), then the accumulator, as the golden ``models.baseline.accumulate``.
     With L >= 1 it is the ``Accumulator``: the tree sum of the pass's t-th valid
     step goes to partial t mod L, the L partials are combined by a balanced fp32
@@ -62,6 +63,12 @@ class MacUnit(wiring.Component):
     appears on ``result`` with ``result_valid`` high ``latency`` cycles after its
     ``last`` step entered; a step may enter every cycle.
 
+    The unit registers the step it reads (``a``, ``b``, ``valid``, ``last``) before
+    its multipliers: in a tile, an operand shared along a row or a column then reaches
+    each PE's multiplier blocks from a register of that PE, placed beside them, rather
+    than from one register wired to every PE (on ECP5 that route bounded a 2 x 2 tile
+    at 81 MHz).
+
     Parameters
     ----------
     lanes : int
@@ -74,7 +81,7 @@ class MacUnit(wiring.Component):
     Attributes
     ----------
     latency : int
-        ``mac_latency(lanes, fmt, accumulators)``: with L = 1, ``2 + ceil(log2(lanes))``
+        ``mac_latency(lanes, fmt, accumulators)``: with L = 1, ``3 + ceil(log2(lanes))``
         (fp32 one more).
 
     Ports
@@ -116,12 +123,14 @@ class MacUnit(wiring.Component):
         m.submodules.accumulate = accumulate = (FixedPointAccumulator() if self.accumulators == 0
                                                 else Accumulator(self.accumulators, accumulator))
 
+        a, b = Signal.like(self.a, name="a_registered"), Signal.like(self.b, name="b_registered")
+        m.d.sync += [a.eq(self.a), b.eq(self.b)]
         for lane in range(self.lanes):
             mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
-            m.d.comb += [mul.a.eq(self.a[lane]), mul.b.eq(self.b[lane]), tree.operands[lane].eq(mul.product)]
+            m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), tree.operands[lane].eq(mul.product)]
 
-        # valid/last travel beside the data, through the multipliers and the tree.
-        stages = multiplier + tree.latency
+        # valid/last travel beside the data: the operand registers, the multipliers and the tree.
+        stages = 1 + multiplier + tree.latency
         m.d.comb += [
             accumulate.valid.eq(delayed(m, self.valid, stages, "valid")),
             accumulate.last.eq(delayed(m, self.last, stages, "last")),

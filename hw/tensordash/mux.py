@@ -1,4 +1,4 @@
-"""A TensorDash operand mux: every lane's value picked from the window by its select, registered (SPEC section 3)."""
+"""A TensorDash operand mux: every lane's value picked from the window by its select (SPEC section 3)."""
 
 from functools import reduce
 from operator import or_
@@ -41,14 +41,15 @@ def one_hot_mux(selects, values):
 
 
 class OperandMux(wiring.Component):
-    """N lanes, each an ``len(pattern)``-input mux over the window, followed by a register.
+    """N lanes, each an ``len(pattern)``-input mux over the window.
 
     Lane i takes the value at window slot ``(ds, (i + dl) mod N)`` of the pattern
     entry k whose bit ``picks[i][k]`` is high, or +0 when it issues nothing (an idle
     lane adds +0 to the tree). The same component serves both operands: once per row
     for the scheduled operand (its values are broadcast to the row's PEs) and once
     per PE for the partner operand (its column's window), both driven by the row
-    scheduler's selects, registered one-hot.
+    scheduler's selects, registered one-hot. Its outputs go to the PEs' ``MacUnit``,
+    whose operand registers take them.
 
     Parameters
     ----------
@@ -64,7 +65,7 @@ class OperandMux(wiring.Component):
     window : In(staging_layout(lanes, lookahead, fmt))
         The operand's values at the window's H+1 steps.
     operands : Out(ArrayLayout(FloatLayout(fmt), lanes))
-        The picked values, registered (one cycle after ``picks`` and ``window``).
+        The picked values (combinational).
     """
 
     def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
@@ -81,5 +82,5 @@ class OperandMux(wiring.Component):
         m = Module()
         for lane in range(self.lanes):
             sources = [self.window[step][(lane + offset) % self.lanes] for step, offset in self.pattern]
-            m.d.sync += self.operands[lane].eq(one_hot_mux(self.picks[lane], sources))
+            m.d.comb += self.operands[lane].eq(one_hot_mux(self.picks[lane], sources))
         return m

@@ -1,6 +1,6 @@
 """A TensorDash PE: its partner-operand mux in front of the shared MAC datapath."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,22 +10,17 @@ from dashraker.hw.tensordash.mux import OperandMux, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.models.tensordash import DEFAULT_PATTERN
 
-__all__ = ["PE", "pe_latency"]
-
-
-def pe_latency(lanes, fmt="bf16", accumulators=1):
-    """Cycles from a PE's inputs to the result of the pass they end: operand registers + MAC."""
-    return 1 + mac_latency(lanes, fmt, accumulators)
+__all__ = ["PE"]
 
 
 class PE(wiring.Component):
     """N MAC lanes fed through the sparse interconnect.
 
-    The scheduled operand arrives already picked and registered by its row's
-    ``OperandMux`` (``StagingWindow`` builds one per row and broadcasts it); lane i's
-    partner is picked from this PE's column window by the PE's own ``OperandMux``,
-    driven by the same select, so both operands come from the promoted value's
-    original (step, lane). The shared ``MacUnit`` then multiplies, sums and accumulates.
+    The scheduled operand arrives already picked by its row's ``OperandMux``
+    (``StagingWindow`` builds one per row and broadcasts it); lane i's partner is
+    picked from this PE's column window by the PE's own ``OperandMux``, driven by the
+    same select, so both operands come from the promoted value's original (step,
+    lane). The shared ``MacUnit`` then registers both, multiplies, sums and accumulates.
 
     Parameters
     ----------
@@ -39,8 +34,8 @@ class PE(wiring.Component):
     Attributes
     ----------
     latency : int
-        Cycles from a cycle's inputs to the result of a pass ended by it
-        (``pe_latency``: 1 for the operand registers + ``MacUnit``'s).
+        Cycles from a cycle's inputs to the result of a pass ended by it (``MacUnit``'s,
+        ``mac_latency``).
 
     Ports
     -----
@@ -51,8 +46,8 @@ class PE(wiring.Component):
     picks : In(picks_layout(lanes, pattern))
         The row scheduler's selects, one-hot.
     a : In(ArrayLayout(FloatLayout(fmt), lanes))
-        The scheduled operand values this PE's row issues for the cycle, one cycle
-        after ``valid`` and ``picks`` (the row's operand register, beside this PE's).
+        The scheduled operand values this PE's row issues for the cycle (the row's
+        ``OperandMux``), with ``valid`` and ``picks``.
     b : In(staging_layout(lanes, lookahead, fmt))
         The partner operand's window (this PE's column).
     result : Out(FP32_LAYOUT)
@@ -66,7 +61,7 @@ class PE(wiring.Component):
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
         self.accumulators = accumulators
-        self.latency = pe_latency(lanes, self.format, accumulators)
+        self.latency = mac_latency(lanes, self.format, accumulators)
         super().__init__({
             "valid": In(1),
             "last": In(1),
@@ -81,13 +76,11 @@ class PE(wiring.Component):
         m = Module()
         m.submodules.partner_mux = partner = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
         m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators)
-        valid, last = Signal(), Signal()
-        m.d.sync += [valid.eq(self.valid), last.eq(self.last)]
         m.d.comb += [
             partner.picks.eq(self.picks),
             partner.window.eq(self.b),
-            mac.valid.eq(valid),
-            mac.last.eq(last),
+            mac.valid.eq(self.valid),
+            mac.last.eq(self.last),
             mac.a.eq(self.a),
             mac.b.eq(partner.operands),
             self.result.eq(mac.result),

@@ -6,9 +6,10 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import TENSORDASH
 from dashraker.formats import float_format
+from dashraker.hw.numerics import mac_latency
 from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.result_queue import QUEUE_LATENCY, ResultQueue
-from dashraker.hw.tensordash.pe import PE, pe_latency
+from dashraker.hw.tensordash.pe import PE
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.hw.tensordash.window import StagingWindow, chunk_layout
 from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
@@ -52,7 +53,7 @@ class Tile(wiring.Component):
     ----------
     pipeline_latency : int
         Cycles from a pass's last scheduled cycle to its result leaving the PEs: the
-        window's decision register, then ``pe_latency``.
+        window's decision register, then the PE's (``mac_latency``).
     latency : int
         Cycles from a pass's last scheduled cycle to its result being valid at an empty
         queue's output: ``pipeline_latency + QUEUE_LATENCY``.
@@ -74,7 +75,7 @@ class Tile(wiring.Component):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.accumulators = accumulators
-        self.pipeline_latency = 1 + pe_latency(lanes, self.format, accumulators)
+        self.pipeline_latency = 1 + mac_latency(lanes, self.format, accumulators)
         self.latency = self.pipeline_latency + QUEUE_LATENCY
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
@@ -97,7 +98,7 @@ class Tile(wiring.Component):
         count = Signal(CYCLE_BITS)
         with m.If(window.valid):
             m.d.sync += count.eq(Mux(window.last, 0, count + 1))
-        pe_delay = pe_latency(self.lanes, self.format, self.accumulators)
+        pe_delay = mac_latency(self.lanes, self.format, self.accumulators)
         m.d.comb += queue.push.payload.cycles.eq(delayed(m, (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
 
         for r in range(self.rows):

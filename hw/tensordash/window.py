@@ -59,8 +59,8 @@ class StagingWindow(wiring.Component):
     end of pass and the head's store position) is registered, the selects one-hot,
     and the next cycle reads the window from the store: the partner operands go out
     per column (``col_window``, each PE muxes its own) and every row's
-    ``OperandMux`` picks and registers the scheduled values once for the row
-    (``row_operands``). Only the decision waits on ``en``: what follows it runs
+    ``OperandMux`` picks the scheduled values once for the row (``row_operands``;
+    each PE registers them). Only the decision waits on ``en``: what follows it runs
     every cycle, so a taken decision's steps are read the next cycle, before any
     chunk can overwrite them, and a tile's PEs need no enable. ``steps.ready`` needs
     room for H+1 steps; a producer offering H+1 steps per transfer keeps the window
@@ -107,7 +107,7 @@ class StagingWindow(wiring.Component):
     col_window : Out(ArrayLayout(staging_layout(lanes, lookahead, fmt), cols))
         That cycle's window of partner operand values, per column.
     row_operands : Out(ArrayLayout(ArrayLayout(FloatLayout(fmt), lanes), rows))
-        The scheduled values every row issues for that cycle, registered: one cycle after
+        The scheduled values every row issues for that cycle (the row's ``OperandMux``), with
         ``valid``, ``row_picks`` and ``col_window``.
     """
 
