@@ -11,8 +11,8 @@ than by routing a whole tile.
 
     python bench/fpga_units.py [--out build/fpga-units] [--only adder-loop,window-loop] [--seeds K]
 
-With ``--seeds K`` each unit is placed and routed with seeds 1..K (one synthesis):
-the row is the seed with the median Fmax, and the last column lists every seed's.
+With ``--seeds K`` (K > 1) each unit is placed and routed with seeds 1..K after one
+synthesis: the row is the seed with the median Fmax, and a last column lists every seed's.
 """
 
 import argparse
@@ -152,8 +152,10 @@ def main():
     if unknown:
         parser.error(f"unknown unit {unknown[0]!r}; choose from {', '.join(UNITS)}")
 
-    print("| unit | LUTs | FFs | Fmax MHz | critical path ns (logic + routing) | levels | from -> to | Fmax per seed |")
-    print("|---|---|---|---|---|---|---|---|")
+    several = args.seeds > 1
+    print("| unit | LUTs | FFs | Fmax MHz | critical path ns (logic + routing) | levels | from -> to |"
+          + (" Fmax per seed |" if several else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|" if several else ""))
     for name in names:
         title, build = UNITS[name]
         # Flat below the unit, so that logic whose outputs lead nowhere (the window's operand store) is dropped.
@@ -163,7 +165,8 @@ def main():
         path = report["critical_path"]
         print(f"| {title} | {parts['tile_lut']:,} | {parts['tile_ff']:,} | {report['fmax_mhz']:.1f} "
               f"| {path['delay_ns']:.1f} ({path['logic_ns']:.1f} + {path['routing_ns']:.1f}) | {path['logic_levels']} "
-              f"| {path['from']} -> {path['to']} | {_per_seed(report['seeds'])} |", flush=True)
+              f"| {path['from']} -> {path['to']} |" + (f" {_per_seed(report['seeds'])} |" if several else ""),
+              flush=True)
 
 
 def _per_seed(runs):
