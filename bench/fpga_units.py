@@ -9,7 +9,10 @@ This script puts each alone behind the flow's wrapper and prints LUTs, Fmax and
 the critical path, so that a pipelining change can be judged in a minute rather
 than by routing a whole tile.
 
-    python bench/fpga_units.py [--out build/fpga-units] [--only adder-loop,window-loop]
+    python bench/fpga_units.py [--out build/fpga-units] [--only adder-loop,window-loop] [--seeds K]
+
+With ``--seeds K`` (K > 1) each unit is placed and routed with seeds 1..K after one
+synthesis: the row is the seed with the median Fmax, and a last column lists every seed's.
 """
 
 import argparse
@@ -20,7 +23,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.fpga.compare import breakdown
-from dashraker.fpga.flow import run_flow
+from dashraker.fpga.flow import MAX_SEEDS, run_flow
 from dashraker.hw.numerics import (FP32_LAYOUT, Accumulator, FixedPointAccumulator, FloatLayout, FPAdder,
                                    FPMultiplier, mac_stages)
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
@@ -140,23 +143,35 @@ def main():
     parser.add_argument("--out", type=Path, default=Path("build/fpga-units"))
     parser.add_argument("--device", default="ecp5-85k")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(UNITS)}")
+    parser.add_argument("--seeds", type=int, default=1, help="placement seeds 1..K per unit (median Fmax reported)")
     args = parser.parse_args()
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        parser.error(f"--seeds must be 1..{MAX_SEEDS}, not {args.seeds}")
     names = args.only.split(",") if args.only else list(UNITS)
     unknown = [name for name in names if name not in UNITS]
     if unknown:
         parser.error(f"unknown unit {unknown[0]!r}; choose from {', '.join(UNITS)}")
 
-    print("| unit | LUTs | FFs | Fmax MHz | critical path ns (logic + routing) | levels | from -> to |")
-    print("|---|---|---|---|---|---|---|")
+    several = args.seeds > 1
+    print("| unit | LUTs | FFs | Fmax MHz | critical path ns (logic + routing) | levels | from -> to |"
+          + (" Fmax per seed |" if several else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|" if several else ""))
     for name in names:
         title, build = UNITS[name]
         # Flat below the unit, so that logic whose outputs lead nowhere (the window's operand store) is dropped.
-        report = run_flow(build(), args.device, 100, args.out / name, design=name, keep_depth=1, progress=False)
+        report = run_flow(build(), args.device, 100, args.out / name, design=name, keep_depth=1,
+                          seeds=range(1, args.seeds + 1), progress=False)
         parts = breakdown(report)
         path = report["critical_path"]
         print(f"| {title} | {parts['tile_lut']:,} | {parts['tile_ff']:,} | {report['fmax_mhz']:.1f} "
               f"| {path['delay_ns']:.1f} ({path['logic_ns']:.1f} + {path['routing_ns']:.1f}) | {path['logic_levels']} "
-              f"| {path['from']} -> {path['to']} |", flush=True)
+              f"| {path['from']} -> {path['to']} |" + (f" {_per_seed(report['seeds'])} |" if several else ""),
+              flush=True)
+
+
+def _per_seed(runs):
+    """Every seed's Fmax, as ``seed: MHz`` in seed order."""
+    return ", ".join(f"{run['seed']}: {run['fmax_mhz'] or 0:.1f}" for run in runs)
 
 
 if __name__ == "__main__":
