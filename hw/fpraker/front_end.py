@@ -1,0 +1,155 @@
+"""The FPRaker tile's front end: steps decoded, aligned and bounded in a pipeline, ahead of the PEs."""
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from dashraker.designs import FPRAKER
+from dashraker.hw.fpraker.bounds import Bounds, bounded_lane_layout, frame_layout, more_cycles
+from dashraker.hw.fpraker.decoder import EXPONENT_BITS, Decoder, specials_layout
+from dashraker.hw.fpraker.exponent_unit import ExponentUnit, maximum
+from dashraker.hw.tile_stream import step_layout
+from dashraker.models.fpraker.golden import MAX_TERMS
+
+__all__ = ["FRONT_END_STAGES", "pe_step_layout", "scheduled_layout", "FrontEnd"]
+
+FRONT_END_STAGES = 5  # decode, lane maxima, exponent, bounds, step length
+
+
+def pe_step_layout(lanes):
+    """A PE's step as it enters the PE: bounded lanes, frame, the pass's specials so far, its length thermometer."""
+    return data.StructLayout({
+        "lanes": data.ArrayLayout(bounded_lane_layout(), lanes),
+        "frame": frame_layout(),
+        "specials": specials_layout(),
+        "more": MAX_TERMS - 1,  # bit j: some lane holds more than j + 1 terms
+    })
+
+
+def scheduled_layout(rows, cols, lanes):
+    """A step ready for the PEs: every PE's step [row][col], whether any PE has a live lane, end of pass."""
+    return data.StructLayout({
+        "pes": data.ArrayLayout(data.ArrayLayout(pe_step_layout(lanes), cols), rows),
+        "any_live": 1,
+        "last": 1,
+    })
+
+
+class FrontEnd(wiring.Component):
+    """Five registered stages between the tile's ``steps`` and its sequencer; all advance together.
+
+    1. ``Decoder``: NAF digits, signed ``b``, product exponents, specials.
+    2. Each PE's lane exponents reduced to two maxima.
+    3. ``ExponentUnit``: each PE's running maximum ``E``; the pass's specials so far.
+    4. ``Bounds``: in-bound digits, lane shifts, the frame's move.
+    5. Each PE's step length (``more_cycles``).
+
+    Everything the PEs' accumulators need is thus known before a step starts: the
+    only loops here are the 12-bit running maximum and the sticky specials. The
+    stages advance when ``en`` is high and the last one is empty or taken; bubbles
+    are not squeezed out, so a steady input gives a steady output.
+
+    Parameters
+    ----------
+    rows, cols, lanes, guard_bits :
+        As the tile's.
+
+    Ports
+    -----
+    steps : In(stream.Signature(step_layout(rows, cols, lanes, "bf16")))
+        One step per transfer; ``last`` closes a pass.
+    scheduled : Out(stream.Signature(scheduled_layout(rows, cols, lanes)))
+        The steps, ``FRONT_END_STAGES`` clock edges later at the earliest.
+    en : In(1)
+        The tile is not stalled: the stages may advance.
+    """
+
+    def __init__(self, rows, cols, lanes, guard_bits):
+        FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits)
+        self.rows, self.cols, self.lanes, self.guard_bits = rows, cols, lanes, guard_bits
+        super().__init__({
+            "steps": In(stream.Signature(step_layout(rows, cols, lanes, "bf16"))),
+            "scheduled": Out(stream.Signature(scheduled_layout(rows, cols, lanes))),
+            "en": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        out = self.scheduled
+        advance = Signal()
+        m.d.comb += [advance.eq(self.en & (~out.valid | out.ready)), self.steps.ready.eq(advance)]
+        pes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
+        candidates = min(2, self.lanes)
+
+        m.submodules.decoder = decoder = Decoder(self.rows, self.cols, self.lanes)
+        m.d.comb += decoder.step.eq(self.steps.payload)
+        decoded, decoded_valid = self._stage(m, advance, decoder.decoded, self.steps.valid, "decoded")
+
+        # 2: each PE's lane exponents reduced to ``candidates`` maxima
+        maxima = Signal(data.ArrayLayout(data.ArrayLayout(data.ArrayLayout(signed(EXPONENT_BITS), candidates), self.cols), self.rows))
+        for r, c in pes:
+            exponents = [lane.exponent for lane in decoded.pes[r][c].lanes]
+            size = -(-len(exponents) // candidates)
+            for k in range(candidates):
+                m.d.comb += maxima[r][c][k].eq(maximum(exponents[k * size:(k + 1) * size]))
+        reduced, reduced_valid = self._stage(m, advance, decoded, decoded_valid, "reduced")
+        reduced_maxima, _ = self._stage(m, advance, maxima, decoded_valid, "maxima")
+
+        # 3: the running exponent and the pass's specials
+        take = advance & reduced_valid
+        exponents = Signal(data.ArrayLayout(data.ArrayLayout(data.StructLayout({
+            "exponent": signed(EXPONENT_BITS), "previous": signed(EXPONENT_BITS),
+            "specials": specials_layout()}), self.cols), self.rows))
+        fresh = Signal(init=1)  # the next step starts a pass
+        with m.If(take):
+            m.d.sync += fresh.eq(reduced.last)
+        for r, c in pes:
+            unit = m.submodules[f"exponent_unit{r}_{c}"] = ExponentUnit(candidates)
+            sticky = Signal(specials_layout(), name=f"sticky{r}_{c}")
+            pass_specials = exponents[r][c].specials
+            m.d.comb += [
+                unit.maxima.eq(reduced_maxima[r][c]),
+                unit.take.eq(take),
+                unit.last.eq(reduced.last),
+                exponents[r][c].exponent.eq(unit.exponent),
+                exponents[r][c].previous.eq(unit.previous),
+                pass_specials.as_value().eq(Mux(fresh, 0, sticky.as_value()) | reduced.pes[r][c].specials.as_value()),
+            ]
+            with m.If(take):
+                m.d.sync += sticky.eq(pass_specials)
+        aligned, aligned_valid = self._stage(m, advance, reduced, reduced_valid, "aligned")
+        aligned_exponents, _ = self._stage(m, advance, exponents, reduced_valid, "exponents")
+
+        # 4: bounds
+        bounded = Signal(scheduled_layout(self.rows, self.cols, self.lanes))
+        for r, c in pes:
+            unit = m.submodules[f"bounds{r}_{c}"] = Bounds(self.lanes, self.guard_bits)
+            pe = bounded.pes[r][c]
+            m.d.comb += [
+                unit.lanes.eq(aligned.pes[r][c].lanes),
+                unit.exponent.eq(aligned_exponents[r][c].exponent),
+                unit.previous.eq(aligned_exponents[r][c].previous),
+                pe.lanes.eq(unit.bounded),
+                pe.frame.eq(unit.frame),
+                pe.specials.eq(aligned_exponents[r][c].specials),
+            ]
+        m.d.comb += [bounded.any_live.eq(aligned.any_live), bounded.last.eq(aligned.last)]
+        limited, limited_valid = self._stage(m, advance, bounded, aligned_valid, "bounded")
+
+        # 5: step lengths
+        lengths = Signal.like(limited)
+        m.d.comb += lengths.eq(limited)
+        for r, c in pes:
+            m.d.comb += lengths.pes[r][c].more.eq(more_cycles(limited.pes[r][c].lanes))
+        with m.If(advance):
+            m.d.sync += [out.payload.eq(lengths), out.valid.eq(limited_valid)]
+        return m
+
+    @staticmethod
+    def _stage(m, advance, value, valid, name):
+        """``value`` and its ``valid`` registered when the front end advances."""
+        register = Signal.like(value, name=name)
+        register_valid = Signal(name=f"{name}_valid")
+        with m.If(advance):
+            m.d.sync += [register.eq(value), register_valid.eq(valid)]
+        return register, register_valid
