@@ -45,7 +45,8 @@ def _evaluate(params, scheduled, partner, device="cpu"):
 
 
 def _pass_counts(params, arrays, value_bits):
-    """Every lane adds into the integer tree each cycle; each step aligns every lane and renormalises once."""
+    """Every lane adds into the integer tree each cycle; each step aligns every lane to the running maximum exponent
+    and adds its sum into the accumulator once (moving its frame; there is no renormalisation)."""
     lanes = params["lanes"]
     steps = int((arrays["steps"] * arrays["rows"] * arrays["cols"]).sum())
     lane_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum()) * lanes

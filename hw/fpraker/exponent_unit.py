@@ -21,9 +21,10 @@ class ExponentUnit(wiring.Component):
     """A PE's alignment exponent ``E``: the largest product exponent of the pass so far, this step's included.
 
     ``E`` depends on the operands alone, never on the sum, so it is computed here, in the
-    tile's front end, steps ahead of the PE's accumulator. The one-cycle loop is a
-    12-bit maximum: ``exponent = max(previous, maxima...)``, taken into the state when
-    ``take`` is high; ``previous`` is ``NO_EXPONENT`` at a pass's first step.
+    tile's front end, steps ahead of the PE's accumulator. ``exponent = max(previous,
+    maxima...)`` is taken into the state when ``take`` is high; ``previous`` is
+    ``NO_EXPONENT`` at a pass's first step. The state is compared with every candidate
+    at once, so the one-cycle loop is one 12-bit comparison and a multiplexer.
 
     Parameters
     ----------
@@ -60,9 +61,13 @@ class ExponentUnit(wiring.Component):
         m = Module()
         state = Signal(signed(EXPONENT_BITS), init=NO_EXPONENT)
         fresh = Signal(init=1)  # the next step starts a pass
+        # the state against each candidate and the candidates among themselves, all at once: one comparison deep
+        keep = ~fresh
+        for candidate in self.maxima:
+            keep = keep & (state >= candidate)
         m.d.comb += [
             self.previous.eq(Mux(fresh, NO_EXPONENT, state)),
-            self.exponent.eq(maximum([*self.maxima, self.previous])),  # the maxima's own comparison outside the loop
+            self.exponent.eq(Mux(keep, state, maximum(list(self.maxima)))),
         ]
         with m.If(self.take):
             m.d.sync += [state.eq(self.exponent), fresh.eq(self.last)]

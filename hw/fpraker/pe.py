@@ -126,9 +126,11 @@ class PE(wiring.Component):
         value = self.result.value
         moved = Signal(signed(ACCUMULATOR_BITS))
         with m.Switch(move):
-            for steps in range(MOVE_LIMIT + 1):
+            for steps in range(MOVE_LIMIT):
                 with m.Case(steps):
-                    m.d.comb += moved.eq(value >> min(steps << FRAME_BITS, ACCUMULATOR_BITS - 1))
+                    m.d.comb += moved.eq(value >> (steps << FRAME_BITS))
+            with m.Default():  # MOVE_LIMIT: only the sign is left
+                m.d.comb += moved.eq(value >> (ACCUMULATOR_BITS - 1))
         with m.If(issue.active):
             m.d.sync += value.eq(Mux(issue.pass_start, 0, moved) + framed)
         m.d.sync += self.done.eq(issue.active & issue.pass_end)
