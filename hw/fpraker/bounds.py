@@ -1,6 +1,6 @@
 """The FPRaker bounds unit: a step's terms that reach the accumulator, each lane's shift, the frame's move."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -95,6 +95,13 @@ class Bounds(wiring.Component):
 
 
 def more_cycles(bounded_lanes):
-    """Thermometer of a PE's step length: bit j set when some lane holds more than j + 1 in-bound digits."""
-    counts = [sum((lane.plus | lane.minus)[t] for t in range(TERM_POSITIONS)) for lane in bounded_lanes]
-    return Cat(*(Cat(*(count > j + 1 for count in counts)).any() for j in range(MAX_TERMS - 1)))
+    """Thermometer of a PE's step length: bit j set when some lane holds more than j + 1 in-bound digits.
+
+    Each lane's bit is a lookup of its 9 digits (a table, so that synthesis makes a
+    few LUT levels of it rather than an adder's carry chain), ORed over the lanes."""
+    positions = 1 << TERM_POSITIONS
+    bits = []
+    for j in range(MAX_TERMS - 1):
+        table = Const(sum(1 << x for x in range(positions) if bin(x).count("1") > j + 1), positions)
+        bits.append(Cat(*(table.bit_select(lane.plus | lane.minus, 1) for lane in bounded_lanes)).any())
+    return Cat(*bits)

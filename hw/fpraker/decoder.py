@@ -1,6 +1,6 @@
 """The FPRaker decoder: a step payload into every PE's lanes (NAF digits, signed ``b``, product exponents, specials)."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 

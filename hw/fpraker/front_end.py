@@ -11,9 +11,17 @@ from dashraker.hw.fpraker.exponent_unit import ExponentUnit, maximum
 from dashraker.hw.tile_stream import step_layout
 from dashraker.models.fpraker.golden import MAX_TERMS
 
-__all__ = ["FRONT_END_STAGES", "pe_step_layout", "scheduled_layout", "FrontEnd"]
+__all__ = ["front_end_stages", "pe_step_layout", "scheduled_layout", "FrontEnd"]
 
-FRONT_END_STAGES = 5  # decode, lane maxima, exponent, bounds, step length
+
+def _maximum_levels(lanes):
+    """Comparator levels that bring ``lanes`` exponents down to the exponent unit's two candidates."""
+    return max(0, (lanes - 1).bit_length() - 1)
+
+
+def front_end_stages(lanes):
+    """The front end's registers: decode, one per comparator level of the lane maxima, exponent, bounds, length."""
+    return 4 + _maximum_levels(lanes)
 
 
 def pe_step_layout(lanes):
@@ -36,18 +44,18 @@ def scheduled_layout(rows, cols, lanes):
 
 
 class FrontEnd(wiring.Component):
-    """Five registered stages between the tile's ``steps`` and its sequencer; all advance together.
+    """Registered stages between the tile's ``steps`` and its sequencer (``front_end_stages``); all advance together.
 
     1. ``Decoder``: NAF digits, signed ``b``, product exponents, specials.
-    2. Each PE's lane exponents reduced to two maxima.
+    2. Each PE's lane exponents reduced to two maxima, one comparator level per stage.
     3. ``ExponentUnit``: each PE's running maximum ``E``; the pass's specials so far.
     4. ``Bounds``: in-bound digits, lane shifts, the frame's move.
     5. Each PE's step length (``more_cycles``).
 
     Everything the PEs' accumulators need is thus known before a step starts: the
     only loops here are the 12-bit running maximum and the sticky specials. The
-    stages advance when ``en`` is high and the last one is empty or taken; bubbles
-    are not squeezed out, so a steady input gives a steady output.
+    stages advance when the last one is empty or taken; bubbles are not squeezed
+    out, so a steady input gives a steady output.
 
     Parameters
     ----------
@@ -59,9 +67,7 @@ class FrontEnd(wiring.Component):
     steps : In(stream.Signature(step_layout(rows, cols, lanes, "bf16")))
         One step per transfer; ``last`` closes a pass.
     scheduled : Out(stream.Signature(scheduled_layout(rows, cols, lanes)))
-        The steps, ``FRONT_END_STAGES`` clock edges later at the earliest.
-    en : In(1)
-        The tile is not stalled: the stages may advance.
+        The steps, ``front_end_stages(lanes)`` clock edges later at the earliest.
     """
 
     def __init__(self, rows, cols, lanes, guard_bits):
@@ -70,14 +76,13 @@ class FrontEnd(wiring.Component):
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, "bf16"))),
             "scheduled": Out(stream.Signature(scheduled_layout(rows, cols, lanes))),
-            "en": In(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         out = self.scheduled
         advance = Signal()
-        m.d.comb += [advance.eq(self.en & (~out.valid | out.ready)), self.steps.ready.eq(advance)]
+        m.d.comb += [advance.eq(~out.valid | out.ready), self.steps.ready.eq(advance)]
         pes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
         candidates = min(2, self.lanes)
 
@@ -85,15 +90,17 @@ class FrontEnd(wiring.Component):
         m.d.comb += decoder.step.eq(self.steps.payload)
         decoded, decoded_valid = self._stage(m, advance, decoder.decoded, self.steps.valid, "decoded")
 
-        # 2: each PE's lane exponents reduced to ``candidates`` maxima
-        maxima = Signal(data.ArrayLayout(data.ArrayLayout(data.ArrayLayout(signed(EXPONENT_BITS), candidates), self.cols), self.rows))
-        for r, c in pes:
-            exponents = [lane.exponent for lane in decoded.pes[r][c].lanes]
-            size = -(-len(exponents) // candidates)
-            for k in range(candidates):
-                m.d.comb += maxima[r][c][k].eq(maximum(exponents[k * size:(k + 1) * size]))
-        reduced, reduced_valid = self._stage(m, advance, decoded, decoded_valid, "reduced")
-        reduced_maxima, _ = self._stage(m, advance, maxima, decoded_valid, "maxima")
+        # 2: each PE's lane exponents reduced to ``candidates`` maxima, one comparator level per register
+        levels = [[[lane.exponent for lane in decoded.pes[r][c].lanes] for c in range(self.cols)]
+                  for r in range(self.rows)]
+        reduced, reduced_valid = decoded, decoded_valid
+        for level in range(_maximum_levels(self.lanes)):
+            for r, c in pes:
+                values = levels[r][c]
+                levels[r][c] = [self._stage(m, advance, maximum(values[i:i + 2]), None, f"maximum{r}_{c}_{level}_{i}")[0]
+                                for i in range(0, len(values), 2)]
+            reduced, reduced_valid = self._stage(m, advance, reduced, reduced_valid, f"reduced{level}")
+        reduced_maxima = [[levels[r][c] for c in range(self.cols)] for r in range(self.rows)]
 
         # 3: the running exponent and the pass's specials
         take = advance & reduced_valid
@@ -108,7 +115,7 @@ class FrontEnd(wiring.Component):
             sticky = Signal(specials_layout(), name=f"sticky{r}_{c}")
             pass_specials = exponents[r][c].specials
             m.d.comb += [
-                unit.maxima.eq(reduced_maxima[r][c]),
+                *(unit.maxima[k].eq(value) for k, value in enumerate(reduced_maxima[r][c])),
                 unit.take.eq(take),
                 unit.last.eq(reduced.last),
                 exponents[r][c].exponent.eq(unit.exponent),
@@ -147,9 +154,11 @@ class FrontEnd(wiring.Component):
 
     @staticmethod
     def _stage(m, advance, value, valid, name):
-        """``value`` and its ``valid`` registered when the front end advances."""
-        register = Signal.like(value, name=name)
+        """``value`` and its ``valid`` (if any) registered when the front end advances."""
+        register = Signal(value.shape(), name=name)
         register_valid = Signal(name=f"{name}_valid")
         with m.If(advance):
-            m.d.sync += [register.eq(value), register_valid.eq(valid)]
+            m.d.sync += register.eq(value)
+            if valid is not None:
+                m.d.sync += register_valid.eq(valid)
         return register, register_valid

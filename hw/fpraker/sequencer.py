@@ -19,7 +19,8 @@ class Sequencer(wiring.Component):
     the next cycle for as many cycles as its ``more`` thermometer says (at least one);
     its last cycle's clock edge loads the next waiting step, so steps follow each other
     without bubbles. The length is known before the step starts, so nothing here waits
-    on the PEs.
+    on the PEs. A pass's last cycle waits (the PEs idle) until the output stage has
+    ``room`` for its results: so the PEs' pipelines behind never stall.
 
     ``cycles`` counts the active cycles of the pass's steps; with
     ``zero_block_cycles=0`` the cycles of a step without any live lane (in every PE)
@@ -39,6 +40,8 @@ class Sequencer(wiring.Component):
         Of the waiting step: it closes a pass; some PE has a live lane in it.
     more : In(4)
         Of the waiting step: bit j set when it lasts more than j + 1 cycles.
+    room : In(1)
+        The output stage will take the results of a pass that ends in this cycle.
     ready : Out(1)
         The PEs take the waiting step at this clock edge: no step runs, or it finishes.
     control : Out(pe_control_signature())
@@ -55,6 +58,7 @@ class Sequencer(wiring.Component):
             "last": In(1),
             "any_live": In(1),
             "more": In(MAX_TERMS - 1),
+            "room": In(1),
             "ready": Out(1),
             "control": Out(pe_control_signature()),
             "cycles": Out(CYCLE_BITS),
@@ -68,10 +72,11 @@ class Sequencer(wiring.Component):
         fresh = Signal(init=1)  # the next step loaded starts a pass
         cycles = Signal(CYCLE_BITS)  # the pass's so far
 
-        finish = busy & ~remaining[0]
-        counting = busy & counted
+        finish = busy & ~remaining[0] & (~last | self.room)
+        hold = busy & ~remaining[0] & last & ~self.room
+        counting = control.active & counted
         m.d.comb += [
-            control.active.eq(busy),
+            control.active.eq(busy & ~hold),
             control.first.eq(first),
             control.pass_start.eq(first & starts),
             control.pass_end.eq(finish & last),
@@ -79,7 +84,7 @@ class Sequencer(wiring.Component):
             self.ready.eq(~busy | finish),
             self.cycles.eq(cycles + counting),
         ]
-        with m.If(busy):
+        with m.If(control.active):
             m.d.sync += [first.eq(0), remaining.eq(remaining >> 1)]
         with m.If(finish):
             m.d.sync += busy.eq(0)

@@ -1,18 +1,25 @@
 """The FPRaker R x C tile: a pipelined front end, lockstep term-serial PEs, and a rounding output stage."""
 
-from amaranth.hdl import EnableInserter, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.front_end import FrontEnd
-from dashraker.hw.fpraker.output import OutputStage
+from dashraker.hw.fpraker.front_end import FrontEnd, front_end_stages
+from dashraker.hw.fpraker.output import QUEUE_LATENCY, OutputStage
 from dashraker.hw.fpraker.pe import PE, pe_latency
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.fpraker.sequencer import Sequencer
 from dashraker.hw.tile_stream import CYCLE_BITS, result_layout, step_layout
 
-__all__ = ["Tile"]
+__all__ = ["tile_fill", "Tile"]
+
+
+def tile_fill(lanes):
+    """Clock edges a stream of passes takes beyond their cycles, from its first step's transfer to its last
+    result's: the front end's stages, then the last pass's way through the PEs' pipelines, the rounding and
+    the output queue."""
+    return front_end_stages(lanes) + pe_latency(lanes) + ROUNDER_LATENCY + QUEUE_LATENCY
 
 
 class Tile(wiring.Component):
@@ -24,9 +31,10 @@ class Tile(wiring.Component):
     the ``Sequencer`` loads a step into the ``PE``s when the previous one finishes, so
     steps follow each other without bubbles, and runs it for its length (the maximum
     over PEs and lanes of the in-bound terms, at least one cycle). The PEs' lanes,
-    adder trees and accumulators are pipelined behind it; a pass's accumulators are
-    rounded to fp32 by the ``OutputStage`` and presented on ``results``. While the
-    output stage cannot take a pass's accumulators, everything before it holds.
+    adder trees and accumulators are pipelined behind it and never stall; a pass's
+    accumulators are rounded to fp32 by the ``OutputStage`` and queued for ``results``.
+    A pass ends only when the queue has room for it, so backpressure stops the
+    sequencer and the front end, never the pipelines behind them.
 
     ``cycles`` counts the cycles the PEs spent on the pass's steps. With
     ``zero_block_cycles=0`` a step without any live lane (in every PE) is not
@@ -48,6 +56,8 @@ class Tile(wiring.Component):
     ----------
     latency : int
         Clock edges from a pass's last step finishing to its result being valid.
+    fill : int
+        ``tile_fill(lanes)``: what a stream of passes takes beyond their cycles.
 
     Ports
     -----
@@ -61,7 +71,8 @@ class Tile(wiring.Component):
         FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits, zero_block_cycles=zero_block_cycles)
         self.rows, self.cols, self.lanes = rows, cols, lanes
         self.guard_bits, self.zero_block_cycles = guard_bits, zero_block_cycles
-        self.latency = pe_latency(lanes) + ROUNDER_LATENCY
+        self.latency = pe_latency(lanes) + ROUNDER_LATENCY + QUEUE_LATENCY
+        self.fill = tile_fill(lanes)
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, "bf16"))),
             "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
@@ -69,11 +80,9 @@ class Tile(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        en = Signal()  # the output stage takes a finished pass, or none waits: all before it may advance
         m.submodules.front_end = front_end = FrontEnd(self.rows, self.cols, self.lanes, self.guard_bits)
-        sequencer = Sequencer(self.zero_block_cycles)
-        m.submodules.sequencer = EnableInserter(en)(sequencer)
-        m.submodules.output = output = OutputStage(self.rows, self.cols, self.guard_bits)
+        m.submodules.sequencer = sequencer = Sequencer(self.zero_block_cycles)
+        m.submodules.output = output = OutputStage(self.rows, self.cols, self.lanes, self.guard_bits)
         wiring.connect(m, wiring.flipped(self.steps), front_end.steps)
         wiring.connect(m, output.results, wiring.flipped(self.results))
 
@@ -81,28 +90,26 @@ class Tile(wiring.Component):
         pes = []
         for r in range(self.rows):
             for c in range(self.cols):
-                pe = PE(self.lanes, self.guard_bits)
-                m.submodules[f"pe{r}_{c}"] = EnableInserter(en)(pe)
+                pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.guard_bits)
                 m.d.comb += [pe.step.eq(step.payload.pes[r][c]), output.accumulators[r][c].eq(pe.result)]
                 pes.append(pe)
         wiring.connect(m, sequencer.control, *(pe.control for pe in pes))
         m.d.comb += [
-            front_end.en.eq(en),
             sequencer.valid.eq(step.valid),
             sequencer.last.eq(step.payload.last),
             sequencer.any_live.eq(step.payload.any_live),
             sequencer.more.eq(_any(pe.more for row in step.payload.pes for pe in row)),
-            step.ready.eq(sequencer.ready & en),
+            sequencer.room.eq(output.room),
+            step.ready.eq(sequencer.ready),
+            output.reserve.eq(sequencer.control.pass_end),
+            output.capture.eq(pes[0].done),  # the PEs run in lockstep
         ]
-        done = pes[0].done  # the PEs run in lockstep
-        m.d.comb += [en.eq(~done | output.capture_ready), output.capture.eq(done & en)]
 
         # the pass's cycle count travels beside the PEs' pipelines
         cycles = sequencer.cycles
         for _ in range(pes[0].latency):
             delayed = Signal(CYCLE_BITS)
-            with m.If(en):
-                m.d.sync += delayed.eq(cycles)
+            m.d.sync += delayed.eq(cycles)
             cycles = delayed
         m.d.comb += output.cycles.eq(cycles)
         return m

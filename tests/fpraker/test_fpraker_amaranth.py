@@ -17,12 +17,14 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
+from dashraker.designs import FPRAKER
 from dashraker.hw.fpraker import (Bounds, Decoder, ExponentUnit, FrontEnd, Lane, OutputStage, PE, Rounder, Sequencer,
                                   TermEncoder, Tile)
 from dashraker.hw.fpraker.bounds import MOVE_LIMIT, more_cycles
 from dashraker.hw.fpraker.decoder import NO_EXPONENT
-from dashraker.hw.fpraker.front_end import FRONT_END_STAGES
+from dashraker.hw.fpraker.front_end import front_end_stages
 from dashraker.hw.fpraker.lane import LANE_LATENCY
+from dashraker.hw.fpraker.output import QUEUE_LATENCY
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.numerics.integer_rounder import IntegerRounder
 from dashraker.models.fpraker import tile as golden_tile
@@ -152,7 +154,7 @@ def _set_step(ctx, payload, a, b, last):
     (lambda: FrontEnd(1, 0, 4, 3), "cols", 0), (lambda: FrontEnd(1, 1, 4, 1.5), "guard_bits", 1.5),
     (lambda: PE(0, 3), "lanes", 0), (lambda: PE(4, "3"), "guard_bits", "3"), (lambda: Decoder(0, 1, 8), "rows", 0),
     (lambda: Decoder(1, 1.5, 8), "cols", 1.5), (lambda: Sequencer(2), "zero_block_cycles", 2),
-    (lambda: OutputStage(1, 1, 8), "guard_bits", 8), (lambda: Rounder(True), "guard_bits", True),
+    (lambda: OutputStage(1, 1, 8, 8), "guard_bits", 8), (lambda: Rounder(True), "guard_bits", True),
     (lambda: Tile(lanes=0), "lanes", 0), (lambda: IntegerRounder(39, 12, 3), "width", 39),
     (lambda: IntegerRounder(64.0, 12, 3), "width", 64.0),
 ])
@@ -432,8 +434,8 @@ def test_rounder_rounds_u_in_its_frame_to_fp32():
 def test_sequencer_runs_steps_back_to_back_and_counts_cycles(zero_block_cycles):
     """Steps of known lengths (their ``more`` thermometers): each is loaded once, at a clock edge where no step
     runs or the running one finishes, then active exactly its length with ``first`` on its first cycle,
-    ``pass_start`` on a pass's first and ``pass_end`` on a pass's last cycle; ``cycles`` then counts the pass's
-    active cycles, those of steps without a live lane only with ``zero_block_cycles=1``."""
+    ``pass_start`` on a pass's first and ``pass_end`` on a pass's last cycle, which waits for ``room``; ``cycles``
+    then counts the pass's active cycles, those of steps without a live lane only with ``zero_block_cycles=1``."""
     dut = Sequencer(zero_block_cycles)
     rng = np.random.default_rng(50 + zero_block_cycles)
     steps = []
@@ -454,16 +456,20 @@ def test_sequencer_runs_steps_back_to_back_and_counts_cycles(zero_block_cycles):
             ctx.set(dut.last, step["last"])
             ctx.set(dut.any_live, step["any_live"])
             ctx.set(dut.more, _thermometer(step["length"]))
+            room = (cycle // 25) % 3 != 2 or rng.random() < 0.3
+            ctx.set(dut.room, room)
             control = {name: ctx.get(getattr(dut.control, name))
                        for name in ("load", "active", "first", "pass_start", "pass_end")}
-            finish = running is not None and running["done"] + 1 == running["length"]
-            assert control["active"] == (running is not None), cycle
+            ending = running is not None and running["done"] + 1 == running["length"]
+            hold = ending and running["last"] and not room  # a pass ends only with room for its results
+            finish = ending and not hold
+            assert control["active"] == (running is not None and not hold), cycle
             assert control["first"] == (running is not None and running["done"] == 0), cycle
             assert control["pass_start"] == (control["first"] and running["starts"]), cycle
             assert control["pass_end"] == (finish and running["last"]), cycle
             assert ctx.get(dut.ready) == (running is None or finish), cycle
             assert control["load"] == (valid and (running is None or finish)), cycle
-            if running is not None:
+            if control["active"]:
                 pass_cycles += running["any_live"] or zero_block_cycles
                 running["done"] += 1
             if control["pass_end"]:
@@ -483,34 +489,26 @@ def test_sequencer_runs_steps_back_to_back_and_counts_cycles(zero_block_cycles):
 
 
 def test_output_stage_rounds_captured_passes_in_order():
-    """Captured accumulators come out rounded (reference rounding) with their cycle count, in order,
-    ``ROUNDER_LATENCY`` edges after their capture unless the sink stalled; the stages advance together when
-    ``results`` is empty or taken, and ``capture_ready`` says so."""
-    rows, cols, g = 2, 2, 3
-    dut = OutputStage(rows, cols, g)
+    """Passes reserve a queue entry when they end (only with ``room``) and are captured a few cycles later, as
+    the PEs' pipelines deliver them; they come out rounded (reference rounding) with their cycle count, in
+    order, ``ROUNDER_LATENCY + QUEUE_LATENCY`` edges after their capture at the earliest, none lost while the sink stalls;
+    ``room`` is low exactly when every entry is reserved."""
+    rows, cols, lanes, g = 2, 2, 8, 3
+    dut = OutputStage(rows, cols, lanes, g)
     rng = np.random.default_rng(8)
+    delay = 4  # cycles from a pass's end to its capture, as the PEs' pipelines take
 
     async def bench(ctx):
-        stages = [None] * ROUNDER_LATENCY  # the pipeline's contents, oldest last: (capture cycle, outputs, cycles)
-        delivered, last_stall = 0, -1
-        for cycle in range(300):
-            ready = (cycle // 40) % 2 == 0 or rng.random() < 0.3
+        ending = []  # capture cycles of the passes that reserved an entry
+        queued = []  # (capture cycle, outputs, cycles) in the stage, oldest first
+        reserved = delivered = 0
+        for cycle in range(400):
+            ready = (cycle // 50) % 2 == 0 or rng.random() < 0.2
             ctx.set(dut.results.ready, ready)
-            if not ready:
-                last_stall = cycle
-            head = stages[-1]
-            assert ctx.get(dut.results.valid) == (head is not None), cycle
-            advance = head is None or ready
-            assert ctx.get(dut.capture_ready) == advance, cycle
-            if head is not None and ready:
-                captured_at, outputs, cycles = head
-                payload = dut.results.payload
-                got = [[ctx.get(payload.outputs[r][c].as_value()) for c in range(cols)] for r in range(rows)]
-                assert got == outputs, (cycle, [[hex(v) for v in row] for row in got])
-                assert ctx.get(payload.cycles) == cycles, cycle
-                assert cycle - captured_at == ROUNDER_LATENCY or last_stall > captured_at, cycle
-                delivered += 1
-            capture = advance and rng.random() < 0.6
+            assert ctx.get(dut.room) == (reserved < dut.depth), cycle
+            reserve = ctx.get(dut.room) and rng.random() < 0.7
+            ctx.set(dut.reserve, reserve)
+            capture = bool(ending) and ending[0] == cycle
             accumulators = [[_random_accumulator(rng, 0.15) for _ in range(cols)] for _ in range(rows)]
             cycles = int(rng.integers(0, 1 << 32))
             ctx.set(dut.accumulators, [[{"value": acc["value"], "frame": acc["frame"],
@@ -518,20 +516,32 @@ def test_output_stage_rounds_captured_passes_in_order():
                                        for row in accumulators])
             ctx.set(dut.cycles, cycles)
             ctx.set(dut.capture, capture)
-            if advance:
-                entry = (cycle, [[_accumulator_bits(acc, g) for acc in row] for row in accumulators], cycles)
-                stages = [entry if capture else None] + stages[:-1]
+            if ctx.get(dut.results.valid) and ready:
+                captured_at, outputs, want_cycles = queued.pop(0)
+                payload = dut.results.payload
+                got = [[ctx.get(payload.outputs[r][c].as_value()) for c in range(cols)] for r in range(rows)]
+                assert got == outputs, (cycle, [[hex(v) for v in row] for row in got])
+                assert ctx.get(payload.cycles) == want_cycles, cycle
+                assert cycle - captured_at >= ROUNDER_LATENCY + QUEUE_LATENCY, cycle
+                reserved, delivered = reserved - 1, delivered + 1
+            if capture:
+                ending.pop(0)
+                queued.append((cycle, [[_accumulator_bits(acc, g) for acc in row] for row in accumulators], cycles))
+            if reserve:
+                ending.append(cycle + delay)
+                reserved += 1
             await ctx.tick()
-        assert delivered > 100
+        assert delivered > 150
 
     _run(dut, bench)
 
 
-def test_front_end_streams_every_step_once_in_order():
-    """Steps through the five stages with an idle source, a stalling consumer and ``en`` low at times: each
-    comes out once, in order, ``FRONT_END_STAGES`` edges after its transfer at the earliest, with the in-bound
+@pytest.mark.parametrize("lanes", [3, 8])
+def test_front_end_streams_every_step_once_in_order(lanes):
+    """Steps through the stages with an idle source and a stalling consumer: each comes
+    out once, in order, ``front_end_stages(lanes)`` edges after its transfer at the earliest, with the in-bound
     digits, shifts, frame, pass specials and length that ``_pe_steps`` predicts for every PE."""
-    rows, cols, lanes, g = 2, 1, 3, 3
+    rows, cols, g = 2, 1, 3
     dut = FrontEnd(rows, cols, lanes, g)
     rng = np.random.default_rng(60)
     passes = _passes(rng, lanes, [(rows,), (cols,)], 6)
@@ -568,10 +578,8 @@ def test_front_end_streams_every_step_once_in_order():
     async def bench(ctx):
         sent, received, cycle, sent_at = 0, 0, 0, []
         while received < len(steps):
-            en = rng.random() < 0.85
             valid = sent < len(steps) and rng.random() < 0.7
-            ready = en and rng.random() < (0.3 if (cycle // 30) % 2 else 0.9)  # as the tile drives it
-            ctx.set(dut.en, en)
+            ready = rng.random() < (0.3 if (cycle // 30) % 2 else 0.9)
             ctx.set(dut.steps.valid, valid)
             if valid:
                 a, b, last, _, _ = steps[sent]
@@ -579,17 +587,16 @@ def test_front_end_streams_every_step_once_in_order():
             ctx.set(dut.scheduled.ready, ready)
             if ctx.get(dut.scheduled.valid) and ready:
                 check(ctx, dut.scheduled.payload, received)
-                assert cycle - sent_at[received] >= FRONT_END_STAGES, (received, cycle)
+                assert cycle - sent_at[received] >= front_end_stages(lanes), (received, cycle)
                 received += 1
             if valid and ctx.get(dut.steps.ready):
                 sent_at.append(cycle)
                 sent += 1
             await ctx.tick()
             cycle += 1
-        ctx.set(dut.en, 1)
         ctx.set(dut.scheduled.ready, 1)
         ctx.set(dut.steps.valid, 0)
-        for _ in range(FRONT_END_STAGES + 2):  # nothing beyond the steps sent
+        for _ in range(front_end_stages(lanes) + 2):  # nothing beyond the steps sent
             assert not ctx.get(dut.scheduled.valid)
             await ctx.tick()
 
@@ -655,9 +662,12 @@ def test_tile_matches_golden_model(rows, cols, lanes, guard_bits, zero_block_cyc
 
 
 def test_tile_runs_passes_back_to_back():
-    """Without stalls consecutive results are exactly the later pass's cycle count apart: no bubbles."""
-    dut = Tile(1, 2, 3, 3, 1)
-    rng = np.random.default_rng(11)
-    results = _simulate_tile(dut, _passes(rng, 3, [(1,), (2,)], 6), rng, idle=0.0, stall=0.0)
-    times = [time for _, _, time in results]
-    assert np.diff(times).tolist() == [cycles for _, cycles, _ in results[1:]]
+    """Without stalls consecutive results are exactly the later pass's cycle count apart: no bubbles; the first
+    comes ``fill`` clock edges after the first step's transfer beyond its own cycles (the mapper's fill)."""
+    for lanes in (3, 8):
+        dut = Tile(1, 2, lanes, 3, 1)
+        rng = np.random.default_rng(11)
+        results = _simulate_tile(dut, _passes(rng, lanes, [(1,), (2,)], 6), rng, idle=0.0, stall=0.0)
+        times = [time for _, _, time in results]
+        assert np.diff(times).tolist() == [cycles for _, cycles, _ in results[1:]]
+        assert times[0] == results[0][1] + dut.fill == results[0][1] + FPRAKER.fill(FPRAKER.params(lanes=lanes))
