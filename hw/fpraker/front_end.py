@@ -2,6 +2,7 @@
 
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
@@ -20,8 +21,9 @@ def _maximum_levels(lanes):
 
 
 def front_end_stages(lanes):
-    """The front end's registers: decode, one per comparator level of the lane maxima, exponent, bounds, length."""
-    return 4 + _maximum_levels(lanes)
+    """Clock edges from a step's transfer to its transfer out at the earliest: a register after decoding, one
+    per comparator level of the lane maxima, after the exponent and after the bounds; the queue's two."""
+    return 3 + _maximum_levels(lanes) + 2
 
 
 def pe_step_layout(lanes):
@@ -44,7 +46,7 @@ def scheduled_layout(rows, cols, lanes):
 
 
 class FrontEnd(wiring.Component):
-    """Registered stages between the tile's ``steps`` and its sequencer (``front_end_stages``); all advance together.
+    """Registered stages between the tile's ``steps`` and its sequencer, and a queue of the steps they make.
 
     1. ``Decoder``: NAF digits, signed ``b``, product exponents, specials.
     2. Each PE's lane exponents reduced to two maxima, one comparator level per stage.
@@ -54,8 +56,15 @@ class FrontEnd(wiring.Component):
 
     Everything the PEs' accumulators need is thus known before a step starts: the
     only loops here are the 12-bit running maximum and the sticky specials. The
-    stages advance when the last one is empty or taken; bubbles are not squeezed
-    out, so a steady input gives a steady output.
+    stages have no enable (an enable would reach every register of every PE's lanes
+    from the sequencer in one cycle): a step is taken only when an entry of the
+    queue behind them is free for it, and the queue holds as many steps as the
+    stages and itself take to pass one, so a steady input gives a steady output.
+
+    Attributes
+    ----------
+    depth : int
+        The queue's entries.
 
     Parameters
     ----------
@@ -73,6 +82,7 @@ class FrontEnd(wiring.Component):
     def __init__(self, rows, cols, lanes, guard_bits):
         FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits)
         self.rows, self.cols, self.lanes, self.guard_bits = rows, cols, lanes, guard_bits
+        self.depth = front_end_stages(lanes) + 1  # an entry's round trip: through the stages and out, then free again
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, "bf16"))),
             "scheduled": Out(stream.Signature(scheduled_layout(rows, cols, lanes))),
@@ -81,14 +91,12 @@ class FrontEnd(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         out = self.scheduled
-        advance = Signal()
-        m.d.comb += [advance.eq(~out.valid | out.ready), self.steps.ready.eq(advance)]
         pes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
         candidates = min(2, self.lanes)
 
         m.submodules.decoder = decoder = Decoder(self.rows, self.cols, self.lanes)
         m.d.comb += decoder.step.eq(self.steps.payload)
-        decoded, decoded_valid = self._stage(m, advance, decoder.decoded, self.steps.valid, "decoded")
+        decoded, decoded_valid = self._stage(m, decoder.decoded, self.steps.valid & self.steps.ready, "decoded")
 
         # 2: each PE's lane exponents reduced to ``candidates`` maxima, one comparator level per register
         levels = [[[lane.exponent for lane in decoded.pes[r][c].lanes] for c in range(self.cols)]
@@ -97,13 +105,13 @@ class FrontEnd(wiring.Component):
         for level in range(_maximum_levels(self.lanes)):
             for r, c in pes:
                 values = levels[r][c]
-                levels[r][c] = [self._stage(m, advance, maximum(values[i:i + 2]), None, f"maximum{r}_{c}_{level}_{i}")[0]
+                levels[r][c] = [self._stage(m, maximum(values[i:i + 2]), None, f"maximum{r}_{c}_{level}_{i}")[0]
                                 for i in range(0, len(values), 2)]
-            reduced, reduced_valid = self._stage(m, advance, reduced, reduced_valid, f"reduced{level}")
+            reduced, reduced_valid = self._stage(m, reduced, reduced_valid, f"reduced{level}")
         reduced_maxima = [[levels[r][c] for c in range(self.cols)] for r in range(self.rows)]
 
         # 3: the running exponent and the pass's specials
-        take = advance & reduced_valid
+        take = reduced_valid
         exponents = Signal(data.ArrayLayout(data.ArrayLayout(data.StructLayout({
             "exponent": signed(EXPONENT_BITS), "previous": signed(EXPONENT_BITS),
             "specials": specials_layout()}), self.cols), self.rows))
@@ -124,8 +132,8 @@ class FrontEnd(wiring.Component):
             ]
             with m.If(take):
                 m.d.sync += sticky.eq(pass_specials)
-        aligned, aligned_valid = self._stage(m, advance, reduced, reduced_valid, "aligned")
-        aligned_exponents, _ = self._stage(m, advance, exponents, reduced_valid, "exponents")
+        aligned, aligned_valid = self._stage(m, reduced, reduced_valid, "aligned")
+        aligned_exponents, _ = self._stage(m, exponents, None, "exponents")
 
         # 4: bounds
         bounded = Signal(scheduled_layout(self.rows, self.cols, self.lanes))
@@ -141,24 +149,34 @@ class FrontEnd(wiring.Component):
                 pe.specials.eq(aligned_exponents[r][c].specials),
             ]
         m.d.comb += [bounded.any_live.eq(aligned.any_live), bounded.last.eq(aligned.last)]
-        limited, limited_valid = self._stage(m, advance, bounded, aligned_valid, "bounded")
+        limited, limited_valid = self._stage(m, bounded, aligned_valid, "bounded")
 
         # 5: step lengths
         lengths = Signal.like(limited)
         m.d.comb += lengths.eq(limited)
         for r, c in pes:
             m.d.comb += lengths.pes[r][c].more.eq(more_cycles(limited.pes[r][c].lanes))
-        with m.If(advance):
-            m.d.sync += [out.payload.eq(lengths), out.valid.eq(limited_valid)]
+        m.submodules.queue = queue = SyncFIFOBuffered(width=len(lengths.as_value()), depth=self.depth)
+        m.d.comb += [
+            queue.w_en.eq(limited_valid),
+            queue.w_data.eq(lengths),
+            out.valid.eq(queue.r_rdy),
+            out.payload.eq(queue.r_data),
+            queue.r_en.eq(out.ready),
+        ]
+
+        # a step is taken only with a queue entry reserved for it, so the stages never stall
+        free = Signal(range(self.depth + 1), init=self.depth)
+        m.d.sync += free.eq(free - (self.steps.valid & self.steps.ready) + (out.valid & out.ready))
+        m.d.comb += self.steps.ready.eq(free != 0)
         return m
 
     @staticmethod
-    def _stage(m, advance, value, valid, name):
-        """``value`` and its ``valid`` (if any) registered when the front end advances."""
+    def _stage(m, value, valid, name):
+        """``value`` and its ``valid`` (if any) registered: a stage."""
         register = Signal(value.shape(), name=name)
         register_valid = Signal(name=f"{name}_valid")
-        with m.If(advance):
-            m.d.sync += register.eq(value)
-            if valid is not None:
-                m.d.sync += register_valid.eq(valid)
+        m.d.sync += register.eq(value)
+        if valid is not None:
+            m.d.sync += register_valid.eq(valid)
         return register, register_valid

@@ -662,12 +662,16 @@ def test_tile_matches_golden_model(rows, cols, lanes, guard_bits, zero_block_cyc
 
 
 def test_tile_runs_passes_back_to_back():
-    """Without stalls consecutive results are exactly the later pass's cycle count apart: no bubbles; the first
-    comes ``fill`` clock edges after the first step's transfer beyond its own cycles (the mapper's fill)."""
+    """Without stalls consecutive results are exactly the later pass's cycle count apart: no bubbles; the first,
+    40 steps of one cycle, comes ``fill`` clock edges after the first step's transfer beyond its own cycles (the
+    mapper's fill): the front end keeps up with a step per cycle."""
     for lanes in (3, 8):
         dut = Tile(1, 2, lanes, 3, 1)
         rng = np.random.default_rng(11)
-        results = _simulate_tile(dut, _passes(rng, lanes, [(1,), (2,)], 6), rng, idle=0.0, stall=0.0)
+        ones = np.full((1, 40, lanes), 127 << 7)  # one term each: 40 steps of one cycle, back to back
+        passes = [(ones, np.concatenate([ones, ones])), *_passes(rng, lanes, [(1,), (2,)], 6)]
+        results = _simulate_tile(dut, passes, rng, idle=0.0, stall=0.0)
+        assert results[0][1] == 40
         times = [time for _, _, time in results]
         assert np.diff(times).tolist() == [cycles for _, cycles, _ in results[1:]]
         assert times[0] == results[0][1] + dut.fill == results[0][1] + FPRAKER.fill(FPRAKER.params(lanes=lanes))
