@@ -28,9 +28,9 @@ def pe_control_signature():
 
 
 def pe_latency(lanes):
-    """Clock edges from a pass's last active cycle to ``done``: the lane's stages, the adder tree's registers
-    (one after every two levels), the frame's shift, the accumulator."""
-    return LANE_LATENCY + -(-(lanes - 1).bit_length() // TREE_LEVELS_PER_STAGE) + 2
+    """Clock edges from a pass's last active cycle to ``done``: the strobes' register, the lane's stages, the
+    adder tree's registers (one after every two levels), the frame's shift, the accumulator."""
+    return 1 + LANE_LATENCY + -(-(lanes - 1).bit_length() // TREE_LEVELS_PER_STAGE) + 2
 
 
 def _issue_layout():
@@ -67,7 +67,7 @@ class PE(wiring.Component):
     step : In(pe_step_layout(lanes))
         The next step, taken on ``control.load``.
     control : In(pe_control_signature())
-        The sequencer's strobes.
+        The sequencer's strobes; they and ``step`` act one clock edge later (they are registered first).
     done : Out(1)
         ``result`` holds a pass's accumulator (until the next active cycle reaches it).
     result : Out(accumulator_layout())
@@ -87,10 +87,14 @@ class PE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        control = self.control
+        # The sequencer's strobes and the step, registered here: every PE has its own copy, so that no strobe
+        # reaches every lane of the tile in one cycle.
+        control = Signal(data.StructLayout({name: 1 for name in ("load", "active", "first", "pass_start", "pass_end")}))
+        step = Signal(pe_step_layout(self.lanes))
+        m.d.sync += [step.eq(self.step), *(control[name].eq(getattr(self.control, name)) for name, _ in control.shape())]
         current = Signal(data.StructLayout({"frame": frame_layout(), "specials": specials_layout()}))
         with m.If(control.load):
-            m.d.sync += [current.frame.eq(self.step.frame), current.specials.eq(self.step.specials)]
+            m.d.sync += [current.frame.eq(step.frame), current.specials.eq(step.specials)]
 
         issue = Signal(_issue_layout())
         m.d.comb += [
@@ -101,7 +105,7 @@ class PE(wiring.Component):
         contributions = []
         for n in range(self.lanes):
             lane = m.submodules[f"lane{n}"] = Lane(self.guard_bits)
-            m.d.comb += [lane.step.eq(self.step.lanes[n]), lane.load.eq(control.load), lane.active.eq(control.active)]
+            m.d.comb += [lane.step.eq(step.lanes[n]), lane.load.eq(control.load), lane.active.eq(control.active)]
             contributions.append(lane.contribution)
         issue = _delayed(m, issue, LANE_LATENCY)
 
