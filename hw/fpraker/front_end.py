@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
@@ -22,8 +22,8 @@ def _maximum_levels(lanes):
 
 def front_end_stages(lanes):
     """Clock edges from a step's transfer to its transfer out at the earliest: a register after decoding, one
-    per comparator level of the lane maxima, after the exponent and after the bounds; the queue's two."""
-    return 3 + _maximum_levels(lanes) + 2
+    per comparator level of the lane maxima, after the exponent and after the bounds; the queue's one."""
+    return 3 + _maximum_levels(lanes) + 1
 
 
 def pe_step_layout(lanes):
@@ -60,6 +60,8 @@ class FrontEnd(wiring.Component):
     from the sequencer in one cycle): a step is taken only when an entry of the
     queue behind them is free for it, and the queue holds as many steps as the
     stages and itself take to pass one, so a steady input gives a steady output.
+    The queue has no output register (each PE registers its step): its read
+    enable moves only the read pointer.
 
     Attributes
     ----------
@@ -156,7 +158,7 @@ class FrontEnd(wiring.Component):
         m.d.comb += lengths.eq(limited)
         for r, c in pes:
             m.d.comb += lengths.pes[r][c].more.eq(more_cycles(limited.pes[r][c].lanes))
-        m.submodules.queue = queue = SyncFIFOBuffered(width=len(lengths.as_value()), depth=self.depth)
+        m.submodules.queue = queue = SyncFIFO(width=len(lengths.as_value()), depth=self.depth)
         m.d.comb += [
             queue.w_en.eq(limited_valid),
             queue.w_data.eq(lengths),
