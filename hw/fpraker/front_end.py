@@ -1,6 +1,6 @@
 """The FPRaker tile's front end: steps decoded, aligned and bounded in a pipeline, ahead of the PEs."""
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -60,8 +60,8 @@ class FrontEnd(wiring.Component):
     from the sequencer in one cycle): a step is taken only when an entry of the
     queue behind them is free for it, and the queue holds as many steps as the
     stages and itself take to pass one, so a steady input gives a steady output.
-    The queue has no output register (each PE registers its step): its read
-    enable moves only the read pointer.
+    The queue has no output register (each PE registers its step), and each PE's
+    part of it has its own pointers.
 
     Attributes
     ----------
@@ -158,14 +158,15 @@ class FrontEnd(wiring.Component):
         m.d.comb += lengths.eq(limited)
         for r, c in pes:
             m.d.comb += lengths.pes[r][c].more.eq(more_cycles(limited.pes[r][c].lanes))
-        m.submodules.queue = queue = SyncFIFO(width=len(lengths.as_value()), depth=self.depth)
-        m.d.comb += [
-            queue.w_en.eq(limited_valid),
-            queue.w_data.eq(lengths),
-            out.valid.eq(queue.r_rdy),
-            out.payload.eq(queue.r_data),
-            queue.r_en.eq(out.ready),
-        ]
+        # one queue per PE (and one for the step's flags), so that each queue's pointers reach only its PE's part
+        parts = [("", Cat(lengths.any_live, lengths.last), Cat(out.payload.any_live, out.payload.last))]
+        parts += [(f"{r}_{c}", lengths.pes[r][c].as_value(), out.payload.pes[r][c].as_value()) for r, c in pes]
+        for name, written, read in parts:
+            queue = m.submodules[f"queue{name}"] = SyncFIFO(width=len(written), depth=self.depth)
+            m.d.comb += [queue.w_en.eq(limited_valid), queue.w_data.eq(written), read.eq(queue.r_data),
+                         queue.r_en.eq(out.ready)]
+            if not name:
+                m.d.comb += out.valid.eq(queue.r_rdy)  # the queues move together
 
         # a step is taken only with a queue entry reserved for it, so the stages never stall
         free = Signal(range(self.depth + 1), init=self.depth)
