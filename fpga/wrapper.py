@@ -90,6 +90,7 @@ class StreamTop(wiring.Component):
         m.d.sync += [word.eq(self.rx.payload), word_valid.eq(self.rx.valid & self.rx.ready)]
         buffer = Signal(k * w)
         count = Signal(range(k + 1))
+        slot = Signal(k + 1, init=1)  # one-hot: the word the next word becomes (bit k: the buffer is full)
         # `taken`: the design took the buffered step at the last edge. Only this register
         # listens to the design's `ready`, so the design's handshake logic ends there
         # instead of running on into the word counting (one idle cycle per step).
@@ -97,10 +98,14 @@ class StreamTop(wiring.Component):
         full = count == k
         m.d.comb += [steps.valid.eq(full & ~taken), steps.payload.as_value().eq(buffer[:self.step_bits])]
         m.d.sync += taken.eq(steps.valid & steps.ready)
+        # Each word of the buffer has its own enable, so that no one net reaches every bit of a wide step.
+        for index in range(k):
+            with m.If(word_valid & slot[index]):
+                m.d.sync += buffer[index * w:(index + 1) * w].eq(word)
         with m.If(word_valid):
-            m.d.sync += [buffer.eq(Cat(buffer[w:], word)), count.eq(count + 1)]
+            m.d.sync += [slot.eq(slot << 1), count.eq(count + 1)]
         with m.Elif(taken):
-            m.d.sync += count.eq(0)
+            m.d.sync += [slot.eq(1), count.eq(0)]
         # Words that will be in the buffer two edges from now, before any consumption then:
         # a word taken now is shifted in two edges later, so ready must leave room for it.
         committed = Mux(taken, 0, count) + word_valid + (self.rx.valid & self.rx.ready)

@@ -193,6 +193,7 @@ def map_op(config, layer, tensors, op, plans=None):
     baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}
     counts.update(traffic.counts)
     cycles, dense_cycles = spread(arrays["cycles"], config.tiles), spread(dense["cycles"], config.tiles)
+    cycles += config.design.fill(config.params) if arrays["cycles"].size else 0  # the design's pipeline fill
     energy, baseline_energy = energy_pj(counts, config), energy_pj(baseline_counts, config)
     timing = memory.timing(config, cycles, traffic.dram_bytes)
     dense_timing = memory.timing(config, dense_cycles, traffic.dram_bytes)

@@ -122,6 +122,10 @@ class Design:
     back_to_back : callable(params) -> bool
         Whether the tile runs passes back to back, so that results are spaced by the
         passes' cycles.
+    fill : callable(params) -> int
+        Clock edges a stream of passes takes beyond the passes' cycles, from its first
+        step's transfer to its last result's (the tile's pipeline fill and drain). The
+        mapper adds it once per operation (the tiles' streams overlap).
     constraint : callable(params) or None
         Checks that involve several parameters (raises ``ValueError``).
     area_parts : dict
@@ -139,6 +143,7 @@ class Design:
     golden: Callable
     cost: object
     back_to_back: Callable = lambda params: True
+    fill: Callable = lambda params: 0
     constraint: Callable = None
     area_parts: dict = dataclasses.field(default_factory=dict)
     reference: bool = False

@@ -17,6 +17,12 @@ def _build(params):
                 zero_block_cycles=params["zero_block_cycles"])
 
 
+def _fill(params):
+    from dashraker.hw.fpraker.tile import tile_fill
+
+    return tile_fill(params["lanes"])
+
+
 def _golden(params, scheduled_bits, partner_bits):
     from dashraker.models import fpraker
     from dashraker.models.numerics import fp32_bits
@@ -45,7 +51,8 @@ def _evaluate(params, scheduled, partner, device="cpu"):
 
 
 def _pass_counts(params, arrays, value_bits):
-    """Every lane adds into the integer tree each cycle; each step aligns every lane and renormalises once."""
+    """Every lane adds into the integer tree each cycle; each step aligns every lane to the running maximum exponent
+    and adds its sum into the accumulator once (moving its frame; there is no renormalisation)."""
     lanes = params["lanes"]
     steps = int((arrays["steps"] * arrays["rows"] * arrays["cols"]).sum())
     lane_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum()) * lanes
@@ -67,7 +74,9 @@ FPRAKER = Design(
     cost=Cost(operands="both", evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     # With zero_block_cycles=0 an all-zero step is not counted but still takes a clock in the RTL.
     back_to_back=lambda params: params["zero_block_cycles"] == 1,
-    area_parts={"pe": r"pe\d+_\d+", "lanes": r"pe\d+_\d+\.lane\d+", "exponent_unit": r"pe\d+_\d+\.exponent_unit",
-                "decoder": r"decoder", "encoder": r"decoder\.encoder\d+_\d+", "output": r"output",
+    fill=_fill,
+    area_parts={"pe": r"pe\d+_\d+", "lanes": r"pe\d+_\d+\.lane\d+", "front_end": r"front_end",
+                "exponent_unit": r"front_end\.exponent_unit\d+_\d+", "bounds": r"front_end\.bounds\d+_\d+",
+                "decoder": r"front_end\.decoder", "encoder": r"front_end\.decoder\.encoder\d+_\d+", "output": r"output",
                 "rounder": r"output\.rounder\d+_\d+", "sequencer": r"sequencer"},
 )

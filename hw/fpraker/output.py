@@ -1,81 +1,102 @@
-"""The FPRaker tile's output stage: a pass's accumulators captured, rounded to fp32 and streamed out."""
+"""The FPRaker tile's output stage: a pass's accumulators rounded to fp32, queued and streamed out."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.rounder import Rounder, accumulator_layout
+from dashraker.hw.fpraker.pe import pe_latency
+from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY, Rounder, accumulator_layout
 from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
 
-__all__ = ["OutputStage"]
+__all__ = ["QUEUE_LATENCY", "OutputStage"]
+
+QUEUE_LATENCY = 2  # clock edges through the result queue: its memory, then its output register
 
 
 class OutputStage(wiring.Component):
-    """Two registers after the PEs: the captured accumulators of a pass, then its rounded results.
+    """The pass's accumulators, taken at ``capture``, through one ``Rounder`` per PE into a queue of results.
 
-    At ``capture`` the stage takes every PE's accumulator and the pass's cycle count;
-    in the next stage each accumulator is rounded to fp32 (``Rounder``, one per PE)
-    into the ``results`` register. Results appear two clock edges after their
-    capture at the earliest, and the stage holds one captured pass while ``results``
-    waits: ``capture_ready`` is low only when both registers are full and
-    ``results`` is not taken.
+    Nothing here holds the PEs: the rounders always advance, and the sequencer ends a
+    pass only with ``room``, a reservation of a queue entry (``reserve``) that the
+    result's leaving the queue returns. The queue holds as many entries as passes can
+    be on their way from the sequencer to ``results``, so passes run back to back
+    while ``results`` is taken at once. Results appear ``ROUNDER_LATENCY + QUEUE_LATENCY`` clock
+    edges after their capture at the earliest.
 
     Parameters
     ----------
     rows, cols : int
         PEs per column and per row.
+    lanes : int
+        Lanes N per PE (the PEs' latency sizes the queue).
     guard_bits : int
-        G, guard bits of the accumulator window (0..7).
+        G.
+
+    Attributes
+    ----------
+    depth : int
+        The queue's entries.
 
     Ports
     -----
-    accumulators : In(ArrayLayout(ArrayLayout(accumulator_layout(guard_bits), cols), rows))
-        Every PE's accumulator [row][col]: window, exponent, non-empty and special flags.
+    accumulators : In(ArrayLayout(ArrayLayout(accumulator_layout(), cols), rows))
+        Every PE's accumulator [row][col].
     cycles : In(32)
-        The pass's cycle count.
+        The pass's cycle count, with ``capture``.
     capture : In(1)
-        Take ``accumulators`` and ``cycles`` at this clock edge (only while ``capture_ready``).
-    capture_ready : Out(1)
-        A capture at this clock edge is taken.
+        ``accumulators`` and ``cycles`` hold a pass's: take them.
+    reserve : In(1)
+        A pass ends in this cycle (the sequencer's ``pass_end``): it takes the ``room``.
+    room : Out(1)
+        A queue entry is free for a pass that ends in this cycle.
     results : Out(stream.Signature(result_layout(rows, cols, cycles=True)))
         One transfer per pass: the fp32 ``outputs`` [row][col] and the pass's ``cycles``.
     """
 
-    def __init__(self, rows, cols, guard_bits):
-        FPRAKER.params(rows=rows, cols=cols, guard_bits=guard_bits)
+    def __init__(self, rows, cols, lanes, guard_bits):
+        FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits)
         self.rows, self.cols, self.guard_bits = rows, cols, guard_bits
-        accumulators = data.ArrayLayout(data.ArrayLayout(accumulator_layout(guard_bits), cols), rows)
+        self.depth = pe_latency(lanes) + ROUNDER_LATENCY + 4  # passes on their way, and the queue's own latency
         super().__init__({
-            "accumulators": In(accumulators),
+            "accumulators": In(data.ArrayLayout(data.ArrayLayout(accumulator_layout(), cols), rows)),
             "cycles": In(CYCLE_BITS),
             "capture": In(1),
-            "capture_ready": Out(1),
+            "reserve": In(1),
+            "room": Out(1),
             "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
         })
 
     def elaborate(self, platform):
         m = Module()
         results = self.results
-        captured = Signal(self.accumulators.shape())
-        captured_cycles = Signal(CYCLE_BITS)
-        captured_valid = Signal()
-        advance = ~results.valid | results.ready
-        m.d.comb += self.capture_ready.eq(~captured_valid | advance)
-
-        rounded = Signal(results.payload.outputs.shape())
+        payload = Signal(results.payload.shape())
+        m.submodules.queue = queue = SyncFIFOBuffered(width=len(payload.as_value()), depth=self.depth)
+        rounders = []
         for r in range(self.rows):
             for c in range(self.cols):
                 rounder = m.submodules[f"rounder{r}_{c}"] = Rounder(self.guard_bits)
-                m.d.comb += [rounder.accumulator.eq(captured[r][c]), rounded[r][c].eq(rounder.result)]
+                m.d.comb += [rounder.valid.eq(self.capture), rounder.accumulator.eq(self.accumulators[r][c]),
+                             payload.outputs[r][c].eq(rounder.result)]
+                rounders.append(rounder)
+        cycles = self.cycles
+        for _ in range(ROUNDER_LATENCY):
+            delayed = Signal(CYCLE_BITS)
+            m.d.sync += delayed.eq(cycles)
+            cycles = delayed
+        m.d.comb += [
+            payload.cycles.eq(cycles),
+            queue.w_en.eq(rounders[0].result_valid),
+            queue.w_data.eq(payload),
+            results.valid.eq(queue.r_rdy),
+            results.payload.eq(queue.r_data),
+            queue.r_en.eq(results.ready),
+        ]
 
-        with m.If(advance):
-            m.d.sync += [
-                results.valid.eq(captured_valid),
-                captured_valid.eq(0),
-                results.payload.outputs.eq(rounded),
-                results.payload.cycles.eq(captured_cycles),
-            ]
-        with m.If(self.capture):
-            m.d.sync += [captured.eq(self.accumulators), captured_cycles.eq(self.cycles), captured_valid.eq(1)]
+        # reservations: free entries, counted where passes end and where results leave
+        free = Signal(range(self.depth + 1), init=self.depth)
+        taken = results.valid & results.ready
+        m.d.sync += free.eq(free - self.reserve + taken)
+        m.d.comb += self.room.eq(free != 0)
         return m

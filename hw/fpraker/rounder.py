@@ -1,47 +1,49 @@
-"""End-of-pass rounding of the FPRaker accumulator window to fp32 (the golden model's ``_round_window``)."""
+"""End-of-pass rounding of the FPRaker accumulator to fp32 (the golden model's ``_round_accumulator``)."""
 
-from amaranth.hdl import Const, Module, Mux, Signal, signed
+from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
+from dashraker.hw.fpraker.decoder import EXPONENT_BITS, specials_layout
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan
-from dashraker.hw.numerics.rounding import leading_zeros, round_nearest_even
+from dashraker.hw.numerics.integer_rounder import INTEGER_ROUNDER_LATENCY, IntegerRounder
+from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS
 
-__all__ = ["EXPONENT_BITS", "accumulator_layout", "Rounder"]
+__all__ = ["ROUNDER_LATENCY", "accumulator_layout", "Rounder"]
 
-EXPONENT_BITS = 12  # signed reference exponents: products reach 381, windows a little more
+ROUNDER_LATENCY = INTEGER_ROUNDER_LATENCY + 1  # and fp32's range and specials
 
 
-def accumulator_layout(guard_bits):
-    """The accumulator of a PE: window ``S`` (25 + G signed bits), reference exponent ``Ea``, non-empty flag,
-    and the pass's sticky special flags."""
+def accumulator_layout():
+    """A PE's accumulator at the end of a pass: ``U``, its frame ``F >> FRAME_BITS``, the pass's special products."""
     return data.StructLayout({
-        "window": signed(25 + guard_bits),
-        "exponent": signed(EXPONENT_BITS),
-        "nonempty": 1,
-        "nan": 1,
-        "pos_inf": 1,
-        "neg_inf": 1,
+        "value": signed(ACCUMULATOR_BITS),
+        "frame": signed(EXPONENT_BITS - FRAME_BITS),
+        "specials": specials_layout(),
     })
 
 
 class Rounder(wiring.Component):
-    """Rounds ``S * 2**(Ea - 150 - G)`` to fp32 (combinational).
+    """Rounds ``U * 2**(F - 150 - G)`` to fp32 in ``ROUNDER_LATENCY`` registered stages.
 
-    Round to nearest even with an unbounded exponent, then FTZ (biased exponent
-    below 1 gives a zero of the window's sign) and overflow to Inf; an empty
-    accumulator gives +0; NaN / Inf flags override (Inf of both signs is NaN).
+    Round to nearest even with an unbounded exponent (``IntegerRounder``), then FTZ
+    (biased exponent below 1 gives a zero of ``U``'s sign) and overflow to Inf; ``U = 0``
+    gives +0; NaN / Inf flags override (Inf of both signs is NaN).
 
     Parameters
     ----------
     guard_bits : int
-        G, the guard bits below the fp32 significand in the window (0..7).
+        G.
 
     Ports
     -----
-    accumulator : In(accumulator_layout(guard_bits))
+    valid : In(1)
+        ``accumulator`` holds a pass's accumulator.
+    accumulator : In(accumulator_layout())
         A PE's accumulator at the end of a pass.
+    result_valid : Out(1)
+        ``ROUNDER_LATENCY`` clock edges after ``valid``.
     result : Out(FP32_LAYOUT)
         Its fp32 value.
     """
@@ -50,35 +52,35 @@ class Rounder(wiring.Component):
         FPRAKER.params(guard_bits=guard_bits)
         self.guard_bits = guard_bits
         super().__init__({
-            "accumulator": In(accumulator_layout(guard_bits)),
+            "valid": In(1),
+            "accumulator": In(accumulator_layout()),
+            "result_valid": Out(1),
             "result": Out(FP32_LAYOUT),
         })
 
     def elaborate(self, platform):
         m = Module()
-        g = self.guard_bits
         acc = self.accumulator
-        width = 25 + g
-        magnitude = Signal(width)
-        m.d.comb += magnitude.eq(Mux(acc.window < 0, -acc.window, acc.window))
-        zeros = leading_zeros(m, magnitude)
-        normalised = Signal(width)
-        m.d.comb += normalised.eq(magnitude << zeros)
-        sticky = normalised[:g].any() if g else Const(0)
-        exponent = Signal(signed(EXPONENT_BITS + 2))
-        m.d.comb += exponent.eq(acc.exponent + 1 - zeros)
-        mantissa, biased = round_nearest_even(m, normalised[g + 1:], exponent, guard=normalised[g], sticky=sticky)
-        sign = acc.window < 0
-        with m.If(acc.nan | (acc.pos_inf & acc.neg_inf)):
-            m.d.comb += self.result.as_value().eq(canonical_nan())
-        with m.Elif(acc.pos_inf | acc.neg_inf):
-            m.d.comb += [self.result.sign.eq(acc.neg_inf), self.result.exp.eq(0xFF)]
-        with m.Elif(~acc.nonempty):
-            m.d.comb += self.result.as_value().eq(0)
-        with m.Elif(biased < 1):
-            m.d.comb += self.result.sign.eq(sign)
-        with m.Elif(biased > 254):
-            m.d.comb += [self.result.sign.eq(sign), self.result.exp.eq(0xFF)]
+        m.submodules.rounder = rounder = IntegerRounder(ACCUMULATOR_BITS, EXPONENT_BITS, specials_layout())
+        top = Signal(signed(EXPONENT_BITS))  # the biased exponent of U's bit 63: F - 150 - G + 63 + 127
+        m.d.comb += [
+            top.eq((acc.frame << FRAME_BITS) + ACCUMULATOR_BITS - 1 + 127 - 150 - self.guard_bits),
+            rounder.valid.eq(self.valid), rounder.value.eq(acc.value), rounder.top.eq(top),
+            rounder.tag.eq(acc.specials),
+        ]
+        specials, sign, exponent = rounder.result_tag, rounder.sign, rounder.exponent
+        result = Signal(FP32_LAYOUT)
+        with m.If(specials.nan | (specials.pos_inf & specials.neg_inf)):
+            m.d.comb += result.as_value().eq(canonical_nan())
+        with m.Elif(specials.pos_inf | specials.neg_inf):
+            m.d.comb += [result.sign.eq(specials.neg_inf), result.exp.eq(0xFF)]
+        with m.Elif(rounder.mantissa == 0):
+            pass  # +0
+        with m.Elif(exponent < 1):
+            m.d.comb += result.sign.eq(sign)
+        with m.Elif(exponent > 254):
+            m.d.comb += [result.sign.eq(sign), result.exp.eq(0xFF)]
         with m.Else():
-            m.d.comb += [self.result.sign.eq(sign), self.result.exp.eq(biased), self.result.frac.eq(mantissa)]
+            m.d.comb += [result.sign.eq(sign), result.exp.eq(exponent), result.frac.eq(rounder.mantissa)]
+        m.d.sync += [self.result.eq(result), self.result_valid.eq(rounder.result_valid)]
         return m

@@ -1,4 +1,4 @@
-"""The FPRaker tile's sequencer: runs the PEs' steps in lockstep and counts each pass's cycles."""
+"""The FPRaker tile's sequencer: runs the PEs' steps in lockstep, each for the cycles the front end counted."""
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
@@ -7,19 +7,20 @@ from amaranth.lib.wiring import In, Out
 from dashraker.designs import FPRAKER
 from dashraker.hw.fpraker.pe import pe_control_signature
 from dashraker.hw.tile_stream import CYCLE_BITS
+from dashraker.models.fpraker.golden import MAX_TERMS
 
 __all__ = ["Sequencer"]
 
 
 class Sequencer(wiring.Component):
-    """Lockstep control of the PEs: take a decoded step, run it until no PE has a term left, end the pass.
+    """Lockstep control of the PEs: take a scheduled step, run it for its length, count the pass's cycles.
 
     A step is loaded into the PEs at a clock edge (``control.load``) and is active from
-    the next cycle until the cycle in which no PE has a further in-bound term
-    (``done``): at least one cycle. That cycle finishes the step, and the next waiting
-    step is loaded at the same edge, so steps follow each other without bubbles.
-    The finish of a pass's last step is also the pass's end, which waits (the PEs
-    hold) while the output stage cannot capture the PEs' results.
+    the next cycle for as many cycles as its ``more`` thermometer says (at least one);
+    its last cycle's clock edge loads the next waiting step, so steps follow each other
+    without bubbles. The length is known before the step starts, so nothing here waits
+    on the PEs. A pass's last cycle waits (the PEs idle) until the output stage has
+    ``room`` for its results: so the PEs' pipelines behind never stall.
 
     ``cycles`` counts the active cycles of the pass's steps; with
     ``zero_block_cycles=0`` the cycles of a step without any live lane (in every PE)
@@ -34,20 +35,19 @@ class Sequencer(wiring.Component):
     Ports
     -----
     valid : In(1)
-        A decoded step waits.
+        A scheduled step waits.
     last, any_live : In(1)
         Of the waiting step: it closes a pass; some PE has a live lane in it.
+    more : In(4)
+        Of the waiting step: bit j set when it lasts more than j + 1 cycles.
+    room : In(1)
+        The output stage will take the results of a pass that ends in this cycle.
     ready : Out(1)
-        The PEs can take the waiting step at this clock edge: no step runs, or it finishes.
-    done : In(1)
-        No PE has an in-bound term after this cycle's (read while a step runs).
-    capture_ready : In(1)
-        The output stage can capture a pass's results at this clock edge.
+        The PEs take the waiting step at this clock edge: no step runs, or it finishes.
     control : Out(pe_control_signature())
-        To every PE: ``load`` (``valid & ready``), ``active``, ``first``, ``finish`` and
-        ``pass_end`` (the finish of a last step; the output stage captures then).
+        To every PE.
     cycles : Out(32)
-        The pass's cycle count including this cycle, as captured at ``control.pass_end``.
+        The pass's cycle count including this cycle (read with ``control.pass_end``).
     """
 
     def __init__(self, zero_block_cycles):
@@ -57,9 +57,9 @@ class Sequencer(wiring.Component):
             "valid": In(1),
             "last": In(1),
             "any_live": In(1),
+            "more": In(MAX_TERMS - 1),
+            "room": In(1),
             "ready": Out(1),
-            "done": In(1),
-            "capture_ready": In(1),
             "control": Out(pe_control_signature()),
             "cycles": Out(CYCLE_BITS),
         })
@@ -67,34 +67,39 @@ class Sequencer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         control = self.control
-        busy, first, last, counted = Signal(), Signal(), Signal(), Signal()  # of the step loaded
+        busy, first, last, counted, starts = Signal(), Signal(), Signal(), Signal(), Signal()  # of the step loaded
+        remaining = Signal(MAX_TERMS - 1)  # thermometer: bit j, more than j + 1 cycles left
+        fresh = Signal(init=1)  # the next step loaded starts a pass
         cycles = Signal(CYCLE_BITS)  # the pass's so far
 
-        stall = busy & self.done & last & ~self.capture_ready
+        finish = busy & ~remaining[0] & (~last | self.room)
+        hold = busy & ~remaining[0] & last & ~self.room
         counting = control.active & counted
         m.d.comb += [
-            control.active.eq(busy & ~stall),
+            control.active.eq(busy & ~hold),
             control.first.eq(first),
-            control.finish.eq(busy & self.done & ~stall),
-            control.pass_end.eq(control.finish & last),
+            control.pass_start.eq(first & starts),
+            control.pass_end.eq(finish & last),
             control.load.eq(self.valid & self.ready),
-            self.ready.eq(~busy | control.finish),
+            self.ready.eq(~busy | finish),
             self.cycles.eq(cycles + counting),
         ]
-
         with m.If(control.active):
-            m.d.sync += first.eq(0)
-        with m.If(control.finish):
+            m.d.sync += [first.eq(0), remaining.eq(remaining >> 1)]
+        with m.If(finish):
             m.d.sync += busy.eq(0)
         with m.If(counting):
             m.d.sync += cycles.eq(cycles + 1)
+        with m.If(control.pass_end):
+            m.d.sync += cycles.eq(0)
         with m.If(control.load):
             m.d.sync += [
                 busy.eq(1),
                 first.eq(1),
+                remaining.eq(self.more),
                 last.eq(self.last),
                 counted.eq(self.any_live | int(self.zero_block_cycles == 1)),
+                starts.eq(fresh),
+                fresh.eq(self.last),
             ]
-        with m.If(control.pass_end):
-            m.d.sync += cycles.eq(0)
         return m

@@ -1,30 +1,40 @@
-"""The FPRaker R x C tile: a decode stage, lockstep term-serial PEs, and a rounding output stage."""
+"""The FPRaker R x C tile: a pipelined front end, lockstep term-serial PEs, and a rounding output stage."""
 
-from amaranth.hdl import Cat, Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.decoder import Decoder
-from dashraker.hw.fpraker.output import OutputStage
-from dashraker.hw.fpraker.pe import PE
+from dashraker.hw.fpraker.front_end import FrontEnd, front_end_stages
+from dashraker.hw.fpraker.output import QUEUE_LATENCY, OutputStage
+from dashraker.hw.fpraker.pe import PE, pe_latency
+from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.fpraker.sequencer import Sequencer
-from dashraker.hw.tile_stream import result_layout, step_layout
+from dashraker.hw.tile_stream import CYCLE_BITS, result_layout, step_layout
 
-__all__ = ["Tile"]
+__all__ = ["tile_fill", "Tile"]
+
+
+def tile_fill(lanes):
+    """Clock edges a stream of passes takes beyond their cycles, from its first step's transfer to its last
+    result's: the front end's stages, then the last pass's way through the PEs' pipelines, the rounding and
+    the output queue."""
+    return front_end_stages(lanes) + pe_latency(lanes) + ROUNDER_LATENCY + QUEUE_LATENCY
 
 
 class Tile(wiring.Component):
     """R x C FPRaker PEs in lockstep: row r's ``a`` operands are shared along the row (term-serial),
     column c's ``b`` operands along the column (bit-parallel).
 
-    Pipeline: the ``Decoder`` decodes each step payload (classification, NAF term
-    encoding of ``a``, product exponents and signs, per-PE exponent maximum) into a
-    register; the ``Sequencer`` loads a decoded step into the ``PE``s when the previous
-    one finishes, so steps follow each other without bubbles; a step lasts the
-    maximum over PEs and lanes of the in-bound terms (at least one cycle). A pass's
-    accumulators are captured at its last step by the ``OutputStage``, rounded to
-    fp32 in its next register and presented on ``results``.
+    Pipeline: the ``FrontEnd`` decodes each step and decides, from the operands alone,
+    each PE's alignment exponent, in-bound terms, frame move and the step's length;
+    the ``Sequencer`` loads a step into the ``PE``s when the previous one finishes, so
+    steps follow each other without bubbles, and runs it for its length (the maximum
+    over PEs and lanes of the in-bound terms, at least one cycle). The PEs' lanes,
+    adder trees and accumulators are pipelined behind it and never stall; a pass's
+    accumulators are rounded to fp32 by the ``OutputStage`` and queued for ``results``.
+    A pass ends only when the queue has room for it, so backpressure stops the
+    sequencer and the front end, never the pipelines behind them.
 
     ``cycles`` counts the cycles the PEs spent on the pass's steps. With
     ``zero_block_cycles=0`` a step without any live lane (in every PE) is not
@@ -38,14 +48,16 @@ class Tile(wiring.Component):
     lanes : int
         Lanes N per PE (default 8).
     guard_bits : int
-        G, guard bits of the accumulator window below the fp32 significand (default 3, at most 7).
+        G, guard bits of the window below the fp32 significand (default 3, at most 7).
     zero_block_cycles : 0 | 1
         Cost of an all-zero step (default 1).
 
     Attributes
     ----------
     latency : int
-        Cycles from a pass's last step finishing to its result being valid (2).
+        Clock edges from a pass's last step finishing to its result being valid.
+    fill : int
+        ``tile_fill(lanes)``: what a stream of passes takes beyond their cycles.
 
     Ports
     -----
@@ -59,7 +71,8 @@ class Tile(wiring.Component):
         FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits, zero_block_cycles=zero_block_cycles)
         self.rows, self.cols, self.lanes = rows, cols, lanes
         self.guard_bits, self.zero_block_cycles = guard_bits, zero_block_cycles
-        self.latency = 2
+        self.latency = pe_latency(lanes) + ROUNDER_LATENCY + QUEUE_LATENCY
+        self.fill = tile_fill(lanes)
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, "bf16"))),
             "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
@@ -67,22 +80,13 @@ class Tile(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.decoder = decoder = Decoder(self.rows, self.cols, self.lanes)
+        m.submodules.front_end = front_end = FrontEnd(self.rows, self.cols, self.lanes, self.guard_bits)
         m.submodules.sequencer = sequencer = Sequencer(self.zero_block_cycles)
-        m.submodules.output = output = OutputStage(self.rows, self.cols, self.guard_bits)
-        wiring.connect(m, wiring.flipped(self.steps), decoder.steps)
+        m.submodules.output = output = OutputStage(self.rows, self.cols, self.lanes, self.guard_bits)
+        wiring.connect(m, wiring.flipped(self.steps), front_end.steps)
         wiring.connect(m, output.results, wiring.flipped(self.results))
 
-        step = decoder.decoded
-        m.d.comb += [
-            sequencer.valid.eq(step.valid),
-            sequencer.last.eq(step.payload.last),
-            sequencer.any_live.eq(step.payload.any_live),
-            step.ready.eq(sequencer.ready),
-            sequencer.capture_ready.eq(output.capture_ready),
-            output.capture.eq(sequencer.control.pass_end),
-            output.cycles.eq(sequencer.cycles),
-        ]
+        step = front_end.scheduled
         pes = []
         for r in range(self.rows):
             for c in range(self.cols):
@@ -90,5 +94,30 @@ class Tile(wiring.Component):
                 m.d.comb += [pe.step.eq(step.payload.pes[r][c]), output.accumulators[r][c].eq(pe.result)]
                 pes.append(pe)
         wiring.connect(m, sequencer.control, *(pe.control for pe in pes))
-        m.d.comb += sequencer.done.eq(~Cat(*(pe.more for pe in pes)).any())
+        m.d.comb += [
+            sequencer.valid.eq(step.valid),
+            sequencer.last.eq(step.payload.last),
+            sequencer.any_live.eq(step.payload.any_live),
+            sequencer.more.eq(_any(pe.more for row in step.payload.pes for pe in row)),
+            sequencer.room.eq(output.room),
+            step.ready.eq(sequencer.ready),
+            output.reserve.eq(sequencer.control.pass_end),
+            output.capture.eq(pes[0].done),  # the PEs run in lockstep
+        ]
+
+        # the pass's cycle count travels beside the PEs' pipelines
+        cycles = sequencer.cycles
+        for _ in range(pes[0].latency):
+            delayed = Signal(CYCLE_BITS)
+            m.d.sync += delayed.eq(cycles)
+            cycles = delayed
+        m.d.comb += output.cycles.eq(cycles)
         return m
+
+
+def _any(values):
+    """The bitwise OR of ``values``: the longest of the PEs' step lengths, as thermometers."""
+    result = 0
+    for value in values:
+        result = result | value
+    return result

@@ -6,13 +6,14 @@ from amaranth.lib import data, wiring
 from dashraker.formats import FIXED_POINT_FRAME
 from dashraker.hw.numerics.accumulator import ACCUMULATOR_SIGNATURE
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan, significand
-from dashraker.hw.numerics.rounding import registered_leading_zeros, round_nearest_even
+from dashraker.hw.numerics.integer_rounder import INTEGER_ROUNDER_LATENCY, IntegerRounder
 
 __all__ = ["FixedPointAccumulator", "FIXED_ACCUMULATOR_LATENCY"]
 
 # Cycles from a pass's last sum entering to its result: aligning, negating, the add
-# loop, then six rounding stages and the result register.
-FIXED_ACCUMULATOR_LATENCY = 10
+# loop, then the rounding stages and the result register.
+FIXED_ACCUMULATOR_LATENCY = 3 + INTEGER_ROUNDER_LATENCY + 1
+EXPONENT_BITS = 9  # signed biased exponents of the frame's places (the top is below 255)
 
 # What a pass's specials make of its result; NONE: its rounded sum.
 SPECIALS = data.StructLayout({"nan": 1, "pos_inf": 1, "neg_inf": 1, "out": 1})
@@ -103,53 +104,13 @@ class FixedPointAccumulator(wiring.Component):
         with m.Elif(aligned_valid):
             m.d.sync += [total.eq(added[:width]), total_specials.eq(specials)]
 
-        # Rounding, stage 1: sign and magnitude; stage 2: the magnitude's leading and trailing zeros in each
-        # 16 bits; stage 3: those joined into its leading and trailing zeros.
-        sign = Signal()
-        magnitude = Signal(width)
-        kind = Signal(range(4))
-        rounding = Signal()  # the pass's valid, stage by stage
-        m.d.sync += [sign.eq(passed < 0), magnitude.eq(Mux(passed < 0, -passed, passed)), kind.eq(passed_kind),
-                     rounding.eq(passed_valid)]
-        chunked_sign, chunked, chunked_kind, chunked_valid = _registered(m, sign, magnitude, kind, rounding)
-        chunked_zeros = registered_leading_zeros(m, magnitude)
-        chunked_trailing = registered_leading_zeros(m, magnitude[::-1])
-        counted_sign, counted, counted_kind, counted_valid, zeros, trailing = _registered(
-            m, chunked_sign, chunked, chunked_kind, chunked_valid, chunked_zeros, chunked_trailing)
-
-        # Stage 4: the leading one shifted into the top 16 places; the sticky bit: ones below the guard
-        # bit (the leading one's place - 24), so more than 25 places from the top after the shift.
-        coarse = Signal(40)
-        fine = Signal(4)
-        sticky = Signal()
-        exponent = Signal(signed(10))
-        coarse_sign = Signal()
-        coarse_kind = Signal(range(4))
-        coarse_valid = Signal()
-        m.d.sync += [coarse.eq((counted << Cat(Const(0, 4), zeros[4:]))[width - 40:]), fine.eq(zeros[:4]),
-                     sticky.eq(trailing + zeros < width - 25),
-                     exponent.eq(Mux(counted == 0, 0, width - 1 + lsb + 127 - zeros)),
-                     coarse_sign.eq(counted_sign), coarse_kind.eq(counted_kind), coarse_valid.eq(counted_valid)]
-
-        # Stage 5: the leading one at the top: 24 bits, the guard bit, the sticky bit.
-        normalised = Signal(26)
-        normalised_exponent = Signal(signed(10))
-        normalised_sign = Signal()
-        normalised_kind = Signal(range(4))
-        normalised_valid = Signal()
-        m.d.sync += [normalised.eq(Cat(sticky, (coarse << fine)[15:40])), normalised_exponent.eq(exponent),
-                     normalised_sign.eq(coarse_sign), normalised_kind.eq(coarse_kind),
-                     normalised_valid.eq(coarse_valid)]
-
-        # Stage 6: to nearest even (a zero total, positive, keeps exponent 0: +0.0); then the result register.
-        mantissa, rounded_exponent = round_nearest_even(m, normalised[2:], normalised_exponent,
-                                                        guard=normalised[1], sticky=normalised[0])
+        # Rounding: six registered stages (``IntegerRounder``), the pass's kind beside the value.
+        m.submodules.rounder = rounder = IntegerRounder(width, EXPONENT_BITS, range(4))
+        m.d.comb += [rounder.valid.eq(passed_valid), rounder.value.eq(passed), rounder.top.eq(top),
+                     rounder.tag.eq(passed_kind)]
         rounded = Signal(FP32_LAYOUT)
-        rounded_kind = Signal(range(4))
-        rounded_valid = Signal()
-        m.d.sync += [rounded.sign.eq(normalised_sign), rounded.exp.eq(rounded_exponent),
-                     rounded.frac.eq(mantissa[:23]),
-                     rounded_kind.eq(normalised_kind), rounded_valid.eq(normalised_valid)]
+        m.d.comb += [rounded.sign.eq(rounder.sign), rounded.exp.eq(rounder.exponent), rounded.frac.eq(rounder.mantissa[:23])]
+        rounded_kind, rounded_valid = rounder.result_tag, rounder.result_valid
         m.d.sync += self.result_valid.eq(rounded_valid)
         with m.If(rounded_valid):
             with m.Switch(rounded_kind):
@@ -162,13 +123,6 @@ class FixedPointAccumulator(wiring.Component):
                 with m.Case(NEG_INF):
                     m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(1, 1)))
         return m
-
-
-def _registered(m, *values):
-    """Each of ``values`` registered: a pipeline stage's signals."""
-    registers = [Signal.like(value) for value in values]
-    m.d.sync += [register.eq(value) for register, value in zip(registers, values)]
-    return registers
 
 
 def _kind(specials):

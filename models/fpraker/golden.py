@@ -8,42 +8,62 @@ holds the pair (a_i, b_i). ``a`` is the term-serial operand: its 8-bit significa
 at most 5 signed powers of two ``s * 2**t``, ``t`` in 0..8, processed most
 significant first. ``b`` stays bit-parallel.
 
+The accumulator is a *frame window*: a wide fixed-point integer whose alignment
+depends only on the operands, never on the running sum. So every exponent, shift
+amount, in-bound test and cycle count of a step can be computed ahead of the
+accumulator (feed-forward, pipelined in the RTL), and the RTL's only loop is one
+``ACCUMULATOR_BITS``-bit add after a shift by a multiple of 8. Per pass and PE:
+
 * A lane is *live* when both operands are finite and non-zero. Zero, Inf and NaN
-  operands have no terms and take no part in the exponent maximum.
+  operands have no terms and take no part in the exponents.
 * Product exponent of a live lane: ``Pe = ea + eb - 127`` (biased), so that the
   product is ``sig_a * sig_b * 2**(Pe - 127 - 14)``.
-* The accumulator is a two's complement fixed-point *window* ``S`` with a
-  reference exponent ``Ea``: its value is ``S * 2**(Ea - 127 - 23 - G)``, i.e. the
-  fp32 significand (24 bits) plus G guard bits below it, plus headroom above.
-  An empty accumulator (start of a pass, or a window that became exactly 0) has
-  no exponent.
-* Step alignment: ``M = max(Pe over live lanes, Ea if the accumulator is not
-  empty)``. The accumulator is re-aligned to ``M``: ``S >> (M - Ea)``, an
-  arithmetic shift (floor). Each lane has ``d = M - Pe``; a term ``s * 2**t`` of
-  the lane contributes ``floor(sign * sig_b * 2**(t + 9 + G - d))`` window units,
-  where ``sign = (-1)**(sa ^ sb) * s`` (the signed ``b`` is shifted left, or
-  arithmetically right with the bits below the window dropped). A term whose
-  whole contribution lies below the window (``d > t + 16 + G``: the MSB of
-  ``sig_b << t`` falls below the window's LSB) is *out of bounds*: it is skipped
-  and contributes 0; as terms come MSB first, all later terms of the lane are
-  out of bounds too.
-* End of step: ``S = aligned accumulator + all in-bound term contributions``
-  (exact integer sum, so the order of the terms does not matter). The window is
-  then brought back to ``25 + G`` signed bits by the smallest arithmetic right
-  shift ``c >= 0`` that makes it fit: ``S >>= c``, ``Ea = M + c`` (truncation,
-  floor; the window is never shifted left, so ``Ea`` only grows during a pass).
-  A window that is exactly 0 becomes empty.
-* End of pass: the window value is rounded once to fp32, round-to-nearest-even
-  on the exact value with an unbounded exponent; a result whose biased exponent
-  is then below 1 is flushed to a zero of its sign (FTZ, tininess after
-  rounding), above 254 it is an Inf of its sign. An empty accumulator gives +0.
+* Alignment exponent ``E``: the running maximum of ``Pe`` over the live lanes of
+  the pass's steps so far, the current step included (undefined until the first
+  live lane). Its *frame* is ``F = E & ~7`` (``8 * floor(E / 8)``, two's
+  complement, so a negative ``E`` has a frame below it) and its *offset*
+  ``D = E & 7`` (0..7). ``F`` moves in steps of ``2**FRAME_BITS = 8``.
+* The accumulator ``U`` is an ``ACCUMULATOR_BITS`` = 64-bit two's complement
+  integer worth ``U * 2**(F - 150 - G)``: the fp32 significand (24 bits) plus
+  G guard bits below the frame's top exponent, and headroom above. Each pass
+  starts at ``U = 0``.
+* A step with at least one live lane in the PE: ``E`` becomes the maximum of its
+  old value and the step's live ``Pe``; each live lane has ``d = E - Pe >= 0``.
+  First the accumulator follows the frame: ``U = U >> (F - F_old)``, an
+  arithmetic right shift (floor), its amount clamped to 63 (so a frame move
+  beyond the accumulator leaves 0 or -1; on the pass's first live step ``U`` is
+  0 anyway). Then ``U += step_sum << D`` where ``step_sum`` is the exact integer
+  sum, over the live lanes and their in-bound terms ``s * 2**t``, of
+  ``floor(sign * s * sig_b * 2**(t + 9 + G - d))`` with ``sign = (-1)**(sa ^ sb)``
+  (the signed ``b`` shifted left, or arithmetically right with the bits below the
+  unit ``2**(E - 150 - G)`` dropped). A term whose whole contribution lies below
+  that unit (``d > t + 16 + G``: the MSB of ``sig_b << t`` falls below it) is
+  *out of bounds*: it is skipped and contributes 0; as terms come MSB first, all
+  later terms of the lane are out of bounds too.
+* A step without a live lane in the PE changes nothing (``E``, ``F``, ``U`` stay).
+* There is no renormalisation: ``U`` keeps every bit down to ``2**(F - 150 - G)``.
+  A lane-step adds less than ``2**(32 + G)`` in magnitude (``|sig_a * sig_b| < 2**16``,
+  times ``2**(9 + G)``, times ``2**D <= 2**7``), so ``|U| < 2**63`` while a pass has
+  fewer than ``2**(31 - G)`` live lane-steps per PE (2.7e8 at G = 3); beyond that
+  ``U`` wraps, in the RTL's register and in this model's int64 alike.
+* End of pass: ``U * 2**(F - 150 - G)`` is rounded once to fp32, round-to-nearest-even
+  on the exact value with an unbounded exponent; a result whose biased exponent is
+  then below 1 is flushed to a zero of its sign (FTZ, tininess after rounding),
+  above 254 it is an Inf of its sign. ``U == 0`` (also: no live lane in the pass)
+  gives +0, so a sum that cancels to exactly 0 mid-pass simply goes on from 0.
 * NaN/Inf (IEEE-consistent, sticky over the pass): a NaN operand, or Inf times
   zero, makes the result the canonical NaN 0x7FC00000; so do Infs of both signs
   (Inf - Inf). Otherwise an Inf operand times a non-zero finite or infinite one
-  makes the result an Inf of the product's sign. The window itself never
-  overflows during a pass (its exponent is unbounded); only the final rounding
-  can give Inf. Finite lanes are computed (and
-  cost cycles) as usual; the special result overrides the window at the end.
+  makes the result an Inf of the product's sign. Only the final rounding can give
+  Inf from finite operands. Finite lanes are computed (and cost cycles) as usual;
+  the special result overrides the accumulator at the end.
+
+Precision: every contribution is floored at ``2**(E - 150 - G)`` with ``E`` the
+running maximum so far, and the accumulator drops bits only below its frame's
+unit ``2**(F - 150 - G)`` when the frame moves up. (The earlier arithmetic aligned
+each step to the maximum of the step's exponents and a window renormalised back
+to 25 + G bits after every step; that made the next step's alignment wait on the
+previous step's sum, a one-cycle loop through the whole adder tree.)
 
 Cycles: a PE spends on a step the maximum over its lanes of the number of
 in-bound terms, at least 1; a step with no live lane in the PE costs
@@ -61,16 +81,19 @@ import torch
 from dashraker.models.numerics import CANONICAL_NAN_BITS, fp32_from_bits
 
 __all__ = [
+    "ACCUMULATOR_BITS",
+    "FRAME_BITS",
     "MAX_TERMS",
     "TileResult",
     "checked_arguments",
     "encode_terms",
-    "window_width",
     "tile",
     "pe",
 ]
 
 MAX_TERMS = 5
+ACCUMULATOR_BITS = 64  # the accumulator U, two's complement
+FRAME_BITS = 3  # the frame F moves in steps of 2**FRAME_BITS bits
 _BF16_BIAS = 127
 _SIG_BITS = 8  # bf16 significand with the hidden one
 _TOP_TERM = 8  # highest term position of an 8-bit significand in NAF
@@ -78,11 +101,6 @@ _NONE = -(1 << 24)  # exponent of lanes without a product: below every real one
 _DEAD = _NONE // 2  # product exponents below this have no product
 _CHUNK = 1 << 22  # elements per pass chunk (bounds the memory of the precomputed tensors)
 _GPU_CHUNK = 1 << 26  # on a GPU: fewer, larger kernels (a few GB of GPU memory)
-
-
-def window_width(lanes, guard_bits):
-    """Signed bits the running step sum needs: 25 + G bits of window plus headroom for N products."""
-    return 24 + guard_bits + (4 * lanes + 2).bit_length() + 1
 
 
 def encode_terms(significand):
@@ -119,7 +137,7 @@ def _tables(guard_bits, count_bits, device="cpu"):
     """Lookup table over (operands, alignment distance d = 0 .. 25 + G) for a lane of a step.
 
     ``packed[(((sa * 2 + sb) * 128 + ia) * 128 + ib) * (D + 1) + d]`` holds, above its low
-    ``count_bits`` bits, the lane's window contribution: the sum over the in-bound
+    ``count_bits`` bits, the lane's contribution to the step sum: the sum over the in-bound
     terms ``s * 2**t`` of ``a = 128 + ia`` of ``floor(sign * s * (128 + ib) * 2**(t + 9 + G - d))``
     (sign negative when ``sa != sb``); in the low bits, the number of in-bound terms
     (``d <= t + 16 + G``). Summing packed entries over a step's lanes sums both
@@ -188,11 +206,20 @@ class _Operand:
         self.live = ~self.zero & ~self.special
 
 
-def _round_window(window, exponent, guard_bits):
-    """Round window values ``S * 2**(Ea - 150 - G)`` to fp32 bit patterns (RNE, FTZ, overflow to Inf)."""
-    sign = (window < 0).to(torch.int64)
-    mag = window.abs()
-    msb = torch.frexp(mag.to(torch.float64)).exponent.to(torch.int64) - 1  # exact: |S| < 2**53
+def _round_accumulator(accumulator, frame, guard_bits):
+    """Round accumulator values ``U * 2**(F - 150 - G)`` to fp32 bit patterns (RNE, FTZ, overflow to Inf).
+
+    ``U`` is any int64 (its magnitude may exceed 2**53, and -2**63 has none in int64: it is rounded as
+    -2**62 one frame exponent up, exactly the same value).
+    """
+    lowest = accumulator == torch.iinfo(torch.int64).min
+    sign = (accumulator < 0).to(torch.int64)
+    mag = torch.where(lowest, 1 << 62, accumulator.abs())
+    exponent = frame + lowest.to(torch.int64)
+    msb = torch.frexp(mag.to(torch.float64)).exponent.to(torch.int64) - 1
+    # above 2**53 the conversion to float64 may round up to the next power of two: take the MSB exactly (the bits
+    # would come out the same, as such a U also rounds up to that power of two, but ``kept`` keeps its 24 bits)
+    msb = msb - ((mag >> msb.clamp(0, 63)) == 0).to(torch.int64)
     shift = msb - 23
     right = shift.clamp(min=0)
     kept = mag >> right
@@ -232,8 +259,8 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1, device=None):
     ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
     ``b_bits``: [passes, cols, steps, lanes] (bit-parallel, shared along columns);
     ints (torch or numpy). Returns a ``TileResult``, on ``device`` (a torch device; default:
-    where ``a_bits`` is). Work is vectorised over passes, PEs and lanes; only the steps run
-    one after another.
+    where ``a_bits`` is). Work is vectorised over passes, PEs, lanes and steps (the alignment is
+    feed-forward); only the accumulator's shift and add run step after step.
     """
     a_bits, b_bits = checked_arguments(a_bits, b_bits, guard_bits, zero_block_cycles)
     device = torch.device(a_bits.device if device is None else device)
@@ -266,33 +293,29 @@ def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
     row_terms = torch.where(a.live, total_table[a.index], 0).sum(2)  # [S, P, 1, N]
     total = (row_terms * b.live.sum(3)).sum((2, 3))  # [S, P]
 
-    shape, on = (passes, rows, cols), {"device": a_bits.device}
-    window = torch.zeros(shape, dtype=torch.int64, **on)
-    acc_exp = torch.full(shape, _NONE, dtype=torch.int64, **on)
-    nonempty = torch.zeros(shape, dtype=torch.bool, **on)
-    step_cycles = torch.zeros((steps, passes), dtype=torch.int64, **on)
-    terms = torch.zeros((steps, passes), dtype=torch.int64, **on)
-    for s in range(steps):
-        top = torch.maximum(step_max[s], acc_exp)  # acc_exp is _NONE while empty
-        # with nothing to align to, every lane is out of bounds
-        top = torch.where(top < _DEAD, -_NONE, top)
-        distance = (top[..., None] - product_exp[s]).clamp_(max=far)
-        lane = packed_table.take(table_base[s] + distance)
-        packed_sum = lane.sum(-1)
-        aligned = torch.where(nonempty, window >> (top - acc_exp).clamp(0, 63), 0)
-        total_sum = aligned + (packed_sum >> count_bits)
-        # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
-        magnitude = torch.where(total_sum < 0, ~total_sum, total_sum)
-        carry = (torch.frexp(magnitude.to(torch.float64)).exponent - (24 + g)).clamp_(min=0)
-        window = total_sum >> carry
-        nonempty = window != 0
-        acc_exp = torch.where(nonempty, top + carry, _NONE)
-        lane_terms = (lane & ((1 << count_bits) - 1)).amax(-1)
-        pe_cycles = torch.where(any_live[s], lane_terms.clamp(min=1), zero_block_cycles)
-        step_cycles[s] = pe_cycles.flatten(1).amax(-1)
-        terms[s] = (packed_sum & ((1 << count_bits) - 1)).flatten(1).sum(-1)
+    # everything but the accumulator is feed-forward: the running maximum E of the product exponents
+    # (below _DEAD until the pass's first live lane), each lane's distance to it, its table entry
+    running = step_max.cummax(0).values  # E after each step [S, P, R, C]
+    aligned_to = torch.where(running < _DEAD, -_NONE, running)  # nothing to align to: every lane out of bounds
+    distance = (aligned_to[..., None] - product_exp).clamp_(max=far)
+    lane = packed_table.take(table_base + distance)  # [S, P, R, C, N]
+    del distance
+    packed_sum = lane.sum(-1)
+    counts = (1 << count_bits) - 1
+    lane_terms = (lane & counts).amax(-1)
+    del lane
+    pe_cycles = torch.where(any_live, lane_terms.clamp(min=1), zero_block_cycles)
+    step_cycles = pe_cycles.flatten(2).amax(-1)  # [S, P]
+    terms = (packed_sum & counts).flatten(2).sum(-1)
+    frame = running & ~((1 << FRAME_BITS) - 1)
+    addend = (packed_sum >> count_bits) << (running - frame)  # the step's sum, moved by the offset D
+    moves = (frame - torch.cat((frame[:1], frame[:-1]))).clamp_(0, ACCUMULATOR_BITS - 1)
 
-    bits = torch.where(nonempty, _round_window(window, acc_exp.to(torch.int64), g), 0)
+    accumulator = torch.zeros((passes, rows, cols), dtype=torch.int64, device=a_bits.device)
+    for s in range(steps):  # a step without a live lane has no move and adds 0
+        accumulator = (accumulator >> moves[s]) + addend[s]
+
+    bits = _round_accumulator(accumulator, frame[-1], g) if steps else accumulator
     if bool(a.special.any() or b.special.any()):
         bits = _specials(a, b, bits)
     step_cycles = step_cycles.T.contiguous()

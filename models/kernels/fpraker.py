@@ -16,14 +16,17 @@ import numpy as np
 import torch
 from numba.cpython.unsafe.numbers import leading_zeros  # numba's count-leading-zeros intrinsic (numba is pinned)
 
-from dashraker.models.fpraker.golden import TileResult, checked_arguments, encode_terms
+from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS, TileResult, checked_arguments, encode_terms
 from dashraker.models.numerics import CANONICAL_NAN_BITS
 
 __all__ = ["tile", "tile_values", "nonzero_values"]
 
-_NONE = -(1 << 24)  # exponent of lanes without a product and of an empty accumulator, as in the reference
+_NONE = -(1 << 24)  # exponent of lanes without a product and E before a pass's first live lane, as in the reference
 _DEAD = _NONE // 2  # product exponents below this have no product
 _FLOORED = 7  # a floored term is shifted right by 1..7 (by more, it is out of bounds)
+_OFFSET = (1 << FRAME_BITS) - 1  # E & _OFFSET is the offset D of the running maximum E in its frame F = E & ~_OFFSET
+_MOST_SHIFT = ACCUMULATOR_BITS - 1  # frame moves clamp to it: U (an int64) becomes 0 or -1
+_LOWEST = -(1 << _MOST_SHIFT)  # the int64 without a magnitude
 
 
 @functools.lru_cache(maxsize=None)
@@ -158,14 +161,16 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
     a_value = np.empty((rows, lanes), np.int64)  # signed significand, 0 unless live
     b_exp = np.empty((cols, lanes), np.int64)  # eb, _NONE unless live
     b_value = np.empty((cols, lanes), np.int64)  # signed significand, 0 unless live
-    window = np.empty((rows, cols), np.int64)
-    acc_exp = np.empty((rows, cols), np.int64)  # _NONE while the accumulator is empty
+    accumulator = np.empty((rows, cols), np.int64)  # U, in units of 2**(F - 150 - G)
+    running = np.empty((rows, cols), np.int64)  # E, _NONE before the pass's first live lane
+    frames = np.empty((rows, cols), np.int64)  # F = E & ~7
     nan = np.empty((rows, cols), np.bool_)
     pos_inf = np.empty((rows, cols), np.bool_)
     neg_inf = np.empty((rows, cols), np.bool_)
     for p in range(passes):
-        window[:] = 0
-        acc_exp[:] = _NONE
+        accumulator[:] = 0
+        running[:] = _NONE
+        frames[:] = _NONE
         nan[:] = False
         pos_inf[:] = False
         neg_inf[:] = False
@@ -204,10 +209,12 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
                     if top < _DEAD:  # no live lane: the accumulator stays as it is
                         step_cost = max(step_cost, zero_block_cycles)
                         continue
-                    total = np.int64(0)
-                    if acc_exp[r, c] != _NONE:
-                        top = max(top, acc_exp[r, c])
-                        total = window[r, c] >> min(top - acc_exp[r, c], 63)
+                    top = max(top, running[r, c])  # the running maximum E of the pass's product exponents
+                    frame = top & ~_OFFSET
+                    # the frame moves up by a multiple of 8 (on the first live step, U is 0 and it does not matter)
+                    accumulator[r, c] >>= min(frame - frames[r, c], _MOST_SHIFT)
+                    running[r, c], frames[r, c] = top, frame
+                    total = np.int64(0)  # the step's exact sum, in units of 2**(E - 150 - G)
                     most = 1
                     if top - bottom <= 9 + g:  # every term of every lane whole: the exact products
                         for n in range(lanes):
@@ -228,16 +235,13 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
                             most = max(most, entry & 7)
                             live_terms += a_terms[r, n] if b_value[c, n] != 0 else 0
                     step_cost = max(step_cost, most)
-                    # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
-                    carry = max(0, 64 - leading_zeros(np.uint64(~total if total < 0 else total)) - (24 + g))
-                    window[r, c] = total >> carry
-                    acc_exp[r, c] = top + carry if window[r, c] != 0 else _NONE
+                    accumulator[r, c] += total << (top & _OFFSET)  # into the frame, by the offset E - F
             step_cycles[p, s] = step_cost
         terms[p] = in_bound
         skipped[p] = live_terms - in_bound
         for r in range(rows):
             for c in range(cols):
-                out = _round_window(window[r, c], acc_exp[r, c], g)
+                out = _round_accumulator(accumulator[r, c], frames[r, c], g)
                 if pos_inf[r, c]:
                     out = 0x7F800000
                 if neg_inf[r, c]:
@@ -268,12 +272,16 @@ def _note_specials(a, b, shift, nan, pos_inf, neg_inf):
 
 
 @numba.njit(nogil=True, cache=True)
-def _round_window(window, exponent, g):
-    """fp32 pattern of ``window * 2**(exponent - 150 - G)``: RNE, FTZ, overflow to Inf (the reference's rounding)."""
-    if window == 0:
+def _round_accumulator(accumulator, frame, g):
+    """fp32 pattern of ``accumulator * 2**(frame - 150 - G)``: RNE, FTZ, overflow to Inf (the reference's rounding;
+    -2**63, whose magnitude int64 lacks, as -2**62 one frame exponent up)."""
+    if accumulator == 0:
         return 0
-    sign = 1 if window < 0 else 0
-    magnitude = -window if window < 0 else window
+    sign = 1 if accumulator < 0 else 0
+    magnitude = -accumulator if accumulator < 0 else accumulator
+    exponent = frame
+    if accumulator == _LOWEST:
+        magnitude, exponent = np.int64(1) << 62, frame + 1
     msb = 63 - leading_zeros(np.uint64(magnitude))
     shift = msb - 23
     right = max(shift, 0)

@@ -3,11 +3,12 @@
 The reference run on a GPU launches a dozen small kernels per step of a pass, one step after
 another, and waits on the launches. Here each element of a Triton program is one PE of one pass
 and walks the pass's steps itself, as the CPU kernel (``kernels/fpraker.py``) does on a core, with
-the same arithmetic: alignment, term contributions from the same two small tables (or, when
-every term is whole, the exact products), renormalisation, cycles, term counts, rounding and
-NaN/Inf. A step's cost is the maximum over the PEs of its pass, taken after the kernel from
-each PE's cycles. Bit lengths come from the float64 exponent, as in the reference (exact:
-windows stay far below 2**53).
+the same arithmetic: the running maximum exponent and its frame, term contributions from the
+same two small tables (or, when every term is whole, the exact products), the 64-bit
+accumulator, cycles, term counts, rounding and NaN/Inf. A step's cost is the maximum over the
+PEs of its pass, taken after the kernel from each PE's cycles. The accumulator's bit length
+comes from the float64 exponent, as in the reference, corrected where the conversion rounded
+up to the next power of two (above 2**53).
 
 Triton, not Numba's CUDA target: the GPU machines' numba-cuda (0.30, in maintenance) fails to
 launch any kernel beside their NumPy 2.5 (``np.row_stack`` is gone), while Triton comes with
@@ -21,7 +22,7 @@ import triton
 import triton.language as tl
 
 from dashraker.models.fpraker.golden import TileResult, checked_arguments
-from dashraker.models.kernels.fpraker import _DEAD, _NONE, _lane_tables
+from dashraker.models.kernels.fpraker import _DEAD, _MOST_SHIFT, _NONE, _OFFSET, _lane_tables
 from dashraker.models.numerics import CANONICAL_NAN_BITS
 
 __all__ = ["tile", "tile_values"]
@@ -30,10 +31,11 @@ _BLOCK = 128  # PEs per program
 
 
 @triton.jit
-def _bit_length(magnitude):
-    """Bits of non-negative int64 values below 2**53 (0 for 0): the float64 exponent, as the reference's frexp."""
-    biased = (magnitude.to(tl.float64).to(tl.int64, bitcast=True) >> 52) & 0x7FF
-    return tl.where(magnitude == 0, 0, biased - 1022)
+def _msb(magnitude):
+    """The most significant set bit of positive int64 values: the float64 exponent, one less where the conversion
+    rounded up to the next power of two (above 2**53), as in the reference."""
+    msb = ((magnitude.to(tl.float64).to(tl.int64, bitcast=True) >> 52) & 0x7FF) - 1023
+    return msb - ((magnitude >> msb) == 0).to(tl.int64)
 
 
 @triton.jit
@@ -56,11 +58,15 @@ def _special(x, y, ex, ey):
 
 
 @triton.jit
-def _round_window(window, exponent, g):
-    """fp32 patterns of ``window * 2**(exponent - 150 - G)``: RNE, FTZ, overflow to Inf (the reference's rounding)."""
-    sign = (window < 0).to(tl.int64)
-    magnitude = tl.where(window < 0, -window, window)
-    msb = _bit_length(magnitude) - 1
+def _round_accumulator(accumulator, frame, g):
+    """fp32 patterns of ``accumulator * 2**(frame - 150 - G)``: RNE, FTZ, overflow to Inf (the reference's rounding;
+    -2**63, whose magnitude int64 lacks, as -2**62 one frame exponent up)."""
+    sign = (accumulator < 0).to(tl.int64)
+    lowest = (accumulator < 0) & ((accumulator << 1) == 0)
+    magnitude = tl.where(lowest, tl.full(accumulator.shape, 1 << 62, tl.int64),
+                         tl.where(accumulator < 0, -accumulator, accumulator))
+    exponent = frame + lowest.to(tl.int64)
+    msb = _msb(tl.maximum(magnitude, 1))
     shift = msb - 23
     right = tl.maximum(shift, 0)
     kept = magnitude >> right
@@ -81,16 +87,17 @@ def _round_window(window, exponent, g):
 @triton.jit(do_not_specialize=["passes", "rows", "cols", "steps", "lanes", "shift", "g", "zero_block_cycles",
                                "patterns"])
 def _tile(a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, passes, rows, cols, steps, lanes, shift,
-          g, zero_block_cycles, patterns, NONE: tl.constexpr, DEAD: tl.constexpr, NAN_BITS: tl.constexpr,
-          BLOCK: tl.constexpr):
+          g, zero_block_cycles, patterns, NONE: tl.constexpr, DEAD: tl.constexpr, OFFSET: tl.constexpr,
+          MOST_SHIFT: tl.constexpr, NAN_BITS: tl.constexpr, BLOCK: tl.constexpr):
     """Element ``p * R * C + r * C + c`` runs PE (r, c) of pass p: fills ``bits[p, r, c]`` (fp32 pattern),
     ``pe_cycles[p, :, r * C + c]`` (its cost of each step), and its in-bound and live-lane terms."""
     pe = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     valid = pe < passes * rows * cols
     p, r, c = pe // (rows * cols), (pe // cols) % rows, pe % cols
     span = 26 + g
-    window = tl.zeros((BLOCK,), tl.int64)
-    acc_exp = tl.full((BLOCK,), NONE, tl.int64)  # while the accumulator is empty
+    accumulator = tl.zeros((BLOCK,), tl.int64)  # U, in units of 2**(F - 150 - G)
+    running = tl.full((BLOCK,), NONE, tl.int64)  # E, NONE before the pass's first live lane
+    frame = tl.full((BLOCK,), NONE, tl.int64)  # F = E & ~7
     special = tl.zeros((BLOCK,), tl.int64)
     in_bound = tl.zeros((BLOCK,), tl.int64)
     live_total = tl.zeros((BLOCK,), tl.int64)
@@ -103,10 +110,13 @@ def _tile(a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, pas
             special |= _special(x, y, ex, ey)
             top = tl.where(live, tl.maximum(top, ex - 127 + ey), top)
             bottom = tl.where(live, tl.minimum(bottom, ex - 127 + ey), bottom)
-        busy = top > DEAD  # a live lane: else the accumulator stays as it is
-        nonempty = acc_exp != NONE
-        top = tl.where(nonempty, tl.maximum(top, acc_exp), top)
-        total = tl.where(nonempty, window >> tl.minimum(top - acc_exp, 63), 0)
+        busy = top > DEAD  # a live lane: else E, F and the accumulator stay as they are
+        running = tl.where(busy, tl.maximum(top, running), running)
+        top = running
+        # the frame moves up by a multiple of 8 (on the first live step, U is 0 and it does not matter)
+        accumulator = accumulator >> tl.minimum(running - (running & OFFSET) - frame, MOST_SHIFT)
+        frame = running - (running & OFFSET)
+        total = tl.zeros((BLOCK,), tl.int64)  # the step's exact sum, in units of 2**(E - 150 - G)
         whole = top - bottom <= 9 + g  # every term of every lane whole: the exact products
         most = tl.full((BLOCK,), 1, tl.int64)
         for n in range(lanes):
@@ -127,12 +137,9 @@ def _tile(a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, pas
             most = tl.maximum(most, found)
         tl.store(pe_cycles + (p * steps + s) * rows * cols + r * cols + c,
                  tl.where(busy, most, zero_block_cycles).to(tl.int8), mask=valid)
-        # renormalise: the smallest arithmetic right shift that fits 25 + G signed bits
-        carry = tl.maximum(_bit_length(tl.where(total < 0, ~total, total)) - (24 + g), 0)
-        window = tl.where(busy, total >> carry, window)
-        acc_exp = tl.where(busy, tl.where((total >> carry) != 0, top + carry, NONE), acc_exp)
-    # the pass's special result, if any (flags sticky over its steps), else the rounded window
-    out = _round_window(window, acc_exp, g)
+        accumulator += total << (running & OFFSET)  # into the frame, by the offset E - F (0 without a live lane)
+    # the pass's special result, if any (flags sticky over its steps), else the rounded accumulator
+    out = _round_accumulator(accumulator, frame, g)
     out = tl.where((special & 2) != 0, 0x7F800000, out)
     out = tl.where((special & 4) != 0, tl.full((BLOCK,), 0xFF800000, tl.int64), out)
     out = tl.where(((special & 1) != 0) | ((special & 6) == 6), NAN_BITS, out)
@@ -189,7 +196,8 @@ def _run(a, b, shift, guard_bits, zero_block_cycles):
         with torch.cuda.device(a.device):
             _tile[(triton.cdiv(bits.numel(), _BLOCK),)](
                 a, b, packed, floored, counts, bits, pe_cycles, terms, live_terms, passes, rows, cols, steps, lanes,
-                shift, guard_bits, zero_block_cycles, patterns, NONE=_NONE, DEAD=_DEAD, NAN_BITS=CANONICAL_NAN_BITS,
+                shift, guard_bits, zero_block_cycles, patterns, NONE=_NONE, DEAD=_DEAD, OFFSET=_OFFSET,
+                MOST_SHIFT=_MOST_SHIFT, NAN_BITS=CANONICAL_NAN_BITS,
                 BLOCK=_BLOCK)
     step_cycles = pe_cycles.amax(-1).to(torch.int64)
     terms, live_terms = terms.sum(-1), live_terms.sum(-1)

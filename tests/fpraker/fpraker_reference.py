@@ -9,7 +9,7 @@ import math
 import struct
 from fractions import Fraction
 
-__all__ = ["naf_terms", "reference_pe", "reference_tile"]
+__all__ = ["naf_terms", "reference_pe", "reference_round", "reference_tile"]
 
 NAN = 0x7FC00000
 
@@ -59,10 +59,20 @@ def _round_to_fp32(value):
     return (sign << 31) | (biased << 23) | (q & 0x7FFFFF)
 
 
+def _wrap64(x):
+    """Python int -> the 64-bit two's complement value the accumulator register holds."""
+    return (x + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def reference_pe(a_row, b_row, guard_bits=3, zero_block_cycles=1):
-    """a_row, b_row: lists of blocks (lists of bf16 ints). Returns (fp32 bits, [cost per block], terms, skipped)."""
+    """a_row, b_row: lists of blocks (lists of bf16 ints). Returns (fp32 bits, [cost per block], terms, skipped).
+
+    The frame window: E is the running maximum of the live product exponents, F = 8 * floor(E / 8), the
+    64-bit accumulator U is worth U * 2**(F - 150 - G); a live step moves U to its new frame (floor) and adds
+    its exact sum of floored term contributions, scaled by 2**(E - F).
+    """
     g = guard_bits
-    window, exponent, empty = 0, 0, True
+    accumulator, top, frame = 0, None, None  # U, E and F; E and F are None before the first live lane
     nan = pos_inf = neg_inf = False
     costs, terms, skipped = [], 0, 0
     for a_block, b_block in zip(a_row, b_row):
@@ -84,42 +94,42 @@ def reference_pe(a_row, b_row, guard_bits=3, zero_block_cycles=1):
         if not lanes:
             costs.append(zero_block_cycles)
             continue
-        top = max(pe for _, pe, _, _ in lanes)
-        if not empty:
-            top = max(top, exponent)
-        total = window >> (top - exponent) if not empty else 0
+        step_top = max(pe_ for _, pe_, _, _ in lanes)
+        top = step_top if top is None else max(top, step_top)
+        new_frame = 8 * (top // 8)  # floor: a negative E has its frame below it
+        if frame is not None:
+            move = new_frame - frame
+            accumulator = accumulator // 2 ** min(move, 63)  # floor; at 63 and beyond only the sign is left
+        frame = new_frame
+        step_sum = 0
         lane_terms = []
         for negative, pe_, ma, mb in lanes:
             d = top - pe_
             count = 0
             for t, s in naf_terms(ma):
-                msb_position = t + 7 + (9 + g - d)  # bit index of sig_b's MSB in the window
-                if msb_position < 0:
+                if t + 7 + 9 + g - d < 0:  # the MSB of sig_b << t falls below the unit 2**(E - 150 - G)
                     skipped += 1
                     continue
                 count += 1
-                signed = (-1) ** negative * s * mb
-                shift = t + 9 + g - d
-                total += signed << shift if shift >= 0 else signed >> -shift
+                step_sum += math.floor(Fraction((-1) ** negative * s * mb) * Fraction(2) ** (t + 9 + g - d))
             lane_terms.append(count)
             terms += count
         costs.append(max(1, max(lane_terms)))
-        carry = 0
-        while not (-(1 << (24 + g)) <= total >> carry < (1 << (24 + g))):
-            carry += 1
-        window, exponent = total >> carry, top + carry
-        empty = window == 0
+        accumulator = _wrap64(accumulator + step_sum * 2 ** (top - frame))
     if nan or (pos_inf and neg_inf):
         bits = NAN
     elif pos_inf:
         bits = 0x7F800000
     elif neg_inf:
         bits = 0xFF800000
-    elif empty:
-        bits = 0
     else:
-        bits = _round_to_fp32(Fraction(window) * Fraction(2) ** (exponent - 150 - g))
+        bits = reference_round(accumulator, frame, g)
     return bits, costs, terms, skipped
+
+
+def reference_round(accumulator, frame, guard_bits):
+    """fp32 bits of the accumulator ``U * 2**(F - 150 - G)`` (+0 for U = 0)."""
+    return _round_to_fp32(Fraction(accumulator) * Fraction(2) ** (frame - 150 - guard_bits)) if accumulator else 0
 
 
 def reference_tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):

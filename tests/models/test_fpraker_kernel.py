@@ -80,7 +80,7 @@ def test_lanes(tile, lanes):
 
 
 def test_long_passes_and_far_exponents(tile):
-    """Many steps, so the window grows far above the products and most terms fall out of bounds."""
+    """Many steps, so the running maximum exponent rises far above most products and their terms fall out of bounds."""
     rng = np.random.default_rng(7)
     a, b = random_bits(rng, (3, 4, 300, 8), spread=30, corner=0.1), random_bits(rng, (3, 4, 300, 8), spread=3)
     result = assert_same(tile, a, b)
@@ -91,6 +91,34 @@ def test_many_passes(tile):
     """More PEs of more passes than a block of GPU threads, so the passes spread over many."""
     rng = np.random.default_rng(9)
     assert_same(tile, random_bits(rng, (150, 3, 9, 8), corner=0.3), random_bits(rng, (150, 4, 9, 8), corner=0.3))
+
+
+def _power(k, negative=False):
+    """The bf16 pattern of -2**k or 2**k."""
+    return negative << 15 | (127 + k) << 7
+
+
+def test_frame_moves_drop_the_bits_below_the_new_frame(tile):
+    """Small products first, then one that moves the frame up 24 bits (G = 3): the small ones keep only the bits at
+    or above the new frame's unit 2**(F - 150 - G), and the rounding sees exactly those. Pass 0: 2**-15 + 2**-21,
+    then 2**9 (E = F = 136, unit 2**-17): 2**-21 is dropped, 2**9 + 2**-15 is a tie, rounded to even: 2**9 (the
+    exact sum rounds up). Pass 1: 2**-11 + 2**-15 (E = 116 in the frame 112), then 2**13 (E = 140, F = 136, unit
+    2**-17): both kept, above the tie, rounded up to 2**13 + 2**-10 (with frames of 4 bits, 2**-15 would be lost)."""
+    a = np.full((2, 1, 2, 2), _power(0))
+    b = np.array([[[[_power(-15), _power(-21)], [_power(9), 0]]], [[[_power(-11), _power(-15)], [_power(13), 0]]]])
+    result = assert_same(tile, a, b)
+    assert result.outputs.flatten().tolist() == [2.0**9, 2.0**13 + 2.0**-10]
+
+
+def test_accumulator_beyond_2_53(tile):
+    """With G = 29 the accumulator leaves float64's exact integers in one step. Pass 0: eight products 1 (E = 127,
+    frame 120, offset 7: U = 8 * 2**52 << 7 = 2**62) and 1 x -2**-52 (d = 52, its one term in bound: floor(-1) =
+    -1, moved to -128): U = 2**62 - 128, which float64 rounds up to 2**62; the value 8 - 2**-52 rounds to 8.
+    Pass 1: sixteen products -1: U = -2**63, the int64 without a magnitude; the value is -16."""
+    a = np.full((2, 1, 1, 16), _power(0))
+    b = np.array([[[[_power(0)] * 8 + [_power(-52, negative=True)] + [0] * 7]], [[[_power(0, negative=True)] * 16]]])
+    result = assert_same(tile, a, b, guard_bits=29)
+    assert result.outputs.flatten().tolist() == [8.0, -16.0]
 
 
 def _signs(rng, shape):

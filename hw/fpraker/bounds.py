@@ -1,0 +1,107 @@
+"""The FPRaker bounds unit: a step's terms that reach the accumulator, each lane's shift, the frame's move."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from dashraker.designs import FPRAKER
+from dashraker.hw.fpraker.decoder import EXPONENT_BITS, lane_layout
+from dashraker.hw.fpraker.encoder import TERM_POSITIONS
+from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS, MAX_TERMS
+
+__all__ = ["MOVE_LIMIT", "bounded_lane_layout", "frame_layout", "Bounds", "more_cycles"]
+
+MOVE_LIMIT = -(-ACCUMULATOR_BITS // (1 << FRAME_BITS))  # frame moves of this many steps or more leave 0 or -1
+
+
+def bounded_lane_layout():
+    """A lane whose out-of-bounds digits are dropped: its remaining digits, signed ``b``, and ``shift``, where
+    a term ``2**t`` adds ``floor(b * 2**(t + shift - 7))`` to the step's sum in units of ``E``'s window."""
+    return data.StructLayout({"plus": TERM_POSITIONS, "minus": TERM_POSITIONS, "b": signed(9), "shift": signed(6)})
+
+
+def frame_layout():
+    """A step's frame: the move of the accumulator's frame (in steps of ``2**FRAME_BITS`` bits, up to
+    ``MOVE_LIMIT``), the offset of ``E`` above the frame, and the frame ``F = E >> FRAME_BITS``."""
+    return data.StructLayout({
+        "move": range(MOVE_LIMIT + 1),
+        "offset": FRAME_BITS,
+        "frame": signed(EXPONENT_BITS - FRAME_BITS),
+    })
+
+
+class Bounds(wiring.Component):
+    """Aligns a PE's step to its exponent ``E`` (combinational).
+
+    Each live lane is ``d = E - Pe`` below ``E``; its digit ``2**t`` is in bounds when
+    ``d <= t + 16 + G`` (its product reaches the window's last place). The lane keeps
+    only its in-bound digits, so that the PE issues all it holds and the step's length
+    is known before it starts. The frame moves by the steps of ``2**FRAME_BITS`` that
+    ``E`` rose past, and ``E``'s offset in its frame is the left shift of the step's sum.
+
+    Parameters
+    ----------
+    lanes : int
+        Lanes N of the PE.
+    guard_bits : int
+        G.
+
+    Ports
+    -----
+    lanes : In(ArrayLayout(lane_layout(), lanes))
+        The step's decoded lanes.
+    exponent, previous : In(signed(12))
+        ``E`` after and before the step (``ExponentUnit``).
+    bounded : Out(ArrayLayout(bounded_lane_layout(), lanes))
+        The lanes with their in-bound digits and shifts.
+    frame : Out(frame_layout())
+        The frame's move, the offset and the frame after the step.
+    """
+
+    def __init__(self, lanes, guard_bits):
+        FPRAKER.params(lanes=lanes, guard_bits=guard_bits)
+        self.lane_count, self.guard_bits = lanes, guard_bits
+        super().__init__({
+            "lanes": In(data.ArrayLayout(lane_layout(), lanes)),
+            "exponent": In(signed(EXPONENT_BITS)),
+            "previous": In(signed(EXPONENT_BITS)),
+            "bounded": Out(data.ArrayLayout(bounded_lane_layout(), lanes)),
+            "frame": Out(frame_layout()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        reach = 16 + self.guard_bits  # a digit 2**t is in bounds while d <= t + reach
+        for n in range(self.lane_count):
+            lane, bounded = self.lanes[n], self.bounded[n]
+            distance = Signal(signed(EXPONENT_BITS + 1), name=f"distance{n}")
+            m.d.comb += distance.eq(self.exponent - lane.exponent)
+            near = distance[5:] == 0  # d < 32, and not a lane below NO_EXPONENT's wrap
+            kept = Cat(*(near & (distance[:5] <= t + reach) for t in range(TERM_POSITIONS)))
+            m.d.comb += [
+                bounded.plus.eq(lane.plus & kept),
+                bounded.minus.eq(lane.minus & kept),
+                bounded.b.eq(lane.b),
+                bounded.shift.eq(reach - distance[:5]),
+            ]
+        frame, frames = self.frame, Signal(signed(EXPONENT_BITS - FRAME_BITS + 1))
+        m.d.comb += [
+            frames.eq((self.exponent >> FRAME_BITS) - (self.previous >> FRAME_BITS)),
+            frame.move.eq(Mux(frames >= MOVE_LIMIT, MOVE_LIMIT, frames)),
+            frame.offset.eq(self.exponent[:FRAME_BITS]),
+            frame.frame.eq(self.exponent >> FRAME_BITS),
+        ]
+        return m
+
+
+def more_cycles(bounded_lanes):
+    """Thermometer of a PE's step length: bit j set when some lane holds more than j + 1 in-bound digits.
+
+    Each lane's bit is a lookup of its 9 digits (a table, so that synthesis makes a
+    few LUT levels of it rather than an adder's carry chain), ORed over the lanes."""
+    positions = 1 << TERM_POSITIONS
+    bits = []
+    for j in range(MAX_TERMS - 1):
+        table = Const(sum(1 << x for x in range(positions) if bin(x).count("1") > j + 1), positions)
+        bits.append(Cat(*(table.bit_select(lane.plus | lane.minus, 1) for lane in bounded_lanes)).any())
+    return Cat(*bits)

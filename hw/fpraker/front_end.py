@@ -1,0 +1,185 @@
+"""The FPRaker tile's front end: steps decoded, aligned and bounded in a pipeline, ahead of the PEs."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from dashraker.designs import FPRAKER
+from dashraker.hw.fpraker.bounds import Bounds, bounded_lane_layout, frame_layout, more_cycles
+from dashraker.hw.fpraker.decoder import EXPONENT_BITS, Decoder, specials_layout
+from dashraker.hw.fpraker.exponent_unit import ExponentUnit, maximum
+from dashraker.hw.tile_stream import step_layout
+from dashraker.models.fpraker.golden import MAX_TERMS
+
+__all__ = ["front_end_stages", "pe_step_layout", "scheduled_layout", "FrontEnd"]
+
+
+def _maximum_levels(lanes):
+    """Comparator levels that bring ``lanes`` exponents down to the exponent unit's two candidates."""
+    return max(0, (lanes - 1).bit_length() - 1)
+
+
+def front_end_stages(lanes):
+    """Clock edges from a step's transfer to its transfer out at the earliest: a register after decoding, one
+    per comparator level of the lane maxima, after the exponent and after the bounds; the queue's one."""
+    return 3 + _maximum_levels(lanes) + 1
+
+
+def pe_step_layout(lanes):
+    """A PE's step as it enters the PE: bounded lanes, frame, the pass's specials so far, its length thermometer."""
+    return data.StructLayout({
+        "lanes": data.ArrayLayout(bounded_lane_layout(), lanes),
+        "frame": frame_layout(),
+        "specials": specials_layout(),
+        "more": MAX_TERMS - 1,  # bit j: some lane holds more than j + 1 terms
+    })
+
+
+def scheduled_layout(rows, cols, lanes):
+    """A step ready for the PEs: every PE's step [row][col], whether any PE has a live lane, end of pass."""
+    return data.StructLayout({
+        "pes": data.ArrayLayout(data.ArrayLayout(pe_step_layout(lanes), cols), rows),
+        "any_live": 1,
+        "last": 1,
+    })
+
+
+class FrontEnd(wiring.Component):
+    """Registered stages between the tile's ``steps`` and its sequencer, and a queue of the steps they make.
+
+    1. ``Decoder``: NAF digits, signed ``b``, product exponents, specials.
+    2. Each PE's lane exponents reduced to two maxima, one comparator level per stage.
+    3. ``ExponentUnit``: each PE's running maximum ``E``; the pass's specials so far.
+    4. ``Bounds``: in-bound digits, lane shifts, the frame's move.
+    5. Each PE's step length (``more_cycles``).
+
+    Everything the PEs' accumulators need is thus known before a step starts: the
+    only loops here are the 12-bit running maximum and the sticky specials. The
+    stages have no enable (an enable would reach every register of every PE's lanes
+    from the sequencer in one cycle): a step is taken only when an entry of the
+    queue behind them is free for it, and the queue holds as many steps as the
+    stages and itself take to pass one, so a steady input gives a steady output.
+    The queue has no output register (each PE registers its step), and each PE's
+    part of it has its own pointers.
+
+    Attributes
+    ----------
+    depth : int
+        The queue's entries.
+
+    Parameters
+    ----------
+    rows, cols, lanes, guard_bits :
+        As the tile's.
+
+    Ports
+    -----
+    steps : In(stream.Signature(step_layout(rows, cols, lanes, "bf16")))
+        One step per transfer; ``last`` closes a pass.
+    scheduled : Out(stream.Signature(scheduled_layout(rows, cols, lanes)))
+        The steps, ``front_end_stages(lanes)`` clock edges later at the earliest.
+    """
+
+    def __init__(self, rows, cols, lanes, guard_bits):
+        FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits)
+        self.rows, self.cols, self.lanes, self.guard_bits = rows, cols, lanes, guard_bits
+        self.depth = front_end_stages(lanes) + 1  # an entry's round trip: through the stages and out, then free again
+        super().__init__({
+            "steps": In(stream.Signature(step_layout(rows, cols, lanes, "bf16"))),
+            "scheduled": Out(stream.Signature(scheduled_layout(rows, cols, lanes))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        out = self.scheduled
+        pes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
+        candidates = min(2, self.lanes)
+
+        m.submodules.decoder = decoder = Decoder(self.rows, self.cols, self.lanes)
+        m.d.comb += decoder.step.eq(self.steps.payload)
+        decoded, decoded_valid = self._stage(m, decoder.decoded, self.steps.valid & self.steps.ready, "decoded")
+
+        # 2: each PE's lane exponents reduced to ``candidates`` maxima, one comparator level per register
+        levels = [[[lane.exponent for lane in decoded.pes[r][c].lanes] for c in range(self.cols)]
+                  for r in range(self.rows)]
+        reduced, reduced_valid = decoded, decoded_valid
+        for level in range(_maximum_levels(self.lanes)):
+            for r, c in pes:
+                values = levels[r][c]
+                levels[r][c] = [self._stage(m, maximum(values[i:i + 2]), None, f"maximum{r}_{c}_{level}_{i}")[0]
+                                for i in range(0, len(values), 2)]
+            reduced, reduced_valid = self._stage(m, reduced, reduced_valid, f"reduced{level}")
+        reduced_maxima = [[levels[r][c] for c in range(self.cols)] for r in range(self.rows)]
+
+        # 3: the running exponent and the pass's specials
+        take = reduced_valid
+        exponents = Signal(data.ArrayLayout(data.ArrayLayout(data.StructLayout({
+            "exponent": signed(EXPONENT_BITS), "previous": signed(EXPONENT_BITS),
+            "specials": specials_layout()}), self.cols), self.rows))
+        fresh = Signal(init=1)  # the next step starts a pass
+        with m.If(take):
+            m.d.sync += fresh.eq(reduced.last)
+        for r, c in pes:
+            unit = m.submodules[f"exponent_unit{r}_{c}"] = ExponentUnit(candidates)
+            sticky = Signal(specials_layout(), name=f"sticky{r}_{c}")
+            pass_specials = exponents[r][c].specials
+            m.d.comb += [
+                *(unit.maxima[k].eq(value) for k, value in enumerate(reduced_maxima[r][c])),
+                unit.take.eq(take),
+                unit.last.eq(reduced.last),
+                exponents[r][c].exponent.eq(unit.exponent),
+                exponents[r][c].previous.eq(unit.previous),
+                pass_specials.as_value().eq(Mux(fresh, 0, sticky.as_value()) | reduced.pes[r][c].specials.as_value()),
+            ]
+            with m.If(take):
+                m.d.sync += sticky.eq(pass_specials)
+        aligned, aligned_valid = self._stage(m, reduced, reduced_valid, "aligned")
+        aligned_exponents, _ = self._stage(m, exponents, None, "exponents")
+
+        # 4: bounds
+        bounded = Signal(scheduled_layout(self.rows, self.cols, self.lanes))
+        for r, c in pes:
+            unit = m.submodules[f"bounds{r}_{c}"] = Bounds(self.lanes, self.guard_bits)
+            pe = bounded.pes[r][c]
+            m.d.comb += [
+                unit.lanes.eq(aligned.pes[r][c].lanes),
+                unit.exponent.eq(aligned_exponents[r][c].exponent),
+                unit.previous.eq(aligned_exponents[r][c].previous),
+                pe.lanes.eq(unit.bounded),
+                pe.frame.eq(unit.frame),
+                pe.specials.eq(aligned_exponents[r][c].specials),
+            ]
+        m.d.comb += [bounded.any_live.eq(aligned.any_live), bounded.last.eq(aligned.last)]
+        limited, limited_valid = self._stage(m, bounded, aligned_valid, "bounded")
+
+        # 5: step lengths
+        lengths = Signal.like(limited)
+        m.d.comb += lengths.eq(limited)
+        for r, c in pes:
+            m.d.comb += lengths.pes[r][c].more.eq(more_cycles(limited.pes[r][c].lanes))
+        # one queue per PE (and one for the step's flags), so that each queue's pointers reach only its PE's part
+        parts = [("", Cat(lengths.any_live, lengths.last), Cat(out.payload.any_live, out.payload.last))]
+        parts += [(f"{r}_{c}", lengths.pes[r][c].as_value(), out.payload.pes[r][c].as_value()) for r, c in pes]
+        for name, written, read in parts:
+            queue = m.submodules[f"queue{name}"] = SyncFIFO(width=len(written), depth=self.depth)
+            m.d.comb += [queue.w_en.eq(limited_valid), queue.w_data.eq(written), read.eq(queue.r_data),
+                         queue.r_en.eq(out.ready)]
+            if not name:
+                m.d.comb += out.valid.eq(queue.r_rdy)  # the queues move together
+
+        # a step is taken only with a queue entry reserved for it, so the stages never stall
+        free = Signal(range(self.depth + 1), init=self.depth)
+        m.d.sync += free.eq(free - (self.steps.valid & self.steps.ready) + (out.valid & out.ready))
+        m.d.comb += self.steps.ready.eq(free != 0)
+        return m
+
+    @staticmethod
+    def _stage(m, value, valid, name):
+        """``value`` and its ``valid`` (if any) registered: a stage."""
+        register = Signal(value.shape(), name=name)
+        register_valid = Signal(name=f"{name}_valid")
+        m.d.sync += register.eq(value)
+        if valid is not None:
+            m.d.sync += register_valid.eq(valid)
+        return register, register_valid

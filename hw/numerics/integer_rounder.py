@@ -1,0 +1,85 @@
+"""A wide two's complement integer rounded to an fp32 significand and exponent, in six registered stages."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from dashraker.hw.numerics.rounding import registered_leading_zeros, round_nearest_even
+
+__all__ = ["INTEGER_ROUNDER_LATENCY", "IntegerRounder"]
+
+INTEGER_ROUNDER_LATENCY = 6  # magnitude; zeros per 16 bits; joined; by 16 places; by the rest; to nearest even
+
+
+def _registered(m, *values):
+    """Each of ``values`` registered: a pipeline stage's signals."""
+    registers = [Signal(value.shape()) for value in values]
+    m.d.sync += [register.eq(value) for register, value in zip(registers, values)]
+    return registers
+
+
+class IntegerRounder(wiring.Component):
+    """Rounds ``value * 2**(top - 127 - (width - 1))`` to nearest even, with an unbounded exponent.
+
+    Stages: sign and magnitude; the magnitude's leading and trailing zeros in each 16
+    bits; those joined; the leading one shifted into the top 16 places (the sticky bit:
+    ones below the guard place); the leading one at the top; rounding. Whoever
+    uses it maps the exponent to fp32's range (flush, overflow) and its specials, which
+    travel beside the value as ``tag``.
+
+    Parameters
+    ----------
+    width : int
+        Bits of ``value`` (at least 40).
+    exponent_bits : int
+        Bits of the signed ``top``.
+    tag_shape : shape
+        Whatever travels with the value.
+
+    Ports
+    -----
+    valid, value, top, tag : In
+        A value, the biased exponent of its bit ``width - 1``'s place, its tag.
+    result_valid : Out(1)
+        ``INTEGER_ROUNDER_LATENCY`` clock edges after ``valid``.
+    sign : Out(1)
+        The value is negative.
+    exponent : Out(signed(exponent_bits + 1))
+        The biased exponent of the rounded magnitude (0 for a zero value).
+    mantissa : Out(24)
+        The rounded significand, hidden one at bit 23 (0 for a zero value).
+    tag : Out(tag_shape)
+        The value's tag.
+    """
+
+    def __init__(self, width, exponent_bits, tag_shape):
+        if not isinstance(width, int) or width < 40:
+            raise ValueError(f"width must be an integer of at least 40, not {width!r}")
+        self.width = width
+        super().__init__({
+            "valid": In(1), "value": In(signed(width)), "top": In(signed(exponent_bits)), "tag": In(tag_shape),
+            "result_valid": Out(1), "sign": Out(1), "exponent": Out(signed(exponent_bits + 1)), "mantissa": Out(24),
+            "result_tag": Out(tag_shape),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        width = self.width
+        value = self.value
+        sign, magnitude, top, tag, valid = _registered(
+            m, value < 0, Mux(value < 0, -value, value).as_unsigned()[:width], self.top, self.tag, self.valid)
+        chunked = _registered(m, sign, magnitude, top, tag, valid)
+        chunked_zeros = registered_leading_zeros(m, magnitude)
+        chunked_trailing = registered_leading_zeros(m, magnitude[::-1])
+        sign, counted, top, tag, valid, zeros, trailing = _registered(m, *chunked, chunked_zeros, chunked_trailing)
+
+        coarse, fine, sticky, exponent, sign, tag, valid = _registered(
+            m, (counted << Cat(Const(0, 4), zeros[4:]))[width - 40:], zeros[:4], trailing + zeros < width - 25,
+            Mux(counted == 0, 0, top - zeros), sign, tag, valid)
+        normalised, exponent, sign, tag, valid = _registered(
+            m, Cat(sticky, (coarse << fine)[15:40]), exponent, sign, tag, valid)
+        mantissa, rounded_exponent = round_nearest_even(m, normalised[2:], exponent,
+                                                        guard=normalised[1], sticky=normalised[0])
+        m.d.sync += [self.sign.eq(sign), self.exponent.eq(rounded_exponent), self.mantissa.eq(mantissa),
+                     self.result_tag.eq(tag), self.result_valid.eq(valid)]
+        return m
