@@ -1,6 +1,6 @@
 """Device top level: any stream design behind a narrow, fully registered word interface."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -1,6 +1,6 @@
 """The FPRaker tile's output stage: a pass's accumulators rounded to fp32, queued and streamed out."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out

@@ -16,7 +16,7 @@ from dashraker.mapping.config import load_config
 from dashraker.mapping.engine import map_op
 from dashraker.models import fpraker as golden
 from dashraker.models.kernels import fpraker as kernel
-from dashraker.models.numerics import fp32_bits, to_bf16_bits
+from dashraker.models.numerics import fp32_bits
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fpraker"))  # the FPRaker stimulus, shared with the golden's tests
 from fpraker_stimulus import FIVE_TERM_SIGNIFICANDS, random_bits, real_bits  # noqa: E402
