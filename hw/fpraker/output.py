@@ -6,7 +6,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.pe import pe_latency
+from dashraker.hw.fpraker.pe import delayed, pe_latency
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY, Rounder, accumulator_layout
 from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
 
@@ -80,13 +80,8 @@ class OutputStage(wiring.Component):
                 m.d.comb += [rounder.valid.eq(self.capture), rounder.accumulator.eq(self.accumulators[r][c]),
                              payload.outputs[r][c].eq(rounder.result)]
                 rounders.append(rounder)
-        cycles = self.cycles
-        for _ in range(ROUNDER_LATENCY):
-            delayed = Signal(CYCLE_BITS)
-            m.d.sync += delayed.eq(cycles)
-            cycles = delayed
         m.d.comb += [
-            payload.cycles.eq(cycles),
+            payload.cycles.eq(delayed(m, self.cycles, ROUNDER_LATENCY)),
             queue.w_en.eq(rounders[0].result_valid),
             queue.w_data.eq(payload),
             results.valid.eq(queue.r_rdy),

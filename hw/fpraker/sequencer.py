@@ -72,8 +72,9 @@ class Sequencer(wiring.Component):
         fresh = Signal(init=1)  # the next step loaded starts a pass
         cycles = Signal(CYCLE_BITS)  # the pass's so far
 
-        finish = busy & ~remaining[0] & (~last | self.room)
-        hold = busy & ~remaining[0] & last & ~self.room
+        ending = busy & ~remaining[0]
+        hold = ending & last & ~self.room
+        finish = ending & ~hold
         counting = control.active & counted
         m.d.comb += [
             control.active.eq(busy & ~hold),

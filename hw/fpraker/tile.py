@@ -1,16 +1,16 @@
 """The FPRaker R x C tile: a pipelined front end, lockstep term-serial PEs, and a rounding output stage."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
 from dashraker.hw.fpraker.front_end import FrontEnd, front_end_stages
 from dashraker.hw.fpraker.output import QUEUE_LATENCY, OutputStage
-from dashraker.hw.fpraker.pe import PE, pe_latency
+from dashraker.hw.fpraker.pe import PE, delayed, pe_latency
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.fpraker.sequencer import Sequencer
-from dashraker.hw.tile_stream import CYCLE_BITS, result_layout, step_layout
+from dashraker.hw.tile_stream import result_layout, step_layout
 
 __all__ = ["tile_fill", "Tile"]
 
@@ -106,12 +106,7 @@ class Tile(wiring.Component):
         ]
 
         # the pass's cycle count travels beside the PEs' pipelines
-        cycles = sequencer.cycles
-        for _ in range(pes[0].latency):
-            delayed = Signal(CYCLE_BITS)
-            m.d.sync += delayed.eq(cycles)
-            cycles = delayed
-        m.d.comb += output.cycles.eq(cycles)
+        m.d.comb += output.cycles.eq(delayed(m, sequencer.cycles, pes[0].latency))
         return m
 
 
