@@ -6,7 +6,8 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.pe import delayed, pe_latency
+from dashraker.hw.fpraker.pe import pe_latency
+from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY, Rounder, accumulator_layout
 from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
 
@@ -81,7 +82,7 @@ class OutputStage(wiring.Component):
                              payload.outputs[r][c].eq(rounder.result)]
                 rounders.append(rounder)
         m.d.comb += [
-            payload.cycles.eq(delayed(m, self.cycles, ROUNDER_LATENCY)),
+            payload.cycles.eq(delayed(m, self.cycles, ROUNDER_LATENCY, "rounding_cycles")),
             queue.w_en.eq(rounders[0].result_valid),
             queue.w_data.eq(payload),
             results.valid.eq(queue.r_rdy),

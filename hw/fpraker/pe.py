@@ -10,9 +10,10 @@ from dashraker.hw.fpraker.decoder import specials_layout
 from dashraker.hw.fpraker.front_end import pe_step_layout
 from dashraker.hw.fpraker.lane import LANE_LATENCY, Lane
 from dashraker.hw.fpraker.rounder import accumulator_layout
+from dashraker.hw.numerics.pipeline import delayed
 from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS
 
-__all__ = ["pe_control_signature", "pe_latency", "delayed", "PE"]
+__all__ = ["pe_control_signature", "pe_latency", "PE"]
 
 TREE_LEVELS_PER_STAGE = 2
 
@@ -107,7 +108,7 @@ class PE(wiring.Component):
             lane = m.submodules[f"lane{n}"] = Lane(self.guard_bits)
             m.d.comb += [lane.step.eq(step.lanes[n]), lane.load.eq(control.load), lane.active.eq(control.active)]
             contributions.append(lane.contribution)
-        issue = delayed(m, issue, LANE_LATENCY)
+        issue = delayed(m, issue, LANE_LATENCY, "picked")
 
         # the adder tree, registered every two levels
         level = 0
@@ -116,15 +117,15 @@ class PE(wiring.Component):
                              else contributions[i] for i in range(0, len(contributions), 2)]
             level += 1
             if level % TREE_LEVELS_PER_STAGE == 0 or len(contributions) == 1:
-                contributions = [delayed(m, value, 1) for value in contributions]
-                issue = delayed(m, issue, 1)
+                contributions = [delayed(m, value, 1, f"sum{level}_") for value in contributions]
+                issue = delayed(m, issue, 1, f"summed{level}_")
         total = contributions[0]
 
         # into the frame: the offset's left shift; the frame's move chosen for the step's first cycle
         framed = Signal(signed(len(total) + (1 << FRAME_BITS) - 1))
         move = Signal(range(MOVE_LIMIT + 1))
         m.d.sync += [framed.eq(total << issue.frame.offset), move.eq(Mux(issue.first, issue.frame.move, 0))]
-        issue = delayed(m, issue, 1)
+        issue = delayed(m, issue, 1, "framed")
 
         # the loop: U = (U moved with the frame, or 0 at a pass's start) + framed
         value = self.result.value
@@ -141,12 +142,3 @@ class PE(wiring.Component):
         with m.If(issue.active & issue.pass_end):
             m.d.sync += [self.result.frame.eq(issue.frame.frame), self.result.specials.eq(issue.specials)]
         return m
-
-
-def delayed(m, value, edges):
-    """``value`` ``edges`` clock edges later."""
-    for _ in range(edges):
-        register = Signal(value.shape())
-        m.d.sync += register.eq(value)
-        value = register
-    return value

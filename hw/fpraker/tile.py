@@ -7,7 +7,8 @@ from amaranth.lib.wiring import In, Out
 from dashraker.designs import FPRAKER
 from dashraker.hw.fpraker.front_end import FrontEnd, front_end_stages
 from dashraker.hw.fpraker.output import QUEUE_LATENCY, OutputStage
-from dashraker.hw.fpraker.pe import PE, delayed, pe_latency
+from dashraker.hw.fpraker.pe import PE, pe_latency
+from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.fpraker.sequencer import Sequencer
 from dashraker.hw.tile_stream import result_layout, step_layout
@@ -106,7 +107,7 @@ class Tile(wiring.Component):
         ]
 
         # the pass's cycle count travels beside the PEs' pipelines
-        m.d.comb += output.cycles.eq(delayed(m, sequencer.cycles, pes[0].latency))
+        m.d.comb += output.cycles.eq(delayed(m, sequencer.cycles, pes[0].latency, "pass_cycles"))
         return m
 
 
