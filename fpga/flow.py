@@ -150,7 +150,9 @@ def _check_fit(used, target, design, where):
 
 
 def _synthesis_script(family, kept):
-    lines = ["read_verilog top.v", f"hierarchy -top {TOP}"]
+    # A register whose signal is marked ``keep`` is a deliberate copy (one per region of a wide fan-out): its
+    # flip-flops get the mark too, so that Yosys does not merge them back into one.
+    lines = ["read_verilog top.v", f"hierarchy -top {TOP}", "proc", "setattr -set keep 1 a:keep %ci1:+$dff[Q] a:keep %d"]
     lines += [f"setattr -mod -set keep_hierarchy 1 {name}" for name in kept]
     lines += [f"{family.synth} -top {TOP} -json netlist.json", f"tee -q -o stat.json stat -json -top {TOP}"]
     return "\n".join(lines) + "\n"

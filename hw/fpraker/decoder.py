@@ -1,4 +1,4 @@
-"""The FPRaker decoder: a step payload into every PE's lanes (NAF digits, signed ``b``, product exponents, specials)."""
+"""The FPRaker decoder: a PE's operands into its lanes (NAF digits, signed ``b``, product exponents, specials)."""
 
 from amaranth.hdl import Cat, Module, Mux, signed
 from amaranth.lib import data, wiring
@@ -6,10 +6,10 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
 from dashraker.hw.fpraker.encoder import TERM_POSITIONS, TermEncoder
-from dashraker.hw.numerics.float import classify, significand
-from dashraker.hw.tile_stream import step_layout
+from dashraker.hw.numerics.float import FloatLayout, classify, significand
 
-__all__ = ["EXPONENT_BITS", "NO_EXPONENT", "specials_layout", "lane_layout", "decoded_layout", "Decoder"]
+__all__ = ["EXPONENT_BITS", "NO_EXPONENT", "specials_layout", "lane_layout", "operands_layout", "decoded_layout",
+           "Decoder"]
 
 EXPONENT_BITS = 12  # signed product exponents: ea + eb - 127 in -125 .. 381
 NO_EXPONENT = -(1 << (EXPONENT_BITS - 1))  # below every product exponent: stands in for a lane that is not live
@@ -30,11 +30,16 @@ def lane_layout():
     })
 
 
-def decoded_layout(rows, cols, lanes):
-    """A decoded step: every PE's lanes, live flag and special products [row][col]; any PE live; end of pass."""
-    pe = data.StructLayout({"lanes": data.ArrayLayout(lane_layout(), lanes), "any_live": 1,
-                            "specials": specials_layout()})
-    return data.StructLayout({"pes": data.ArrayLayout(data.ArrayLayout(pe, cols), rows), "any_live": 1, "last": 1})
+def operands_layout(lanes):
+    """A PE's operands of a step: its row's N bf16 ``a`` and its column's N bf16 ``b``."""
+    lane_values = data.ArrayLayout(FloatLayout("bf16"), lanes)
+    return data.StructLayout({"a": lane_values, "b": lane_values})
+
+
+def decoded_layout(lanes):
+    """A PE's decoded step: its lanes, whether any is live, its special products."""
+    return data.StructLayout({"lanes": data.ArrayLayout(lane_layout(), lanes), "any_live": 1,
+                              "specials": specials_layout()})
 
 
 def _decode_lane(m, a, b, encoder, lane):
@@ -56,62 +61,49 @@ def _decode_lane(m, a, b, encoder, lane):
 
 
 class Decoder(wiring.Component):
-    """Decodes a step (combinational): the first stage of the tile's front end.
+    """Decodes a PE's part of a step (combinational): the first stage of the tile's front end.
 
-    NAF term encoding of every row's ``a`` operands (one ``TermEncoder`` per row and
-    lane, shared along the row), classification of every (a, b) pair of every PE, the
-    signed ``b``, product exponents ``Pe = ea + eb - 127`` and each PE's special products
-    (NaN: a NaN operand or Inf x 0; an Inf of the product's sign otherwise). Lanes that
-    are not live carry no digits and ``NO_EXPONENT``.
+    NAF term encoding of each ``a`` (a ``TermEncoder`` per lane), classification of
+    each (a, b) pair, the signed ``b``, product exponents ``Pe = ea + eb - 127`` and the
+    PE's special products (NaN: a NaN operand or Inf x 0; an Inf of the product's sign
+    otherwise). Lanes that are not live carry no digits and ``NO_EXPONENT``. One per
+    PE, each on its own copy of the operands, so that no operand's decoding is spread
+    over the PEs that share it.
 
     Parameters
     ----------
-    rows, cols : int
-        PEs per column and per row.
     lanes : int
-        Lanes N per PE.
+        Lanes N of the PE.
 
     Ports
     -----
-    step : In(step_layout(rows, cols, lanes, "bf16"))
-        N bf16 operands per row and per column; ``last`` closes a pass.
-    decoded : Out(decoded_layout(rows, cols, lanes))
+    operands : In(operands_layout(lanes))
+        The PE's N bf16 ``a`` and ``b``.
+    decoded : Out(decoded_layout(lanes))
         The decoded step.
     """
 
-    def __init__(self, rows, cols, lanes):
-        FPRAKER.params(rows=rows, cols=cols, lanes=lanes)
-        self.rows, self.cols, self.lanes = rows, cols, lanes
+    def __init__(self, lanes):
+        FPRAKER.params(lanes=lanes)
+        self.lanes = lanes
         super().__init__({
-            "step": In(step_layout(rows, cols, lanes, "bf16")),
-            "decoded": Out(decoded_layout(rows, cols, lanes)),
+            "operands": In(operands_layout(lanes)),
+            "decoded": Out(decoded_layout(lanes)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        step, decoded = self.step, self.decoded
-        encoders = [[self._encoder(m, step.rows[r][n], f"{r}_{n}") for n in range(self.lanes)]
-                    for r in range(self.rows)]
-        any_live = []
-        for r in range(self.rows):
-            for c in range(self.cols):
-                pe = decoded.pes[r][c]
-                products = [_decode_lane(m, step.rows[r][n], step.cols[c][n], encoders[r][n], pe.lanes[n])
-                            for n in range(self.lanes)]
-                live, nan, pos_inf, neg_inf = zip(*products)
-                any_live.extend(live)
-                m.d.comb += [
-                    pe.any_live.eq(Cat(*live).any()),
-                    pe.specials.nan.eq(Cat(*nan).any()),
-                    pe.specials.pos_inf.eq(Cat(*pos_inf).any()),
-                    pe.specials.neg_inf.eq(Cat(*neg_inf).any()),
-                ]
-        m.d.comb += [decoded.any_live.eq(Cat(*any_live).any()), decoded.last.eq(step.last)]
+        a, b, decoded = self.operands.a, self.operands.b, self.decoded
+        products = []
+        for n in range(self.lanes):
+            encoder = m.submodules[f"encoder{n}"] = TermEncoder()
+            m.d.comb += encoder.significand.eq(significand(a[n]))
+            products.append(_decode_lane(m, a[n], b[n], encoder, decoded.lanes[n]))
+        live, nan, pos_inf, neg_inf = zip(*products)
+        m.d.comb += [
+            decoded.any_live.eq(Cat(*live).any()),
+            decoded.specials.nan.eq(Cat(*nan).any()),
+            decoded.specials.pos_inf.eq(Cat(*pos_inf).any()),
+            decoded.specials.neg_inf.eq(Cat(*neg_inf).any()),
+        ]
         return m
-
-    @staticmethod
-    def _encoder(m, value, name):
-        """A ``TermEncoder`` of the bf16 ``value``'s significand."""
-        encoder = m.submodules[f"encoder{name}"] = TermEncoder()
-        m.d.comb += encoder.significand.eq(significand(value))
-        return encoder

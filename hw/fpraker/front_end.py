@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
 from dashraker.hw.fpraker.bounds import Bounds, bounded_lane_layout, frame_layout, more_cycles
-from dashraker.hw.fpraker.decoder import EXPONENT_BITS, Decoder, specials_layout
+from dashraker.hw.fpraker.decoder import EXPONENT_BITS, Decoder, decoded_layout, operands_layout, specials_layout
 from dashraker.hw.fpraker.exponent_unit import ExponentUnit, maximum
 from dashraker.hw.tile_stream import step_layout
 from dashraker.models.fpraker.golden import MAX_TERMS
@@ -21,38 +21,51 @@ def _maximum_levels(lanes):
 
 
 def front_end_stages(lanes):
-    """Clock edges from a step's transfer to its transfer out at the earliest: a register after decoding, one
-    per comparator level of the lane maxima, after the exponent and after the bounds; the queue's one."""
-    return 3 + _maximum_levels(lanes) + 1
+    """Clock edges from a step's transfer to its transfer out at the earliest: a register of the operands taken,
+    one after decoding, one per comparator level of the lane maxima, after the exponent, after the bounds and
+    after the step lengths; the queue's one."""
+    return 5 + _maximum_levels(lanes) + 1
 
 
 def pe_step_layout(lanes):
-    """A PE's step as it enters the PE: bounded lanes, frame, the pass's specials so far, its length thermometer."""
+    """A PE's step as it enters the PE: bounded lanes, frame, the pass's specials so far."""
     return data.StructLayout({
         "lanes": data.ArrayLayout(bounded_lane_layout(), lanes),
         "frame": frame_layout(),
         "specials": specials_layout(),
-        "more": MAX_TERMS - 1,  # bit j: some lane holds more than j + 1 terms
+    })
+
+
+def _decoded_step_layout(rows, cols, lanes):
+    """A decoded step: every PE's decoded part [row][col], whether any PE has a live lane, end of pass."""
+    return data.StructLayout({
+        "pes": data.ArrayLayout(data.ArrayLayout(decoded_layout(lanes), cols), rows),
+        "any_live": 1,
+        "last": 1,
     })
 
 
 def scheduled_layout(rows, cols, lanes):
-    """A step ready for the PEs: every PE's step [row][col], whether any PE has a live lane, end of pass."""
+    """A step ready for the PEs: every PE's step [row][col], whether any PE has a live lane, end of pass, and
+    the step's length as a thermometer (bit j: some lane of some PE holds more than j + 1 terms)."""
     return data.StructLayout({
         "pes": data.ArrayLayout(data.ArrayLayout(pe_step_layout(lanes), cols), rows),
         "any_live": 1,
         "last": 1,
+        "more": MAX_TERMS - 1,
     })
 
 
 class FrontEnd(wiring.Component):
     """Registered stages between the tile's ``steps`` and its sequencer, and a queue of the steps they make.
 
-    1. ``Decoder``: NAF digits, signed ``b``, product exponents, specials.
+    1. Each PE's operands, registered as the step is taken (a copy per PE: the tile's
+       input reaches the PEs by nets with no logic on them); the PE's ``Decoder``: NAF
+       digits, signed ``b``, product exponents, specials.
     2. Each PE's lane exponents reduced to two maxima, one comparator level per stage.
     3. ``ExponentUnit``: each PE's running maximum ``E``; the pass's specials so far.
     4. ``Bounds``: in-bound digits, lane shifts, the frame's move.
-    5. Each PE's step length (``more_cycles``).
+    5. Each PE's step length (``more_cycles``), ORed over the PEs into the step's.
 
     Everything the PEs' accumulators need is thus known before a step starts: the
     only loops here are the 12-bit running maximum and the sticky specials. The
@@ -61,7 +74,7 @@ class FrontEnd(wiring.Component):
     queue behind them is free for it, and the queue holds as many steps as the
     stages and itself take to pass one, so a steady input gives a steady output.
     The queue has no output register (each PE registers its step), and each PE's
-    part of it has its own pointers.
+    part of it has its own pointers, as has the part the sequencer reads.
 
     Attributes
     ----------
@@ -96,9 +109,22 @@ class FrontEnd(wiring.Component):
         pes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
         candidates = min(2, self.lanes)
 
-        m.submodules.decoder = decoder = Decoder(self.rows, self.cols, self.lanes)
-        m.d.comb += decoder.step.eq(self.steps.payload)
-        decoded, decoded_valid = self._stage(m, decoder.decoded, self.steps.valid & self.steps.ready, "decoded")
+        # 1: a copy of its operands per PE (marked ``keep``: the FPGA flow keeps such copies apart), decoded
+        step = self.steps.payload
+        taken_last, taken_valid = self._stage(m, step.last, self.steps.valid & self.steps.ready, "taken_last")
+        decoding = Signal(data.ArrayLayout(data.ArrayLayout(decoded_layout(self.lanes), self.cols), self.rows))
+        for r, c in pes:
+            operands = Signal(operands_layout(self.lanes), name=f"taken{r}_{c}", attrs={"keep": 1})
+            m.d.sync += [operands.a.eq(step.rows[r]), operands.b.eq(step.cols[c])]
+            decoder = m.submodules[f"decoder{r}_{c}"] = Decoder(self.lanes)
+            m.d.comb += [decoder.operands.eq(operands), decoding[r][c].eq(decoder.decoded)]
+        decoded_pes, decoded_valid = self._stage(m, decoding, taken_valid, "decoded")
+        decoded = Signal(_decoded_step_layout(self.rows, self.cols, self.lanes))
+        m.d.comb += [
+            decoded.pes.eq(decoded_pes),
+            decoded.any_live.eq(Cat(*(decoded_pes[r][c].any_live for r, c in pes)).any()),
+            decoded.last.eq(self._stage(m, taken_last, None, "decoded_last")[0]),
+        ]
 
         # 2: each PE's lane exponents reduced to ``candidates`` maxima, one comparator level per register
         levels = [[[lane.exponent for lane in decoded.pes[r][c].lanes] for c in range(self.cols)]
@@ -153,20 +179,21 @@ class FrontEnd(wiring.Component):
         m.d.comb += [bounded.any_live.eq(aligned.any_live), bounded.last.eq(aligned.last)]
         limited, limited_valid = self._stage(m, bounded, aligned_valid, "bounded")
 
-        # 5: step lengths
-        lengths = Signal.like(limited)
-        m.d.comb += lengths.eq(limited)
-        for r, c in pes:
-            m.d.comb += lengths.pes[r][c].more.eq(more_cycles(limited.pes[r][c].lanes))
-        # one queue per PE (and one for the step's flags), so that each queue's pointers reach only its PE's part
-        parts = [("", Cat(lengths.any_live, lengths.last), Cat(out.payload.any_live, out.payload.last))]
-        parts += [(f"{r}_{c}", lengths.pes[r][c].as_value(), out.payload.pes[r][c].as_value()) for r, c in pes]
-        for name, written, read in parts:
+        # 5: each PE's step length, registered beside its lanes, then ORed over the PEs: the sequencer's part of
+        # the step enters its queue a clock edge after the PEs' parts enter theirs (one queue each, so that each
+        # queue's pointers reach only its reader's part)
+        lengths = [self._stage(m, more_cycles(limited.pes[r][c].lanes), None, f"more{r}_{c}")[0] for r, c in pes]
+        flags, flags_valid = self._stage(m, Cat(limited.any_live, limited.last), limited_valid, "flags")
+        parts = [("", flags_valid, Cat(flags, _any(lengths)), Cat(out.payload.any_live, out.payload.last,
+                                                                  out.payload.more))]
+        parts += [(f"{r}_{c}", limited_valid, limited.pes[r][c].as_value(), out.payload.pes[r][c].as_value())
+                  for r, c in pes]
+        for name, written_valid, written, read in parts:
             queue = m.submodules[f"queue{name}"] = SyncFIFO(width=len(written), depth=self.depth)
-            m.d.comb += [queue.w_en.eq(limited_valid), queue.w_data.eq(written), read.eq(queue.r_data),
-                         queue.r_en.eq(out.ready)]
+            m.d.comb += [queue.w_en.eq(written_valid), queue.w_data.eq(written), read.eq(queue.r_data),
+                         queue.r_en.eq(out.valid & out.ready)]
             if not name:
-                m.d.comb += out.valid.eq(queue.r_rdy)  # the queues move together
+                m.d.comb += out.valid.eq(queue.r_rdy)  # the last written: the others hold the step by then
 
         # a step is taken only with a queue entry reserved for it, so the stages never stall
         free = Signal(range(self.depth + 1), init=self.depth)
@@ -183,3 +210,11 @@ class FrontEnd(wiring.Component):
         if valid is not None:
             m.d.sync += register_valid.eq(valid)
         return register, register_valid
+
+
+def _any(values):
+    """The bitwise OR of ``values``: the longest of the PEs' step lengths, as thermometers."""
+    result = 0
+    for value in values:
+        result = result | value
+    return result

@@ -16,6 +16,10 @@ from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS
 __all__ = ["pe_control_signature", "pe_latency", "PE"]
 
 TREE_LEVELS_PER_STAGE = 2
+# The accumulator's move is selected by one register per slice of this many bits, each marked ``keep`` (the FPGA
+# flow keeps such registers apart), so that no select net spans the 64-bit loop.
+SELECT_SLICE_BITS = 16
+CLEAR = MOVE_LIMIT + 1  # the select's code for a pass's start: U starts from 0
 
 
 def pe_control_signature():
@@ -121,23 +125,29 @@ class PE(wiring.Component):
                 issue = delayed(m, issue, 1, f"summed{level}_")
         total = contributions[0]
 
-        # into the frame: the offset's left shift; the frame's move chosen for the step's first cycle
+        # into the frame: the offset's left shift; the frame's move chosen for the step's first cycle, or 0 for
+        # the pass's start, by a register of its own for every slice of the accumulator
         framed = Signal(signed(len(total) + (1 << FRAME_BITS) - 1))
-        move = Signal(range(MOVE_LIMIT + 1))
-        m.d.sync += [framed.eq(total << issue.frame.offset), move.eq(Mux(issue.first, issue.frame.move, 0))]
-        issue = delayed(m, issue, 1, "framed")
-
-        # the loop: U = (U moved with the frame, or 0 at a pass's start) + framed
+        m.d.sync += framed.eq(total << issue.frame.offset)
         value = self.result.value
         moved = Signal(signed(ACCUMULATOR_BITS))
-        with m.Switch(move):
-            for steps in range(MOVE_LIMIT):
-                with m.Case(steps):
-                    m.d.comb += moved.eq(value >> (steps << FRAME_BITS))
-            with m.Default():  # MOVE_LIMIT: only the sign is left
-                m.d.comb += moved.eq(value >> (ACCUMULATOR_BITS - 1))
+        for first in range(0, ACCUMULATOR_BITS, SELECT_SLICE_BITS):
+            select = Signal(range(CLEAR + 1), name=f"move_select{first // SELECT_SLICE_BITS}", attrs={"keep": 1})
+            m.d.sync += select.eq(Mux(issue.pass_start, CLEAR, Mux(issue.first, issue.frame.move, 0)))
+            bits = slice(first, first + SELECT_SLICE_BITS)
+            with m.Switch(select):
+                for steps in range(MOVE_LIMIT):
+                    with m.Case(steps):
+                        m.d.comb += moved[bits].eq((value >> (steps << FRAME_BITS))[bits])
+                with m.Case(MOVE_LIMIT):  # only the sign is left
+                    m.d.comb += moved[bits].eq((value >> (ACCUMULATOR_BITS - 1))[bits])
+                with m.Default():  # CLEAR
+                    m.d.comb += moved[bits].eq(0)
+        issue = delayed(m, issue, 1, "framed")
+
+        # the loop: U = U moved with the frame (0 at a pass's start) + framed
         with m.If(issue.active):
-            m.d.sync += value.eq(Mux(issue.pass_start, 0, moved) + framed)
+            m.d.sync += value.eq(moved + framed)
         m.d.sync += self.done.eq(issue.active & issue.pass_end)
         with m.If(issue.active & issue.pass_end):
             m.d.sync += [self.result.frame.eq(issue.frame.frame), self.result.specials.eq(issue.specials)]

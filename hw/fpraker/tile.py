@@ -99,7 +99,7 @@ class Tile(wiring.Component):
             sequencer.valid.eq(step.valid),
             sequencer.last.eq(step.payload.last),
             sequencer.any_live.eq(step.payload.any_live),
-            sequencer.more.eq(_any(pe.more for row in step.payload.pes for pe in row)),
+            sequencer.more.eq(step.payload.more),
             sequencer.room.eq(output.room),
             step.ready.eq(sequencer.ready),
             output.reserve.eq(sequencer.control.pass_end),
@@ -110,10 +110,3 @@ class Tile(wiring.Component):
         m.d.comb += output.cycles.eq(delayed(m, sequencer.cycles, pes[0].latency, "pass_cycles"))
         return m
 
-
-def _any(values):
-    """The bitwise OR of ``values``: the longest of the PEs' step lengths, as thermometers."""
-    result = 0
-    for value in values:
-        result = result | value
-    return result

