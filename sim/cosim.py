@@ -192,7 +192,9 @@ class Cosim:
         self.in_layout = payload_layout(self.tile, "steps")
         self.out_layout = payload_layout(self.tile, "results")
         self.optimize = optimize
-        self.build_dir = Path(build_root) / self.design.cache_name(self.params, _EXTENSION_VERSION, opt=optimize)
+        # absolute: the C++ build runs make in its own folder, where a relative path would name nothing
+        self.build_dir = Path(build_root).resolve() / self.design.cache_name(self.params, _EXTENSION_VERSION,
+                                                                             opt=optimize)
         self.top = f"{self.design.name}_tile"
         self.built = False
         so_file = self.build_dir / f"V{self.top}"

@@ -1,11 +1,14 @@
 """ASIC area: transistor counts of hand-checkable circuits, parts of a hand-made record, command-line refusals."""
 
 import json
+import re
 
 import pytest
 
 from dashraker.cli import main
+from dashraker.designs import DESIGNS
 from dashraker.fpga.area import CMOS_TRANSISTORS, AreaError, measure, parts, read_stat
+from dashraker.hw.verilog import to_verilog
 
 # Three inverters, each its own module: a chain whose inversions synthesis cannot cancel across the boundaries.
 INVERTER_CHAIN = """
@@ -84,3 +87,14 @@ def test_bad_parameters_are_one_line_errors(args, message, tmp_path, capsys):
     assert main(["area", *args, "--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", [name for name, design in DESIGNS.items() if design.area_parts])
+def test_every_area_part_names_instances_of_the_design(name):
+    """Each part's pattern matches some instance of the design's 1x1 tile (a renamed submodule would otherwise
+    leave its part at zero area)."""
+    design = DESIGNS[name]
+    text = to_verilog(design.tile(design.params(rows=1, cols=1)), "top")
+    instances = [module.removeprefix("top.") for module in re.findall(r"^module \\?(\S+)", text, flags=re.M)]
+    for part, pattern in design.area_parts.items():
+        assert any(re.fullmatch(pattern, instance) for instance in instances), (part, pattern, instances)

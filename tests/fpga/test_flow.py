@@ -31,7 +31,7 @@ SMALL = {
 PARTS = {
     "baseline": {"design", "design.pe0_0"},
     "tensordash": {"design", "design.pe0_0", "design.pe0_0.mac", "design.window", "design.window.scheduler0"},
-    "fpraker": {"design", "design.pe0_0", "design.front_end.decoder", "design.output.rounder0_0"},
+    "fpraker": {"design", "design.pe0_0", "design.front_end.decoder0_0", "design.output.rounder0_0"},
 }
 CASES = [(name, "ecp5-85k") for name in SMALL if name in DESIGNS] + [("baseline", "ice40-hx8k")]
 # An ice40-hx8k (7,680 cells) holds one lane only with the one-cycle fp32 loop (L = 1): L = 6's partials and
