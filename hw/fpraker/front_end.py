@@ -36,24 +36,21 @@ def pe_step_layout(lanes):
     })
 
 
-def _decoded_step_layout(rows, cols, lanes):
-    """A decoded step: every PE's decoded part [row][col], whether any PE has a live lane, end of pass."""
+def _tile_step_layout(pe, rows, cols, **fields):
+    """A step of the tile: every PE's part ``pe`` [row][col], whether any PE has a live lane, end of pass, and
+    ``fields``."""
     return data.StructLayout({
-        "pes": data.ArrayLayout(data.ArrayLayout(decoded_layout(lanes), cols), rows),
+        "pes": data.ArrayLayout(data.ArrayLayout(pe, cols), rows),
         "any_live": 1,
         "last": 1,
+        **fields,
     })
 
 
 def scheduled_layout(rows, cols, lanes):
     """A step ready for the PEs: every PE's step [row][col], whether any PE has a live lane, end of pass, and
     the step's length as a thermometer (bit j: some lane of some PE holds more than j + 1 terms)."""
-    return data.StructLayout({
-        "pes": data.ArrayLayout(data.ArrayLayout(pe_step_layout(lanes), cols), rows),
-        "any_live": 1,
-        "last": 1,
-        "more": MAX_TERMS - 1,
-    })
+    return _tile_step_layout(pe_step_layout(lanes), rows, cols, more=MAX_TERMS - 1)
 
 
 class FrontEnd(wiring.Component):
@@ -119,7 +116,7 @@ class FrontEnd(wiring.Component):
             decoder = m.submodules[f"decoder{r}_{c}"] = Decoder(self.lanes)
             m.d.comb += [decoder.operands.eq(operands), decoding[r][c].eq(decoder.decoded)]
         decoded_pes, decoded_valid = self._stage(m, decoding, taken_valid, "decoded")
-        decoded = Signal(_decoded_step_layout(self.rows, self.cols, self.lanes))
+        decoded = Signal(_tile_step_layout(decoded_layout(self.lanes), self.rows, self.cols))
         m.d.comb += [
             decoded.pes.eq(decoded_pes),
             decoded.any_live.eq(Cat(*(decoded_pes[r][c].any_live for r, c in pes)).any()),
@@ -164,7 +161,7 @@ class FrontEnd(wiring.Component):
         aligned_exponents, _ = self._stage(m, exponents, None, "exponents")
 
         # 4: bounds
-        bounded = Signal(scheduled_layout(self.rows, self.cols, self.lanes))
+        bounded = Signal(_tile_step_layout(pe_step_layout(self.lanes), self.rows, self.cols))
         for r, c in pes:
             unit = m.submodules[f"bounds{r}_{c}"] = Bounds(self.lanes, self.guard_bits)
             pe = bounded.pes[r][c]

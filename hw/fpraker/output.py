@@ -7,8 +7,8 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
 from dashraker.hw.fpraker.pe import pe_latency
-from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY, Rounder, accumulator_layout
+from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
 
 __all__ = ["QUEUE_LATENCY", "OutputStage"]

@@ -8,9 +8,9 @@ from dashraker.designs import FPRAKER
 from dashraker.hw.fpraker.front_end import FrontEnd, front_end_stages
 from dashraker.hw.fpraker.output import QUEUE_LATENCY, OutputStage
 from dashraker.hw.fpraker.pe import PE, pe_latency
-from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.fpraker.sequencer import Sequencer
+from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.tile_stream import result_layout, step_layout
 
 __all__ = ["tile_fill", "Tile"]
