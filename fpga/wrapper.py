@@ -31,9 +31,13 @@ class StreamTop(wiring.Component):
 
     * ``rx`` is an ordinary stream: a word transfers on a clock edge where
       ``valid`` and ``ready`` are both high. ``ready`` is a register.
-    * ``tx`` has a ready latency of two cycles: ``tx.valid`` is high in a cycle only
-      if ``tx.ready`` was high two cycles before, and every word presented with
+    * ``tx`` has a ready latency of three cycles: ``tx.valid`` is high in a cycle only
+      if ``tx.ready`` was high three cycles before, and every word presented with
       ``tx.valid`` high is taken. Words of one result come out in order.
+
+    The pin registers drive nothing but the pins (and take nothing but the pins):
+    the logic counting words works on registers of its own, so that no path runs
+    from the logic to a pin's register across the die.
 
     The interface moves one word per cycle; a step of K words takes about K + 4
     cycles, so the wrapper is for fitting and timing the design, not for feeding it
@@ -57,7 +61,7 @@ class StreamTop(wiring.Component):
     rx : In(stream.Signature(word_bits))
         Step words.
     tx : Out(stream.Signature(word_bits))
-        Result words (ready latency 2).
+        Result words (ready latency 3).
     """
 
     def __init__(self, design, word_bits=16):
@@ -106,10 +110,13 @@ class StreamTop(wiring.Component):
             m.d.sync += [slot.eq(slot << 1), count.eq(count + 1)]
         with m.Elif(taken):
             m.d.sync += [slot.eq(1), count.eq(0)]
-        # Words that will be in the buffer two edges from now, before any consumption then:
-        # a word taken now is shifted in two edges later, so ready must leave room for it.
-        committed = Mux(taken, 0, count) + word_valid + (self.rx.valid & self.rx.ready)
-        m.d.sync += self.rx.ready.eq(committed < k)
+        # Words that may be in the buffer two edges from now, before any consumption then: a word taken now is
+        # shifted in two edges later, so ready must leave room for it. Whether one is taken now is bounded by
+        # ``ready``, the pin's ready as a register of its own (the pin's register drives only the pin).
+        ready, ready_pin = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
+        committed = Mux(taken, 0, count) + word_valid + ready
+        m.d.sync += [ready.eq(committed < k), ready_pin.eq(committed < k)]
+        m.d.comb += self.rx.ready.eq(ready_pin)
 
     def _serialise(self, m, results):
         w, k = self.word_bits, self.result_words
@@ -117,12 +124,14 @@ class StreamTop(wiring.Component):
         m.d.sync += ready.eq(self.tx.ready)
         buffer = Signal(k * w)
         remaining = Signal(range(k + 1))
-        load = results.valid & (remaining == 0)
-        sending = self.tx.valid  # ready latency 2: every word presented is taken
-        m.d.comb += [results.ready.eq(remaining == 0), self.tx.payload.eq(buffer[:w])]
+        empty = Signal(init=1)  # remaining == 0, as a register
+        sending = Signal()  # buffer[:w] goes to the pins' registers at this edge; they present it next cycle
+        load = results.valid & empty
+        m.d.comb += results.ready.eq(empty)
         with m.If(load):
             m.d.sync += [buffer.eq(results.payload.as_value()), remaining.eq(k)]
         with m.Elif(sending):
             m.d.sync += [buffer.eq(buffer[w:]), remaining.eq(remaining - 1)]
         after = Mux(load, k, remaining - sending)
-        m.d.sync += self.tx.valid.eq(ready & (after != 0))
+        m.d.sync += [empty.eq(after == 0), sending.eq(ready & (after != 0))]
+        m.d.sync += [self.tx.payload.eq(buffer[:w]), self.tx.valid.eq(sending)]

@@ -296,6 +296,15 @@ def test_yosys_keeps_its_whole_log(echo_flow):
     assert flow.is_flow_output(out)
 
 
+def test_the_clock_goes_on_the_devices_clock_pin(echo_flow):
+    out, report = echo_flow
+    assert report["clock_pin"] == DEVICES["ecp5-25k"].clock_pin == "G2"
+    assert (out / "pins.lpf").read_text() == 'LOCATE COMP "clk" SITE "G2";\n'
+    log = (out / "nextpnr-seed1.log").read_text()
+    assert "pin 'clk$tr_io' constrained to Bel" in log
+    assert log.count("is unconstrained in LPF") == report["wrapper"]["pins"] - 1  # every pin but the clock
+
+
 def _fake_nextpnr(tmp_path, failing_seed):
     """A nextpnr that notes its process id and waits, except for ``failing_seed``'s (None: none), which fails with
     an ERROR line as soon as every other seed's is running."""

@@ -42,7 +42,7 @@ def run(passes, word_bits, rx_gaps, tx_stalls, seed):
 
     async def bench(ctx):
         index = 0
-        ready_history = [0, 0]
+        ready_history = [0, 0, 0]
         for _ in range(4000):
             if index < len(words):
                 offer = not (rx_gaps and rng.random() < 0.3)
@@ -54,7 +54,7 @@ def run(passes, word_bits, rx_gaps, tx_stalls, seed):
             ctx.set(top.tx.ready, ready)
             await ctx.delay(1e-9)
             if ctx.get(top.tx.valid):
-                assert ready_history[-2], "tx.valid without tx.ready two cycles before"
+                assert ready_history[-3], "tx.valid without tx.ready three cycles before"
                 received.append(ctx.get(top.tx.payload))
             took = index < len(words) and ctx.get(top.rx.valid) and ctx.get(top.rx.ready)
             await ctx.tick()
