@@ -34,6 +34,11 @@ def add_flow_arguments(parser, out_help):
                         help="place and route up to J of the seeds at once, one nextpnr process each (default 1)")
     parser.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                         help="nextpnr's router (default router1; router2 copes better with congested designs)")
+    parser.add_argument("--timing-weight", type=int, default=None, metavar="W",
+                        help="nextpnr's placer weight of timing-critical connections (default nextpnr's, 10; "
+                             "a large tile's long nets shorten with more, FPRaker's 2x2 closes with 60)")
+    parser.add_argument("--timing-ripup", action="store_true",
+                        help="have nextpnr's router rip up and route again the nets that fail timing (slower)")
     parser.add_argument("--out", type=Path, required=True, help=out_help)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -54,7 +59,7 @@ def register(subparsers):
 def check_flow_arguments(args):
     """``CliError`` for a device, clock or word width the flow cannot take."""
     from dashraker.fpga.devices import device
-    from dashraker.fpga.flow import MAX_CLOCK_MHZ, MAX_JOBS, MAX_SEEDS
+    from dashraker.fpga.flow import MAX_CLOCK_MHZ, MAX_JOBS, MAX_SEEDS, MAX_TIMING_WEIGHT
 
     try:
         device(args.device)
@@ -70,6 +75,8 @@ def check_flow_arguments(args):
         raise CliError(f"--seeds must be an integer in [1, {MAX_SEEDS}], not {args.seeds}")
     if not 1 <= args.jobs <= MAX_JOBS:
         raise CliError(f"--jobs must be an integer in [1, {MAX_JOBS}], not {args.jobs}")
+    if args.timing_weight is not None and not 1 <= args.timing_weight <= MAX_TIMING_WEIGHT:
+        raise CliError(f"--timing-weight must be an integer in [1, {MAX_TIMING_WEIGHT}], not {args.timing_weight}")
 
 
 def flow(component, args, design, params, out, previous=None):
@@ -80,7 +87,8 @@ def flow(component, args, design, params, out, previous=None):
         return run_flow(component, args.device, args.clock, out, design=design, params=params,
                         word_bits=args.word_bits, keep_depth=args.keep_depth,
                         seeds=range(args.seed, args.seed + args.seeds), router=args.router,
-                        progress=not args.no_progress, previous=previous, jobs=args.jobs)
+                        progress=not args.no_progress, previous=previous, jobs=args.jobs,
+                        timing_weight=args.timing_weight, timing_ripup=args.timing_ripup)
     except FlowError as error:
         raise CliError(str(error)) from None
 

@@ -269,7 +269,7 @@ def run(args):
                 component = design.tile(params)
                 previous = reusable(out, component, design.name, params, args.device, args.word_bits,
                                     args.keep_depth)
-                kept = kept_seeds(previous, args.clock, args.router, seeds)
+                kept = kept_seeds(previous, args.clock, args.router, seeds, args.timing_weight, args.timing_ripup)
                 if len(kept) == len(seeds):
                     print(f"{design.name} {dtype}: reusing {out / 'report.json'}")
                 else:

@@ -15,7 +15,7 @@ from dashraker.fpga.report import (fit_problems, hierarchy_breakdown, parse_next
                                    write_report)
 
 __all__ = ["FlowError", "run_flow", "reusable", "kept_seeds", "is_flow_output", "median_seed", "pin_count",
-           "MAX_CLOCK_MHZ", "MAX_SEEDS", "MAX_JOBS", "TOP", "ROUTERS"]
+           "MAX_CLOCK_MHZ", "MAX_SEEDS", "MAX_JOBS", "MAX_TIMING_WEIGHT", "TOP", "ROUTERS"]
 
 TOP = "dashraker_fpga_top"
 MAX_CLOCK_MHZ = 1000  # far above anything these FPGAs reach; a larger target is a typo
@@ -33,6 +33,7 @@ FILES = ("top.v", "synth.ys", "yosys.log", "yosys-console.log", "netlist.json", 
 CLOCK_PORT = "clk"  # the wrapped top level's clock input
 _SEED_FILE = re.compile(r"nextpnr-seed\d+\.(log|json)")
 ROUTERS = ("router1", "router2")  # nextpnr's routing algorithms
+MAX_TIMING_WEIGHT = 1000  # nextpnr's default is 10; far past a few hundred, wire length is left out of the placement
 
 # Progress lines worth showing: Yosys's numbered passes, nextpnr's phases.
 _YOSYS_PASS = re.compile(r"^[\d.]+ Executing (\S+)")
@@ -199,11 +200,12 @@ def reusable(out, component, design, params, device, word_bits, keep_depth):
     return report if same and verilog == to_verilog(StreamTop(component, word_bits), TOP) else None
 
 
-def kept_seeds(previous, clock_mhz, router, seeds):
-    """The runs of the report ``previous`` (or None) that a run of ``seeds`` at ``clock_mhz`` with ``router`` keeps,
-    by seed: none where the device's clock pin has changed since."""
-    if previous is None or (previous["clock_mhz"], previous["router"], previous.get("clock_pin")) != (
-            clock_mhz, router, find_device(previous["device"]).clock_pin):
+def kept_seeds(previous, clock_mhz, router, seeds, timing_weight=None, timing_ripup=False):
+    """The runs of the report ``previous`` (or None) that a run of ``seeds`` at ``clock_mhz`` with ``router``,
+    ``timing_weight`` and ``timing_ripup`` keeps, by seed: none where the device's clock pin has changed since."""
+    if previous is None or (previous["clock_mhz"], previous["router"], previous.get("clock_pin"),
+                            previous.get("timing_weight"), previous.get("timing_ripup", False)) != (
+            clock_mhz, router, find_device(previous["device"]).clock_pin, timing_weight, timing_ripup):
         return {}
     return {run["seed"]: run for run in previous["seeds"] if run["seed"] in seeds}
 
@@ -245,10 +247,19 @@ def _pins_file(family):
     return "pins." + family.constraints.removeprefix("--")
 
 
-def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, show, processes):
+def _timing_options(router, timing_weight, timing_ripup):
+    """nextpnr's options for a placement weight of timing-critical connections (None: nextpnr's default) and for
+    ripping up and routing again the nets that fail timing (router2 has its own switch beside the common one)."""
+    options = [] if timing_weight is None else ["--placer-heap-timingweight", str(timing_weight)]
+    if timing_ripup:
+        options += ["--tmg-ripup", *(["--router2-tmg-ripup"] if router == "router2" else [])]
+    return options
+
+
+def _place_and_route(target, out, clock_mhz, seed, router, timing, modules, resources, show, processes):
     """One nextpnr run of ``out``'s netlist with placement seed ``seed``: its utilisation, Fmax and critical path.
 
-    nextpnr runs through ``processes``; ``show(line)`` gets its phase lines.
+    ``timing`` are ``_timing_options``; nextpnr runs through ``processes``; ``show(line)`` gets its phase lines.
     """
     family = target.family
     log, json_report = f"nextpnr-seed{seed}.log", f"nextpnr-seed{seed}.json"
@@ -256,7 +267,7 @@ def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, s
     pins = [family.constraints, _pins_file(family)] if target.clock_pin else []
     _run([_tool(family.nextpnr), *target.options, "--json", "netlist.json", *pins, "--freq", f"{clock_mhz:g}",
           "--report", json_report, family.allow_unconstrained, "--timing-allow-fail", "--seed", str(seed),
-          "--router", router],
+          "--router", router, *timing],
          out / log, _NEXTPNR_PHASE, show, processes)
     instances = [name.removeprefix(TOP + ".") for name in modules]
     routed = parse_nextpnr_report((out / json_report).read_text(), family, instances)
@@ -268,8 +279,8 @@ def _place_and_route(target, out, clock_mhz, seed, router, modules, resources, s
             "place_route_s": round(time.perf_counter() - start, 2), "log": log, "nextpnr_report": json_report}
 
 
-def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, modules, resources, jobs, processes, bar,
-                           design, progress):
+def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, timing, modules, resources, jobs, processes,
+                           bar, design, progress):
     """Every seed's run, in the order of ``seeds``: those of ``kept`` as they are, the others placed and routed,
     ``jobs`` at once, each in a thread of its own that waits for its nextpnr. The first failure stops them all."""
     from tqdm import tqdm
@@ -287,8 +298,8 @@ def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, modules,
     todo = [seed for seed in seeds if seed not in kept]
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="nextpnr") as executor:
         try:
-            pending = {executor.submit(_place_and_route, target, out, clock_mhz, seed, router, modules, resources,
-                                       show(seed), processes): seed for seed in todo}
+            pending = {executor.submit(_place_and_route, target, out, clock_mhz, seed, router, timing, modules,
+                                       resources, show(seed), processes): seed for seed in todo}
             while pending:
                 describe(sorted(pending.values()))
                 # a timeout: a signal that the OS gives a worker thread runs its handler here within a second
@@ -308,7 +319,8 @@ def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, modules,
 
 
 def run_flow(component, device, clock_mhz, out, design="design", params=None, word_bits=16, keep_depth=3,
-             seeds=(1,), router="router1", progress=True, previous=None, jobs=1):
+             seeds=(1,), router="router1", progress=True, previous=None, jobs=1, timing_weight=None,
+             timing_ripup=False):
     """Wrap ``component`` (``StreamTop``), synthesise it, place and route it for ``device`` at ``clock_mhz``.
 
     Writes into the folder ``out``: ``top.v``, ``synth.ys``, ``yosys.log`` (Yosys's own log) and
@@ -317,14 +329,17 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
     seed) and, last and atomically, the report ``report.json`` / ``report.md``. Modules down to
     ``keep_depth`` levels below the top keep their hierarchy through synthesis so that the report can
     break the resources down per instance (tile, PEs, MAC units, scheduler). ``router`` picks nextpnr's
-    routing algorithm (``ROUTERS``). Up to ``jobs`` seeds are placed and routed at once, one nextpnr
+    routing algorithm (``ROUTERS``); ``timing_weight`` the placer's weight of timing-critical connections
+    (nextpnr's ``--placer-heap-timingweight``, None: its default of 10), and ``timing_ripup`` has the router rip
+    up and route again the nets that fail timing (``--tmg-ripup``). Up to ``jobs`` seeds are placed and routed at
+    once, one nextpnr
     process each (the report's ``stages_s`` gives their summed times as "place & route" and the elapsed
     time as "place & route wall"). The report lists every seed's Fmax, utilisation and critical path, in
     the order of ``seeds``, and gives as the run's those of the seed with the median Fmax
     (``median_seed``), the lowest and highest Fmax beside them. Returns the report (a dict).
 
     ``previous``, this folder's report from ``reusable``, lends its synthesis (no Verilog or Yosys run:
-    ``component`` is not used) and its seeds' runs at the same clock and router; it stays until the new
+    ``component`` is not used) and its seeds' runs at the same clock, router and timing options; it stays until the new
     report replaces it unless a seed it lists runs again. Without it an earlier run's reports go first.
     Either way a report always describes the files beside it, and a failed or interrupted run leaves
     none (its logs stay) or the previous one; a failed seed or an exception in this thread (SIGINT,
@@ -344,9 +359,11 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
         raise ValueError(f"seeds must be 1 to {MAX_SEEDS} different placement seeds, not {seeds!r}")
     if not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
         raise ValueError(f"jobs must be an integer in [1, {MAX_JOBS}], not {jobs!r}")
+    if timing_weight is not None and not (isinstance(timing_weight, int) and 1 <= timing_weight <= MAX_TIMING_WEIGHT):
+        raise ValueError(f"timing_weight must be None or an integer in [1, {MAX_TIMING_WEIGHT}], not {timing_weight!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    kept = kept_seeds(previous, clock_mhz, router, seeds)
+    kept = kept_seeds(previous, clock_mhz, router, seeds, timing_weight, timing_ripup)
     rerun = {run["seed"] for run in previous["seeds"]} & (set(seeds) - set(kept)) if previous else set()
     if previous is None or rerun:
         for name in ("report.json", "report.md"):
@@ -378,7 +395,8 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
         if target.clock_pin:
             (out / _pins_file(target.family)).write_text(
                 target.family.locate.format(port=CLOCK_PORT, pin=target.clock_pin) + "\n")
-        runs = _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, modules, resources, jobs,
+        runs = _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router,
+                                      _timing_options(router, timing_weight, timing_ripup), modules, resources, jobs,
                                       processes, bar, design, progress)
         timings["place & route"] = round(sum(run["place_route_s"] for run in runs), 2)
         timings["place & route wall"] = round(time.perf_counter() - start, 2)
@@ -391,6 +409,8 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
             "device": target.name,
             "clock_mhz": clock_mhz,
             "router": router,
+            "timing_weight": timing_weight,
+            "timing_ripup": timing_ripup,
             "clock_pin": target.clock_pin,
             "keep_depth": keep_depth,
             "wrapper": wrapper,

@@ -228,6 +228,13 @@ def summary(report):
     return "\n".join(lines)
 
 
+def _nextpnr_note(report):
+    """How nextpnr placed and routed: its router and the timing options beyond its defaults."""
+    options = [f"placer timing weight {report['timing_weight']}"] if report.get("timing_weight") else []
+    options += ["timing-driven rip-up"] if report.get("timing_ripup") else []
+    return f"Placed and routed by nextpnr with {report['router']}{''.join(', ' + option for option in options)}."
+
+
 def markdown(report):
     """The report as Markdown: resources, timing, critical path, per-instance breakdown, stage times."""
     wrapper = report["wrapper"]
@@ -251,7 +258,8 @@ def markdown(report):
     note = _seeds_note(report)
     lines += ["", f"**Fmax {fmax:.2f} MHz**{f' ({note})' if note else ''} against a target of "
                   f"{report['clock_mhz']:g} MHz "
-                  f"({'met' if report['timing_met'] else 'not met'})." if fmax else "No clocked path.", ""]
+                  f"({'met' if report['timing_met'] else 'not met'})." if fmax else "No clocked path.",
+              "", _nextpnr_note(report), ""]
     if len(report["seeds"]) > 1:
         lines += ["| placement seed | Fmax MHz | LUTs | FFs | critical path ns | place and route s |",
                   "|---:|---:|---:|---:|---:|---:|"]

@@ -78,5 +78,5 @@ FPRAKER = Design(
     area_parts={"pe": r"pe\d+_\d+", "lanes": r"pe\d+_\d+\.lane\d+", "front_end": r"front_end",
                 "exponent_unit": r"front_end\.exponent_unit\d+_\d+", "bounds": r"front_end\.bounds\d+_\d+",
                 "decoder": r"front_end\.decoder\d+_\d+", "encoder": r"front_end\.decoder\d+_\d+\.encoder\d+",
-                "output": r"output", "rounder": r"output\.rounder\d+_\d+", "sequencer": r"sequencer"},
+                "output": r"output", "rounder": r"output\.rounder\d+_\d+", "sequencer": r"sequencer\d+_\d+"},
 )

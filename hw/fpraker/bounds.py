@@ -9,7 +9,7 @@ from dashraker.hw.fpraker.decoder import EXPONENT_BITS, lane_layout
 from dashraker.hw.fpraker.encoder import TERM_POSITIONS
 from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS, MAX_TERMS
 
-__all__ = ["MOVE_LIMIT", "bounded_lane_layout", "frame_layout", "Bounds", "more_cycles"]
+__all__ = ["MOVE_LIMIT", "bounded_lane_layout", "frame_layout", "Bounds", "lane_more_cycles"]
 
 MOVE_LIMIT = -(-ACCUMULATOR_BITS // (1 << FRAME_BITS))  # frame moves of this many steps or more leave 0 or -1
 
@@ -94,14 +94,11 @@ class Bounds(wiring.Component):
         return m
 
 
-def more_cycles(bounded_lanes):
-    """Thermometer of a PE's step length: bit j set when some lane holds more than j + 1 in-bound digits.
+def lane_more_cycles(lane):
+    """Thermometer of a bounded lane's length: bit j set when it holds more than j + 1 in-bound digits.
 
-    Each lane's bit is a lookup of its 9 digits (a table, so that synthesis makes a
-    few LUT levels of it rather than an adder's carry chain), ORed over the lanes."""
+    A lookup of its 9 digits (a table, so that synthesis makes a few LUT levels of it
+    rather than an adder's carry chain); a step's length is the OR over its lanes."""
     positions = 1 << TERM_POSITIONS
-    bits = []
-    for j in range(MAX_TERMS - 1):
-        table = Const(sum(1 << x for x in range(positions) if bin(x).count("1") > j + 1), positions)
-        bits.append(Cat(*(table.bit_select(lane.plus | lane.minus, 1) for lane in bounded_lanes)).any())
-    return Cat(*bits)
+    return Cat(*(Const(sum(1 << x for x in range(positions) if bin(x).count("1") > j + 1), positions)
+                 .bit_select(lane.plus | lane.minus, 1) for j in range(MAX_TERMS - 1)))

@@ -1,18 +1,21 @@
 """The FPRaker tile's front end: steps decoded, aligned and bounded in a pipeline, ahead of the PEs."""
 
+import operator
+from functools import reduce
+
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.bounds import Bounds, bounded_lane_layout, frame_layout, more_cycles
+from dashraker.hw.fpraker.bounds import Bounds, bounded_lane_layout, frame_layout, lane_more_cycles
 from dashraker.hw.fpraker.decoder import EXPONENT_BITS, Decoder, decoded_layout, operands_layout, specials_layout
 from dashraker.hw.fpraker.exponent_unit import ExponentUnit, maximum
 from dashraker.hw.tile_stream import step_layout
 from dashraker.models.fpraker.golden import MAX_TERMS
 
-__all__ = ["front_end_stages", "pe_step_layout", "scheduled_layout", "FrontEnd"]
+__all__ = ["front_end_stages", "pe_step_layout", "pe_scheduled_layout", "FrontEnd"]
 
 
 def _maximum_levels(lanes):
@@ -21,10 +24,10 @@ def _maximum_levels(lanes):
 
 
 def front_end_stages(lanes):
-    """Clock edges from a step's transfer to its transfer out at the earliest: a register of the operands taken,
-    one after decoding, one per comparator level of the lane maxima, after the exponent, after the bounds and
-    after the step lengths; the queue's one."""
-    return 5 + _maximum_levels(lanes) + 1
+    """Clock edges from a step's transfer to its transfer out at the earliest: two registers of the operands
+    taken, one after decoding, one per comparator level of the lane maxima, after the exponent, after the bounds,
+    after the lanes' lengths and after the PE's (beside two more registers of the bounds); the queue's one."""
+    return 7 + _maximum_levels(lanes) + 1
 
 
 def pe_step_layout(lanes):
@@ -47,36 +50,43 @@ def _tile_step_layout(pe, rows, cols, **fields):
     })
 
 
-def scheduled_layout(rows, cols, lanes):
-    """A step ready for the PEs: every PE's step [row][col], whether any PE has a live lane, end of pass, and
-    the step's length as a thermometer (bit j: some lane of some PE holds more than j + 1 terms)."""
-    return _tile_step_layout(pe_step_layout(lanes), rows, cols, more=MAX_TERMS - 1)
+def pe_scheduled_layout(lanes):
+    """A step ready for a PE and its sequencer: the PE's step, and the tile's: whether any PE has a live lane,
+    end of pass, and the step's length as a thermometer (bit j: some lane of some PE holds more than j + 1
+    terms)."""
+    return data.StructLayout({"step": pe_step_layout(lanes), "any_live": 1, "last": 1, "more": MAX_TERMS - 1})
 
 
 class FrontEnd(wiring.Component):
-    """Registered stages between the tile's ``steps`` and its sequencer, and a queue of the steps they make.
+    """Registered stages between the tile's ``steps`` and the PEs' sequencers, and a queue of the steps they make
+    for each PE.
 
-    1. Each PE's operands, registered as the step is taken (a copy per PE: the tile's
-       input reaches the PEs by nets with no logic on them); the PE's ``Decoder``: NAF
-       digits, signed ``b``, product exponents, specials.
+    1. Each PE's operands, registered twice as the step is taken (a copy per PE: the
+       tile's input reaches the PEs by nets with no logic on them, in two hops); the
+       PE's ``Decoder``: NAF digits, signed ``b``, product exponents, specials.
     2. Each PE's lane exponents reduced to two maxima, one comparator level per stage.
     3. ``ExponentUnit``: each PE's running maximum ``E``; the pass's specials so far.
     4. ``Bounds``: in-bound digits, lane shifts, the frame's move.
-    5. Each PE's step length (``more_cycles``), ORed over the PEs into the step's.
+    5. Each lane's length (``lane_more_cycles``), then their OR, the PE's step length,
+       each registered, beside two more registers of each PE's bounded step (the way to
+       its queue); ORed over the PEs into the step's length as it enters the queues.
 
     Everything the PEs' accumulators need is thus known before a step starts: the
     only loops here are the 12-bit running maximum and the sticky specials. The
     stages have no enable (an enable would reach every register of every PE's lanes
     from the sequencer in one cycle): a step is taken only when an entry of the
-    queue behind them is free for it, and the queue holds as many steps as the
+    queues behind them is free for it, and each queue holds as many steps as the
     stages and itself take to pass one, so a steady input gives a steady output.
-    The queue has no output register (each PE registers its step), and each PE's
-    part of it has its own pointers, as has the part the sequencer reads.
+    Each PE has its own queue and stream (each PE has its own sequencer), so that no
+    queue's pointers or read enable reach across the tile; the PEs' streams must be
+    taken in lockstep (the sequencers are identical), and the free entries are
+    counted on the first PE's. The queues have no output register (each PE registers
+    its step).
 
     Attributes
     ----------
     depth : int
-        The queue's entries.
+        The queues' entries.
 
     Parameters
     ----------
@@ -87,8 +97,9 @@ class FrontEnd(wiring.Component):
     -----
     steps : In(stream.Signature(step_layout(rows, cols, lanes, "bf16")))
         One step per transfer; ``last`` closes a pass.
-    scheduled : Out(stream.Signature(scheduled_layout(rows, cols, lanes)))
-        The steps, ``front_end_stages(lanes)`` clock edges later at the earliest.
+    scheduled : Out(stream.Signature(pe_scheduled_layout(lanes))).array(rows, cols)
+        Each PE's part of the steps, ``front_end_stages(lanes)`` clock edges later at the earliest; taken in
+        lockstep.
     """
 
     def __init__(self, rows, cols, lanes, guard_bits):
@@ -97,22 +108,25 @@ class FrontEnd(wiring.Component):
         self.depth = front_end_stages(lanes) + 1  # an entry's round trip: through the stages and out, then free again
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, "bf16"))),
-            "scheduled": Out(stream.Signature(scheduled_layout(rows, cols, lanes))),
+            "scheduled": Out(stream.Signature(pe_scheduled_layout(lanes))).array(rows, cols),
         })
 
     def elaborate(self, platform):
         m = Module()
-        out = self.scheduled
         pes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
         candidates = min(2, self.lanes)
 
-        # 1: a copy of its operands per PE (marked ``keep``: the FPGA flow keeps such copies apart), decoded
+        # 1: two copies of its operands per PE, one after the other (marked ``keep``: the FPGA flow keeps such
+        # copies apart), decoded
         step = self.steps.payload
-        taken_last, taken_valid = self._stage(m, step.last, self.steps.valid & self.steps.ready, "taken_last")
+        received_last, received_valid = self._stage(m, step.last, self.steps.valid & self.steps.ready,
+                                                    "received_last")
+        taken_last, taken_valid = self._stage(m, received_last, received_valid, "taken_last")
         decoding = Signal(data.ArrayLayout(data.ArrayLayout(decoded_layout(self.lanes), self.cols), self.rows))
         for r, c in pes:
+            received = Signal(operands_layout(self.lanes), name=f"received{r}_{c}", attrs={"keep": 1})
             operands = Signal(operands_layout(self.lanes), name=f"taken{r}_{c}", attrs={"keep": 1})
-            m.d.sync += [operands.a.eq(step.rows[r]), operands.b.eq(step.cols[c])]
+            m.d.sync += [received.a.eq(step.rows[r]), received.b.eq(step.cols[c]), operands.eq(received)]
             decoder = m.submodules[f"decoder{r}_{c}"] = Decoder(self.lanes)
             m.d.comb += [decoder.operands.eq(operands), decoding[r][c].eq(decoder.decoded)]
         decoded_pes, decoded_valid = self._stage(m, decoding, taken_valid, "decoded")
@@ -176,25 +190,31 @@ class FrontEnd(wiring.Component):
         m.d.comb += [bounded.any_live.eq(aligned.any_live), bounded.last.eq(aligned.last)]
         limited, limited_valid = self._stage(m, bounded, aligned_valid, "bounded")
 
-        # 5: each PE's step length, registered beside its lanes, then ORed over the PEs: the sequencer's part of
-        # the step enters its queue a clock edge after the PEs' parts enter theirs (one queue each, so that each
-        # queue's pointers reach only its reader's part)
-        lengths = [self._stage(m, more_cycles(limited.pes[r][c].lanes), None, f"more{r}_{c}")[0] for r, c in pes]
-        flags, flags_valid = self._stage(m, Cat(limited.any_live, limited.last), limited_valid, "flags")
-        parts = [("", flags_valid, Cat(flags, _any(lengths)), Cat(out.payload.any_live, out.payload.last,
-                                                                  out.payload.more))]
-        parts += [(f"{r}_{c}", limited_valid, limited.pes[r][c].as_value(), out.payload.pes[r][c].as_value())
-                  for r, c in pes]
-        for name, written_valid, written, read in parts:
-            queue = m.submodules[f"queue{name}"] = SyncFIFO(width=len(written), depth=self.depth)
-            m.d.comb += [queue.w_en.eq(written_valid), queue.w_data.eq(written), read.eq(queue.r_data),
-                         queue.r_en.eq(out.valid & out.ready)]
-            if not name:
-                m.d.comb += out.valid.eq(queue.r_rdy)  # the last written: the others hold the step by then
+        # 5: each lane's length (a lookup of its digits) registered beside its lanes, ORed over the PE's lanes into
+        # the PE's, registered; both beside two more registers of the bounded steps and flags, the way to the
+        # queues. Each PE's queue takes its step with the tile's flags and length (ORed over the PEs).
+        lengths = []
+        for r, c in pes:
+            lane_lengths = [self._stage(m, lane_more_cycles(lane), None, f"lane_more{r}_{c}_{n}")[0]
+                            for n, lane in enumerate(limited.pes[r][c].lanes)]
+            lengths.append(self._stage(m, reduce(operator.or_, lane_lengths), None, f"more{r}_{c}")[0])
+        flags, carried, carried_valid = Cat(limited.any_live, limited.last), limited.pes, limited_valid
+        for hop in range(2):
+            flags, _ = self._stage(m, flags, None, f"flags{hop}")
+            carried, carried_valid = self._stage(m, carried, carried_valid, f"carried{hop}")
+        for r, c in pes:
+            written = Signal(pe_scheduled_layout(self.lanes), name=f"written{r}_{c}")
+            m.d.comb += [written.step.eq(carried[r][c]), Cat(written.any_live, written.last).eq(flags),
+                         written.more.eq(reduce(operator.or_, lengths))]
+            out = self.scheduled[r][c]
+            queue = m.submodules[f"queue{r}_{c}"] = SyncFIFO(width=len(written.as_value()), depth=self.depth)
+            m.d.comb += [queue.w_en.eq(carried_valid), queue.w_data.eq(written), out.payload.eq(queue.r_data),
+                         out.valid.eq(queue.r_rdy), queue.r_en.eq(out.valid & out.ready)]
 
         # a step is taken only with a queue entry reserved for it, so the stages never stall
+        first = self.scheduled[0][0]
         free = Signal(range(self.depth + 1), init=self.depth)
-        m.d.sync += free.eq(free - (self.steps.valid & self.steps.ready) + (out.valid & out.ready))
+        m.d.sync += free.eq(free - (self.steps.valid & self.steps.ready) + (first.valid & first.ready))
         m.d.comb += self.steps.ready.eq(free != 0)
         return m
 
@@ -208,10 +228,3 @@ class FrontEnd(wiring.Component):
             m.d.sync += register_valid.eq(valid)
         return register, register_valid
 
-
-def _any(values):
-    """The bitwise OR of ``values``: the longest of the PEs' step lengths, as thermometers."""
-    result = 0
-    for value in values:
-        result = result | value
-    return result

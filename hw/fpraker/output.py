@@ -19,11 +19,14 @@ QUEUE_LATENCY = 2  # clock edges through the result queue: its memory, then its 
 class OutputStage(wiring.Component):
     """The pass's accumulators, taken at ``capture``, through one ``Rounder`` per PE into a queue of results.
 
-    Nothing here holds the PEs: the rounders always advance, and the sequencer ends a
+    Nothing here holds the PEs: the rounders always advance, and the sequencers end a
     pass only with ``room``, a reservation of a queue entry (``reserve``) that the
-    result's leaving the queue returns. The queue holds as many entries as passes can
-    be on their way from the sequencer to ``results``, so passes run back to back
-    while ``results`` is taken at once. Results appear ``ROUNDER_LATENCY + QUEUE_LATENCY`` clock
+    result's leaving the queue returns. ``room`` is a register, a copy for each PE's
+    sequencer (no logic between the count and the sequencers, one net each): it says
+    whether two entries were free a cycle before, so that one is still free whatever
+    that cycle reserved. The queue holds as many entries as passes can be on their way
+    from the sequencers to ``results``, and one for that cycle, so passes run back to
+    back while ``results`` is taken at once. Results appear ``ROUNDER_LATENCY + QUEUE_LATENCY`` clock
     edges after their capture at the earliest.
 
     Parameters
@@ -50,8 +53,8 @@ class OutputStage(wiring.Component):
         ``accumulators`` and ``cycles`` hold a pass's: take them.
     reserve : In(1)
         A pass ends in this cycle (the sequencer's ``pass_end``): it takes the ``room``.
-    room : Out(1)
-        A queue entry is free for a pass that ends in this cycle.
+    room : Out(ArrayLayout(ArrayLayout(1, cols), rows))
+        A queue entry is free for a pass that ends in this cycle: a register per PE [row][col].
     results : Out(stream.Signature(result_layout(rows, cols, cycles=True)))
         One transfer per pass: the fp32 ``outputs`` [row][col] and the pass's ``cycles``.
     """
@@ -59,13 +62,14 @@ class OutputStage(wiring.Component):
     def __init__(self, rows, cols, lanes, guard_bits):
         FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits)
         self.rows, self.cols, self.guard_bits = rows, cols, guard_bits
-        self.depth = pe_latency(lanes) + ROUNDER_LATENCY + 4  # passes on their way, and the queue's own latency
+        # passes on their way, the queue's own latency, and the cycle by which ``room`` is late
+        self.depth = pe_latency(lanes) + ROUNDER_LATENCY + 5
         super().__init__({
             "accumulators": In(data.ArrayLayout(data.ArrayLayout(accumulator_layout(), cols), rows)),
             "cycles": In(CYCLE_BITS),
             "capture": In(1),
             "reserve": In(1),
-            "room": Out(1),
+            "room": Out(data.ArrayLayout(data.ArrayLayout(1, cols), rows)),
             "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
         })
 
@@ -94,5 +98,9 @@ class OutputStage(wiring.Component):
         free = Signal(range(self.depth + 1), init=self.depth)
         taken = results.valid & results.ready
         m.d.sync += free.eq(free - self.reserve + taken)
-        m.d.comb += self.room.eq(free != 0)
+        for r in range(self.rows):
+            for c in range(self.cols):
+                room = Signal(init=1, name=f"room{r}_{c}", attrs={"keep": 1})
+                m.d.sync += room.eq(free >= 2)
+                m.d.comb += self.room[r][c].eq(room)
         return m

@@ -1,6 +1,9 @@
 """The FPRaker PE: term-serial lanes, a pipelined integer adder tree and the wide accumulator with a moving frame."""
 
-from amaranth.hdl import Module, Mux, Signal, signed
+import operator
+from functools import reduce
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -16,10 +19,9 @@ from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS
 __all__ = ["pe_control_signature", "pe_latency", "PE"]
 
 TREE_LEVELS_PER_STAGE = 2
-# The accumulator's move is selected by one register per slice of this many bits, each marked ``keep`` (the FPGA
-# flow keeps such registers apart), so that no select net spans the 64-bit loop.
-SELECT_SLICE_BITS = 16
-CLEAR = MOVE_LIMIT + 1  # the select's code for a pass's start: U starts from 0
+# The accumulator's move is selected by registers of their own for every slice of this many bits, each marked
+# ``keep`` (the FPGA flow keeps such registers apart), so that no select net spans the 64-bit loop.
+SELECT_SLICE_BITS = 8
 
 
 def pe_control_signature():
@@ -126,23 +128,22 @@ class PE(wiring.Component):
         total = contributions[0]
 
         # into the frame: the offset's left shift; the frame's move chosen for the step's first cycle, or 0 for
-        # the pass's start, by a register of its own for every slice of the accumulator
+        # the pass's start, one-hot (0 to MOVE_LIMIT steps; none: U starts from 0), decoded a cycle ahead into a
+        # register of its own for every slice of the accumulator: each bit of the moved U is then an OR of ANDs
+        # of plain data, with no decoding in the loop and no select net spanning it
         framed = Signal(signed(len(total) + (1 << FRAME_BITS) - 1))
         m.d.sync += framed.eq(total << issue.frame.offset)
         value = self.result.value
+        move = Mux(issue.first, issue.frame.move, 0)
         moved = Signal(signed(ACCUMULATOR_BITS))
         for first in range(0, ACCUMULATOR_BITS, SELECT_SLICE_BITS):
-            select = Signal(range(CLEAR + 1), name=f"move_select{first // SELECT_SLICE_BITS}", attrs={"keep": 1})
-            m.d.sync += select.eq(Mux(issue.pass_start, CLEAR, Mux(issue.first, issue.frame.move, 0)))
-            bits = slice(first, first + SELECT_SLICE_BITS)
-            with m.Switch(select):
-                for steps in range(MOVE_LIMIT):
-                    with m.Case(steps):
-                        m.d.comb += moved[bits].eq((value >> (steps << FRAME_BITS))[bits])
-                with m.Case(MOVE_LIMIT):  # only the sign is left
-                    m.d.comb += moved[bits].eq((value >> (ACCUMULATOR_BITS - 1))[bits])
-                with m.Default():  # CLEAR
-                    m.d.comb += moved[bits].eq(0)
+            index, bits = first // SELECT_SLICE_BITS, slice(first, first + SELECT_SLICE_BITS)
+            chosen = Signal(MOVE_LIMIT + 1, name=f"move_chosen{index}", attrs={"keep": 1})
+            m.d.sync += chosen.eq(Mux(issue.pass_start, 0, Cat(*(move == steps for steps in range(MOVE_LIMIT + 1)))))
+            # MOVE_LIMIT steps leave only the sign (an arithmetic shift keeps the width)
+            m.d.comb += moved[bits].eq(reduce(operator.or_, (
+                chosen[steps].replicate(SELECT_SLICE_BITS) & (value >> (steps << FRAME_BITS))[bits]
+                for steps in range(MOVE_LIMIT + 1))))
         issue = delayed(m, issue, 1, "framed")
 
         # the loop: U = U moved with the frame (0 at a pass's start) + framed

@@ -29,9 +29,11 @@ class Tile(wiring.Component):
 
     Pipeline: the ``FrontEnd`` decodes each step and decides, from the operands alone,
     each PE's alignment exponent, in-bound terms, frame move and the step's length;
-    the ``Sequencer`` loads a step into the ``PE``s when the previous one finishes, so
-    steps follow each other without bubbles, and runs it for its length (the maximum
-    over PEs and lanes of the in-bound terms, at least one cycle). The PEs' lanes,
+    each PE's ``Sequencer`` (a copy per PE, so that no control net spans the tile; the
+    copies see the same steps and the same ``room`` and so run in lockstep) loads a step
+    into its ``PE`` when the previous one finishes, so steps follow each other without
+    bubbles, and runs it for its length (the maximum over PEs and lanes of the in-bound
+    terms, at least one cycle). The PEs' lanes,
     adder trees and accumulators are pipelined behind it and never stall; a pass's
     accumulators are rounded to fp32 by the ``OutputStage`` and queued for ``results``.
     A pass ends only when the queue has room for it, so backpressure stops the
@@ -82,31 +84,35 @@ class Tile(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.front_end = front_end = FrontEnd(self.rows, self.cols, self.lanes, self.guard_bits)
-        m.submodules.sequencer = sequencer = Sequencer(self.zero_block_cycles)
         m.submodules.output = output = OutputStage(self.rows, self.cols, self.lanes, self.guard_bits)
         wiring.connect(m, wiring.flipped(self.steps), front_end.steps)
         wiring.connect(m, output.results, wiring.flipped(self.results))
 
-        step = front_end.scheduled
-        pes = []
+        sequencers, pes = [], []
         for r in range(self.rows):
             for c in range(self.cols):
+                sequencer = m.submodules[f"sequencer{r}_{c}"] = Sequencer(self.zero_block_cycles)
                 pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.guard_bits)
-                m.d.comb += [pe.step.eq(step.payload.pes[r][c]), output.accumulators[r][c].eq(pe.result)]
+                step = front_end.scheduled[r][c]
+                wiring.connect(m, sequencer.control, pe.control)
+                m.d.comb += [
+                    sequencer.valid.eq(step.valid),
+                    sequencer.last.eq(step.payload.last),
+                    sequencer.any_live.eq(step.payload.any_live),
+                    sequencer.more.eq(step.payload.more),
+                    sequencer.room.eq(output.room[r][c]),
+                    step.ready.eq(sequencer.ready),
+                    pe.step.eq(step.payload.step),
+                    output.accumulators[r][c].eq(pe.result),
+                ]
+                sequencers.append(sequencer)
                 pes.append(pe)
-        wiring.connect(m, sequencer.control, *(pe.control for pe in pes))
         m.d.comb += [
-            sequencer.valid.eq(step.valid),
-            sequencer.last.eq(step.payload.last),
-            sequencer.any_live.eq(step.payload.any_live),
-            sequencer.more.eq(step.payload.more),
-            sequencer.room.eq(output.room),
-            step.ready.eq(sequencer.ready),
-            output.reserve.eq(sequencer.control.pass_end),
-            output.capture.eq(pes[0].done),  # the PEs run in lockstep
+            output.reserve.eq(sequencers[0].control.pass_end),  # the sequencers and PEs run in lockstep
+            output.capture.eq(pes[0].done),
         ]
 
         # the pass's cycle count travels beside the PEs' pipelines
-        m.d.comb += output.cycles.eq(delayed(m, sequencer.cycles, pes[0].latency, "pass_cycles"))
+        m.d.comb += output.cycles.eq(delayed(m, sequencers[0].cycles, pes[0].latency, "pass_cycles"))
         return m
 

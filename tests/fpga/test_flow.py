@@ -88,6 +88,7 @@ def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
     (["--seeds", "17"], "--seeds must be an integer in [1, 16], not 17"),
     (["--jobs", "0"], "--jobs must be an integer in [1, 16], not 0"),
     (["--jobs", "17"], "--jobs must be an integer in [1, 16], not 17"),
+    (["--timing-weight", "0"], "--timing-weight must be an integer in [1, 1000], not 0"),
 ])
 def test_bad_arguments_are_clear_errors(args, message, tmp_path, capsys):
     status, _, err = run_cli(capsys, "baseline", *args, "--out", str(tmp_path / "x"), "--no-progress")
@@ -303,6 +304,28 @@ def test_the_clock_goes_on_the_devices_clock_pin(echo_flow):
     log = (out / "nextpnr-seed1.log").read_text()
     assert "pin 'clk$tr_io' constrained to Bel" in log
     assert log.count("is unconstrained in LPF") == report["wrapper"]["pins"] - 1  # every pin but the clock
+
+
+def test_timing_options_reach_nextpnr_and_the_report(echo_flow, tmp_path):
+    """A placer timing weight and timing-driven rip-up place the same netlist differently from nextpnr's defaults;
+    the report names them, and a later run keeps a seed only if it asks for the same options."""
+    default, report = echo_flow
+    assert flow._timing_options("router1", None, False) == []
+    assert flow._timing_options("router1", 60, True) == ["--placer-heap-timingweight", "60", "--tmg-ripup"]
+    assert flow._timing_options("router2", None, True) == ["--tmg-ripup", "--router2-tmg-ripup"]
+    out = tmp_path / "timing"
+    shutil.copytree(default, out)
+    tuned = run_flow(None, "ecp5-25k", 100, out, design="echo", seeds=(1,), router="router2", progress=False,
+                     previous=report, timing_weight=60, timing_ripup=True)
+    assert (tuned["router"], tuned["timing_weight"], tuned["timing_ripup"]) == ("router2", 60, True)
+    assert (report["timing_weight"], report["timing_ripup"]) == (None, False)
+    assert _checksums(out / "nextpnr-seed1.log")[1] != _checksums(default / "nextpnr-seed1.log")[1]
+    assert "placer timing weight 60, timing-driven rip-up" in (out / "report.md").read_text()
+    assert flow.kept_seeds(tuned, 100, "router2", [1], 60, True) == {1: tuned["seeds"][0]}
+    assert flow.kept_seeds(tuned, 100, "router2", [1], 60, False) == {}
+    assert flow.kept_seeds(tuned, 100, "router2", [1], None, True) == {}
+    with pytest.raises(ValueError, match=r"timing_weight must be None or an integer in \[1, 1000\], not 0"):
+        run_flow(None, "ecp5-25k", 100, out, design="echo", previous=tuned, timing_weight=0)
 
 
 def _fake_nextpnr(tmp_path, failing_seed):

@@ -149,6 +149,7 @@ def test_markdown_and_comparison_read_a_report():
     }), ECP5, "top")
     routed = parse_nextpnr_report(nextpnr_report([CLOCKED]), ECP5, ["design.pe0_0"])
     report = {"design": "tensordash", "params": {"lanes": 8}, "device": "ecp5-85k", "clock_mhz": 100,
+              "router": "router1", "timing_weight": None, "timing_ripup": False,
               "wrapper": {"word_bits": 16, "pins": 38, "step_bits": 100, "step_words": 7, "result_bits": 64,
                           "result_words": 4},
               "synthesis": {"lut": 440}, "utilisation": routed["utilisation"], "fmax_mhz": routed["fmax_mhz"],
@@ -159,10 +160,13 @@ def test_markdown_and_comparison_read_a_report():
     text = markdown(report)
     assert "| `design.pe0_0` | 300 |" in text and "Fmax 41.50 MHz** against" in text and "not met" in text
     assert "placement seed" not in text and "median" not in text
+    assert "Placed and routed by nextpnr with router1.\n" in text
     slower = {**report["seeds"][0], "seed": 2, "fmax_mhz": 38.25, "critical_path": None}
     several = {**report, "seeds": [report["seeds"][0], slower], "seed": 2, "fmax_mhz": 38.25,
-               "fmax_min_mhz": 38.25, "fmax_max_mhz": 41.5}
+               "fmax_min_mhz": 38.25, "fmax_max_mhz": 41.5, "router": "router2", "timing_weight": 60,
+               "timing_ripup": True}
     text = markdown(several)
+    assert "Placed and routed by nextpnr with router2, placer timing weight 60, timing-driven rip-up.\n" in text
     assert "Fmax 38.25 MHz** (seed 2: the median of 2 seeds, 38.2 to 41.5 MHz) against" in text
     assert "| 1 | 41.50 | 1,200 | 300 | 7.0 | 2.0 |" in text and "| 2 | 38.25 | 1,200 | 300 | - | 2.0 |" in text
     parts = breakdown(report)
