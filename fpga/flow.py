@@ -330,17 +330,17 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
     ``keep_depth`` levels below the top keep their hierarchy through synthesis so that the report can
     break the resources down per instance (tile, PEs, MAC units, scheduler). ``router`` picks nextpnr's
     routing algorithm (``ROUTERS``); ``timing_weight`` the placer's weight of timing-critical connections
-    (nextpnr's ``--placer-heap-timingweight``, None: its default of 10), and ``timing_ripup`` has the router rip
-    up and route again the nets that fail timing (``--tmg-ripup``). Up to ``jobs`` seeds are placed and routed at
-    once, one nextpnr
+    (nextpnr's ``--placer-heap-timingweight``, None: its default of 10), and ``timing_ripup`` has the router
+    rip up and route again the nets that fail timing (``--tmg-ripup``). Up to ``jobs`` seeds are placed and
+    routed at once, one nextpnr
     process each (the report's ``stages_s`` gives their summed times as "place & route" and the elapsed
     time as "place & route wall"). The report lists every seed's Fmax, utilisation and critical path, in
     the order of ``seeds``, and gives as the run's those of the seed with the median Fmax
     (``median_seed``), the lowest and highest Fmax beside them. Returns the report (a dict).
 
     ``previous``, this folder's report from ``reusable``, lends its synthesis (no Verilog or Yosys run:
-    ``component`` is not used) and its seeds' runs at the same clock, router and timing options; it stays until the new
-    report replaces it unless a seed it lists runs again. Without it an earlier run's reports go first.
+    ``component`` is not used) and its seeds' runs at the same clock, router and timing options; it stays
+    until the new report replaces it unless a seed it lists runs again. Without it an earlier run's reports go first.
     Either way a report always describes the files beside it, and a failed or interrupted run leaves
     none (its logs stay) or the previous one; a failed seed or an exception in this thread (SIGINT,
     SIGTERM) ends every tool process still running first.

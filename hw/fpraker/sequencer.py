@@ -1,4 +1,4 @@
-"""The FPRaker tile's sequencer: runs the PEs' steps in lockstep, each for the cycles the front end counted."""
+"""The FPRaker tile's sequencer: runs a PE's steps, each for the cycles the front end counted."""
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
@@ -13,14 +13,17 @@ __all__ = ["Sequencer"]
 
 
 class Sequencer(wiring.Component):
-    """Lockstep control of the PEs: take a scheduled step, run it for its length, count the pass's cycles.
+    """Control of a PE: take a scheduled step, run it for its length, count the pass's cycles.
 
-    A step is loaded into the PEs at a clock edge (``control.load``) and is active from
+    The tile has one per PE, next to it; fed the same steps and the same ``room``, they
+    run in lockstep.
+
+    A step is loaded into the PE at a clock edge (``control.load``) and is active from
     the next cycle for as many cycles as its ``more`` thermometer says (at least one);
     its last cycle's clock edge loads the next waiting step, so steps follow each other
     without bubbles. The length is known before the step starts, so nothing here waits
-    on the PEs. A pass's last cycle waits (the PEs idle) until the output stage has
-    ``room`` for its results: so the PEs' pipelines behind never stall.
+    on the PE. A pass's last cycle waits (the PE idles) until the output stage has
+    ``room`` for its results: so the pipelines behind never stall.
 
     ``cycles`` counts the active cycles of the pass's steps; with
     ``zero_block_cycles=0`` the cycles of a step without any live lane (in every PE)
@@ -45,7 +48,7 @@ class Sequencer(wiring.Component):
     ready : Out(1)
         The PEs take the waiting step at this clock edge: no step runs, or it finishes.
     control : Out(pe_control_signature())
-        To every PE.
+        To the PE.
     cycles : Out(32)
         The pass's cycle count including this cycle (read with ``control.pass_end``).
     """
