@@ -23,7 +23,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.fpga.compare import breakdown
-from dashraker.fpga.flow import MAX_SEEDS, run_flow
+from dashraker.fpga.flow import MAX_SEEDS, FlowOptions, run_flow
 from dashraker.hw.numerics import (FP32_LAYOUT, Accumulator, FixedPointAccumulator, FloatLayout, FPAdder,
                                    FPMultiplier, mac_stages)
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
@@ -160,8 +160,8 @@ def main():
     for name in names:
         title, build = UNITS[name]
         # Flat below the unit, so that logic whose outputs lead nowhere (the window's operand store) is dropped.
-        report = run_flow(build(), args.device, 100, args.out / name, design=name, keep_depth=1,
-                          seeds=range(1, args.seeds + 1), progress=False)
+        report = run_flow(build(), args.out / name, FlowOptions(device=args.device, keep_depth=1, seeds=args.seeds),
+                          design=name, progress=False)
         parts = breakdown(report)
         path = report["critical_path"]
         print(f"| {title} | {parts['tile_lut']:,} | {parts['tile_ff']:,} | {report['fmax_mhz']:.1f} "

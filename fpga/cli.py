@@ -2,7 +2,7 @@
 
 from dashraker.designs.cli import add_design_parsers, design_params, tile_lanes
 from dashraker.errors import CliError
-from dashraker.fpga.options import add_flow_arguments, check_flow_arguments, flow
+from dashraker.fpga.options import add_flow_arguments, flow, flow_options
 
 __all__ = ["register"]
 
@@ -27,11 +27,9 @@ def register(subparsers):
 def _run_design(args):
     from dashraker.fpga.report import summary
 
-    from dashraker.fpga.devices import device
-
-    check_flow_arguments(args)
+    options = flow_options(args)
     params = design_params(args)
-    luts, available = tile_lanes(params) * MIN_LUTS_PER_LANE, device(args.device).capacity["lut"]
+    luts, available = tile_lanes(params) * MIN_LUTS_PER_LANE, options.target.capacity["lut"]
     if luts > available and not args.force_size:
         raise CliError(f"{args.design.name}: {tile_lanes(params):,} lanes need at least {luts:,} LUTs "
                        f"({MIN_LUTS_PER_LANE} per lane) and {args.device} has {available:,}; refused before synthesis "
@@ -45,6 +43,6 @@ def _run_design(args):
     except ValueError as error:
         raise CliError(str(error)) from None
     with out:
-        report = flow(component, args, args.design.name, params, args.out)
+        report = flow(component, options, args.design.name, params, args.out, progress=not args.no_progress)
     print(summary(report))
     print(f"reports: {args.out / 'report.json'}, {args.out / 'report.md'}")

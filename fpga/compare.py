@@ -239,19 +239,19 @@ def _is_compare_output(path):
 
 def run(args):
     from dashraker.designs import DESIGNS
-    from dashraker.fpga.options import check_flow_arguments, flow
+    from dashraker.fpga.options import flow, flow_options
     from dashraker.fpga.flow import kept_seeds, reusable
     from dashraker.outputs import OutputFolder, atomic_write
     from dashraker.trace.store import save_json
 
-    check_flow_arguments(args)
+    options = flow_options(args)
     if args.lanes < 1 or args.rows < 1 or args.cols < 1:
         raise CliError("--lanes, --rows and --cols must be positive integers")
     designs = [DESIGNS[name] for name in _split(args.designs, list(DESIGNS), "--designs")]
     formats = dict.fromkeys(fmt for design in DESIGNS.values() for fmt in design.formats)
     dtypes = _split(args.dtypes, list(formats), "--dtypes")
     sources = speedup_sources(args.map, args.speedup)
-    seeds = range(args.seed, args.seed + args.seeds)
+    seeds = options.seed_list
 
     with OutputFolder(args.out, "--out", _is_compare_output, "give a new folder or one of an earlier comparison"):
         rows = []
@@ -267,15 +267,14 @@ def run(args):
                     raise CliError(f"{design.name}: {error}") from None
                 out = args.out / f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
                 component = design.tile(params)
-                previous = reusable(out, component, design.name, params, args.device, args.word_bits,
-                                    args.keep_depth)
-                kept = kept_seeds(previous, args.clock, args.router, seeds, args.timing_weight, args.timing_ripup)
+                previous = reusable(out, component, design.name, params, options)
+                kept = kept_seeds(previous, options)
                 if len(kept) == len(seeds):
                     print(f"{design.name} {dtype}: reusing {out / 'report.json'}")
                 else:
                     reused = f" (reusing its synthesis{''.join(f', seed {seed}' for seed in kept)})" if previous else ""
                     print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}{reused}")
-                report = flow(component, args, design.name, params, out, previous)
+                report = flow(component, options, design.name, params, out, previous, progress=not args.no_progress)
                 rows.append({"design": design.name, "dtype": dtype, "lanes": args.lanes, "rows": args.rows,
                              "cols": args.cols, **breakdown(report), "fmax_mhz": report["fmax_mhz"],
                              "fmax_min_mhz": report["fmax_min_mhz"], "fmax_max_mhz": report["fmax_max_mhz"],

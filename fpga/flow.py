@@ -8,13 +8,16 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 
+from dashraker.fpga.devices import DEVICES
 from dashraker.fpga.devices import device as find_device
-from dashraker.fpga.report import (fit_problems, hierarchy_breakdown, parse_nextpnr_report, synthesis_resources,
-                                   write_report)
+from dashraker.fpga.report import (fit_problems, flow_report, hierarchy_breakdown, parse_nextpnr_report,
+                                   synthesis_resources, write_report)
 
-__all__ = ["FlowError", "run_flow", "reusable", "kept_seeds", "is_flow_output", "median_seed", "pin_count",
+__all__ = ["FlowError", "FlowOptions", "OptionError", "run_flow", "reusable", "kept_seeds", "is_flow_output",
+           "median_seed", "pin_count",
            "MAX_CLOCK_MHZ", "MAX_SEEDS", "MAX_JOBS", "MAX_TIMING_WEIGHT", "TOP", "ROUTERS"]
 
 TOP = "dashraker_fpga_top"
@@ -42,6 +45,77 @@ _NEXTPNR_PHASE = re.compile(r"^Info: (Packing|Running|Routing|Placed|Checksum|Pr
 
 class FlowError(Exception):
     """The design cannot go through the flow as asked; the message says what and where (stage, log file)."""
+
+
+class OptionError(ValueError):
+    """A ``FlowOptions`` field the flow cannot take: ``name`` (the field, the flag without dashes) and ``problem``."""
+
+    def __init__(self, name, problem):
+        super().__init__(f"{name} {problem}")
+        self.name, self.problem = name, problem
+
+
+@dataclass(frozen=True)
+class FlowOptions:
+    """How a design goes through the flow, checked once when made (``OptionError`` naming the field).
+
+    ``device`` (``DEVICES``) and ``clock`` (MHz) are the target; ``word_bits`` the wrapper's pin words;
+    ``keep_depth`` the module levels below the top kept through synthesis for the per-instance breakdown;
+    ``seeds`` placement seeds from ``seed`` on, ``jobs`` of them placed and routed at once; ``router``
+    nextpnr's routing algorithm (``ROUTERS``), ``timing_weight`` its placer's weight of timing-critical
+    connections (None: nextpnr's default of 10) and ``timing_ripup`` whether its router rips up and routes
+    again the nets that fail timing. The fields are the command line's flags (``--timing-weight``...).
+    """
+
+    device: str = "ecp5-85k"
+    clock: float = 100.0
+    word_bits: int = 16
+    keep_depth: int = 3
+    seed: int = 1
+    seeds: int = 1
+    jobs: int = 1
+    router: str = ROUTERS[0]
+    timing_weight: int = None
+    timing_ripup: bool = False
+
+    def __post_init__(self):
+        integer = (lambda value: isinstance(value, int) and not isinstance(value, bool))
+        checks = (
+            ("device", self.device in DEVICES, f"must be one of {', '.join(DEVICES)}"),
+            ("clock", isinstance(self.clock, (int, float)) and 0 < self.clock <= MAX_CLOCK_MHZ,
+             f"must be a frequency in MHz in (0, {MAX_CLOCK_MHZ}]"),
+            ("word_bits", integer(self.word_bits) and self.word_bits >= 1, "must be a positive integer"),
+            ("keep_depth", integer(self.keep_depth) and self.keep_depth >= 1, "must be at least 1"),
+            ("seed", integer(self.seed), "must be an integer"),
+            ("seeds", integer(self.seeds) and 1 <= self.seeds <= MAX_SEEDS, f"must be an integer in [1, {MAX_SEEDS}]"),
+            ("jobs", integer(self.jobs) and 1 <= self.jobs <= MAX_JOBS, f"must be an integer in [1, {MAX_JOBS}]"),
+            ("router", self.router in ROUTERS, f"must be one of {', '.join(ROUTERS)}"),
+            ("timing_weight", self.timing_weight is None
+             or (integer(self.timing_weight) and 1 <= self.timing_weight <= MAX_TIMING_WEIGHT),
+             f"must be an integer in [1, {MAX_TIMING_WEIGHT}]"),
+            ("timing_ripup", isinstance(self.timing_ripup, bool), "must be True or False"),
+        )
+        for name, allowed, rule in checks:
+            if not allowed:
+                raise OptionError(name, f"{rule}, not {getattr(self, name)!r}")
+
+    @property
+    def target(self):
+        """The device."""
+        return find_device(self.device)
+
+    @property
+    def seed_list(self):
+        """The placement seeds, in order."""
+        return list(range(self.seed, self.seed + self.seeds))
+
+    def nextpnr_timing(self):
+        """nextpnr's options for the placement weight of timing-critical connections and for ripping up and routing
+        again the nets that fail timing (router2 has its own switch beside the common one)."""
+        options = [] if self.timing_weight is None else ["--placer-heap-timingweight", str(self.timing_weight)]
+        if self.timing_ripup:
+            options += ["--tmg-ripup", *(["--router2-tmg-ripup"] if self.router == "router2" else [])]
+        return options
 
 
 def pin_count(word_bits):
@@ -176,8 +250,9 @@ def median_seed(runs):
     return ordered[(len(ordered) - 1) // 2]
 
 
-def reusable(out, component, design, params, device, word_bits, keep_depth):
-    """The report in the folder ``out`` if its synthesis is of the same Verilog, design, device and wrapper.
+def reusable(out, component, design, params, options):
+    """The report in the folder ``out`` if its synthesis is of the same Verilog, design, device and wrapper
+    (``options``'s ``device``, ``word_bits`` and ``keep_depth``).
 
     The Verilog is ``component``'s, wrapped as ``run_flow`` wraps it, so a generator changed since
     is never taken for the same design. The netlist can then be placed and routed again, and the
@@ -194,20 +269,21 @@ def reusable(out, component, design, params, device, word_bits, keep_depth):
     except (OSError, json.JSONDecodeError):
         return None
     same = (isinstance(report, dict) and "seeds" in report and report.get("design") == design
-            and report.get("params") == (params or {}) and report.get("device") == find_device(device).name
-            and report.get("wrapper", {}).get("word_bits") == word_bits and report.get("keep_depth") == keep_depth
-            and (path.parent / "netlist.json").exists())
-    return report if same and verilog == to_verilog(StreamTop(component, word_bits), TOP) else None
+            and report.get("params") == (params or {}) and report.get("device") == options.target.name
+            and report.get("wrapper", {}).get("word_bits") == options.word_bits
+            and report.get("keep_depth") == options.keep_depth and (path.parent / "netlist.json").exists())
+    return report if same and verilog == to_verilog(StreamTop(component, options.word_bits), TOP) else None
 
 
-def kept_seeds(previous, clock_mhz, router, seeds, timing_weight=None, timing_ripup=False):
-    """The runs of the report ``previous`` (or None) that a run of ``seeds`` at ``clock_mhz`` with ``router``,
-    ``timing_weight`` and ``timing_ripup`` keeps, by seed: none where the device's clock pin has changed since."""
+def kept_seeds(previous, options):
+    """The runs of the report ``previous`` (or None) that a run with ``options`` keeps, by seed: those of its seeds
+    at the same clock, router and timing options, none where the device's clock pin has changed since."""
     if previous is None or (previous["clock_mhz"], previous["router"], previous.get("clock_pin"),
                             previous.get("timing_weight"), previous.get("timing_ripup", False)) != (
-            clock_mhz, router, find_device(previous["device"]).clock_pin, timing_weight, timing_ripup):
+            options.clock, options.router, find_device(previous["device"]).clock_pin, options.timing_weight,
+            options.timing_ripup):
         return {}
-    return {run["seed"]: run for run in previous["seeds"] if run["seed"] in seeds}
+    return {run["seed"]: run for run in previous["seeds"] if run["seed"] in options.seed_list}
 
 
 def _synthesise(component, target, out, design, word_bits, keep_depth, bar, done, processes):
@@ -247,27 +323,19 @@ def _pins_file(family):
     return "pins." + family.constraints.removeprefix("--")
 
 
-def _timing_options(router, timing_weight, timing_ripup):
-    """nextpnr's options for a placement weight of timing-critical connections (None: nextpnr's default) and for
-    ripping up and routing again the nets that fail timing (router2 has its own switch beside the common one)."""
-    options = [] if timing_weight is None else ["--placer-heap-timingweight", str(timing_weight)]
-    if timing_ripup:
-        options += ["--tmg-ripup", *(["--router2-tmg-ripup"] if router == "router2" else [])]
-    return options
-
-
-def _place_and_route(target, out, clock_mhz, seed, router, timing, modules, resources, show, processes):
+def _place_and_route(out, options, seed, modules, resources, show, processes):
     """One nextpnr run of ``out``'s netlist with placement seed ``seed``: its utilisation, Fmax and critical path.
 
-    ``timing`` are ``_timing_options``; nextpnr runs through ``processes``; ``show(line)`` gets its phase lines.
+    nextpnr runs through ``processes``; ``show(line)`` gets its phase lines.
     """
+    target, clock_mhz = options.target, options.clock
     family = target.family
     log, json_report = f"nextpnr-seed{seed}.log", f"nextpnr-seed{seed}.json"
     start = time.perf_counter()
     pins = [family.constraints, _pins_file(family)] if target.clock_pin else []
     _run([_tool(family.nextpnr), *target.options, "--json", "netlist.json", *pins, "--freq", f"{clock_mhz:g}",
           "--report", json_report, family.allow_unconstrained, "--timing-allow-fail", "--seed", str(seed),
-          "--router", router, *timing],
+          "--router", options.router, *options.nextpnr_timing()],
          out / log, _NEXTPNR_PHASE, show, processes)
     instances = [name.removeprefix(TOP + ".") for name in modules]
     routed = parse_nextpnr_report((out / json_report).read_text(), family, instances)
@@ -279,10 +347,11 @@ def _place_and_route(target, out, clock_mhz, seed, router, timing, modules, reso
             "place_route_s": round(time.perf_counter() - start, 2), "log": log, "nextpnr_report": json_report}
 
 
-def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, timing, modules, resources, jobs, processes,
-                           bar, design, progress):
-    """Every seed's run, in the order of ``seeds``: those of ``kept`` as they are, the others placed and routed,
-    ``jobs`` at once, each in a thread of its own that waits for its nextpnr. The first failure stops them all."""
+def _place_and_route_seeds(out, options, kept, modules, resources, processes, bar, design, progress):
+    """Every seed's run, in the order of ``options``' seeds: those of ``kept`` as they are, the others placed and
+    routed, ``options.jobs`` at once, each in a thread of its own that waits for its nextpnr. The first failure stops
+    them all."""
+    seeds, jobs = options.seed_list, options.jobs
     from tqdm import tqdm
 
     def show(seed):
@@ -298,8 +367,8 @@ def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, timing, 
     todo = [seed for seed in seeds if seed not in kept]
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="nextpnr") as executor:
         try:
-            pending = {executor.submit(_place_and_route, target, out, clock_mhz, seed, router, timing, modules,
-                                       resources, show(seed), processes): seed for seed in todo}
+            pending = {executor.submit(_place_and_route, out, options, seed, modules, resources, show(seed),
+                                       processes): seed for seed in todo}
             while pending:
                 describe(sorted(pending.values()))
                 # a timeout: a signal that the OS gives a worker thread runs its handler here within a second
@@ -318,25 +387,20 @@ def _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router, timing, 
     return [runs[seed] for seed in seeds]
 
 
-def run_flow(component, device, clock_mhz, out, design="design", params=None, word_bits=16, keep_depth=3,
-             seeds=(1,), router="router1", progress=True, previous=None, jobs=1, timing_weight=None,
-             timing_ripup=False):
-    """Wrap ``component`` (``StreamTop``), synthesise it, place and route it for ``device`` at ``clock_mhz``.
+def run_flow(component, out, options=FlowOptions(), design="design", params=None, progress=True, previous=None):
+    """Wrap ``component`` (``StreamTop``), synthesise it, place and route it as ``options`` say (``FlowOptions``).
 
     Writes into the folder ``out``: ``top.v``, ``synth.ys``, ``yosys.log`` (Yosys's own log) and
     ``yosys-console.log`` (what it printed), ``netlist.json``, ``stat.json``, for each placement seed S
-    of ``seeds`` ``nextpnr-seedS.log`` and ``nextpnr-seedS.json`` (one synthesis, a place and route per
-    seed) and, last and atomically, the report ``report.json`` / ``report.md``. Modules down to
-    ``keep_depth`` levels below the top keep their hierarchy through synthesis so that the report can
-    break the resources down per instance (tile, PEs, MAC units, scheduler). ``router`` picks nextpnr's
-    routing algorithm (``ROUTERS``); ``timing_weight`` the placer's weight of timing-critical connections
-    (nextpnr's ``--placer-heap-timingweight``, None: its default of 10), and ``timing_ripup`` has the router
-    rip up and route again the nets that fail timing (``--tmg-ripup``). Up to ``jobs`` seeds are placed and
-    routed at once, one nextpnr
-    process each (the report's ``stages_s`` gives their summed times as "place & route" and the elapsed
-    time as "place & route wall"). The report lists every seed's Fmax, utilisation and critical path, in
-    the order of ``seeds``, and gives as the run's those of the seed with the median Fmax
-    (``median_seed``), the lowest and highest Fmax beside them. Returns the report (a dict).
+    ``nextpnr-seedS.log`` and ``nextpnr-seedS.json`` (one synthesis, a place and route per seed) and,
+    last and atomically, the report ``report.json`` / ``report.md``. Modules down to ``keep_depth``
+    levels below the top keep their hierarchy through synthesis so that the report can break the
+    resources down per instance (tile, PEs, MAC units, scheduler). Up to ``jobs`` seeds are placed and
+    routed at once, one nextpnr process each (the report's ``stages_s`` gives their summed times as
+    "place & route" and the elapsed time as "place & route wall"). The report lists every seed's Fmax,
+    utilisation and critical path, in the order of the seeds, and gives as the run's those of the seed
+    with the median Fmax (``median_seed``), the lowest and highest Fmax beside them. Returns the report
+    (a dict).
 
     ``previous``, this folder's report from ``reusable``, lends its synthesis (no Verilog or Yosys run:
     ``component`` is not used) and its seeds' runs at the same clock, router and timing options; it stays
@@ -344,32 +408,20 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
     Either way a report always describes the files beside it, and a failed or interrupted run leaves
     none (its logs stay) or the previous one; a failed seed or an exception in this thread (SIGINT,
     SIGTERM) ends every tool process still running first.
-    Raises ``ValueError`` for bad arguments and ``FlowError`` when a stage fails or
-    the design does not fit the device.
+    Raises ``FlowError`` when a stage fails or the design does not fit the device.
     """
     from tqdm import tqdm
 
-    target = find_device(device)
-    if router not in ROUTERS:
-        raise ValueError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
-    if not isinstance(clock_mhz, (int, float)) or not 0 < clock_mhz <= MAX_CLOCK_MHZ:
-        raise ValueError(f"clock must be a frequency in MHz in (0, {MAX_CLOCK_MHZ}], not {clock_mhz!r}")
-    seeds = list(seeds)
-    if not 1 <= len(seeds) <= MAX_SEEDS or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be 1 to {MAX_SEEDS} different placement seeds, not {seeds!r}")
-    if not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
-        raise ValueError(f"jobs must be an integer in [1, {MAX_JOBS}], not {jobs!r}")
-    if timing_weight is not None and not (isinstance(timing_weight, int) and 1 <= timing_weight <= MAX_TIMING_WEIGHT):
-        raise ValueError(f"timing_weight must be None or an integer in [1, {MAX_TIMING_WEIGHT}], not {timing_weight!r}")
+    target = options.target
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    kept = kept_seeds(previous, clock_mhz, router, seeds, timing_weight, timing_ripup)
-    rerun = {run["seed"] for run in previous["seeds"]} & (set(seeds) - set(kept)) if previous else set()
+    kept = kept_seeds(previous, options)
+    rerun = {run["seed"] for run in previous["seeds"]} & (set(options.seed_list) - set(kept)) if previous else set()
     if previous is None or rerun:
         for name in ("report.json", "report.md"):
             (out / name).unlink(missing_ok=True)
     timings = {}
-    bar = tqdm(total=len(STAGES) + len(seeds) - 1, desc=f"fpga {design}", unit="stage", disable=not progress,
+    bar = tqdm(total=len(STAGES) + options.seeds - 1, desc=f"fpga {design}", unit="stage", disable=not progress,
                leave=False)
     start = time.perf_counter()
 
@@ -385,8 +437,8 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
     processes = _Processes()
     try:
         if previous is None:
-            resources, hierarchy, wrapper, modules = _synthesise(component, target, out, design, word_bits,
-                                                                 keep_depth, bar, done, processes)
+            resources, hierarchy, wrapper, modules = _synthesise(component, target, out, design, options.word_bits,
+                                                                 options.keep_depth, bar, done, processes)
         else:
             resources, hierarchy, wrapper = previous["synthesis"], previous["hierarchy"], previous["wrapper"]
             modules = _module_names((out / "top.v").read_text())
@@ -395,38 +447,12 @@ def run_flow(component, device, clock_mhz, out, design="design", params=None, wo
         if target.clock_pin:
             (out / _pins_file(target.family)).write_text(
                 target.family.locate.format(port=CLOCK_PORT, pin=target.clock_pin) + "\n")
-        runs = _place_and_route_seeds(target, out, clock_mhz, seeds, kept, router,
-                                      _timing_options(router, timing_weight, timing_ripup), modules, resources, jobs,
-                                      processes, bar, design, progress)
+        runs = _place_and_route_seeds(out, options, kept, modules, resources, processes, bar, design, progress)
         timings["place & route"] = round(sum(run["place_route_s"] for run in runs), 2)
         timings["place & route wall"] = round(time.perf_counter() - start, 2)
         start = time.perf_counter()
-        median = median_seed(runs)
-        fmaxes = [run["fmax_mhz"] for run in runs if run["fmax_mhz"] is not None]
-        report = {
-            "design": design,
-            "params": params or {},
-            "device": target.name,
-            "clock_mhz": clock_mhz,
-            "router": router,
-            "timing_weight": timing_weight,
-            "timing_ripup": timing_ripup,
-            "clock_pin": target.clock_pin,
-            "keep_depth": keep_depth,
-            "wrapper": wrapper,
-            "synthesis": resources,
-            "seed": median["seed"],
-            "utilisation": median["utilisation"],
-            "fmax_mhz": median["fmax_mhz"],
-            "fmax_min_mhz": min(fmaxes, default=None),
-            "fmax_max_mhz": max(fmaxes, default=None),
-            "timing_met": median["timing_met"],
-            "critical_path": median["critical_path"],
-            "seeds": runs,
-            "hierarchy": hierarchy,
-            "stages_s": timings,
-            "files": {"verilog": "top.v", "netlist": "netlist.json"},
-        }
+        report = flow_report(design, params, options, target.clock_pin, wrapper, resources, hierarchy, runs,
+                             median_seed(runs), timings)
         done("report")
         write_report(out, report)
     finally:  # done, failed, SIGINT or SIGTERM: no tool process outlives the run

@@ -5,7 +5,7 @@ import json
 from dashraker.outputs import atomic_write
 from dashraker.trace.store import save_json
 
-__all__ = ["synthesis_resources", "hierarchy_breakdown", "stat_modules", "module_totals", "module_instances",
+__all__ = ["flow_report", "synthesis_resources", "hierarchy_breakdown", "stat_modules", "module_totals", "module_instances",
            "fit_problems", "parse_nextpnr_report", "markdown", "summary", "write_report", "ReportError", "RESOURCES"]
 
 RESOURCES = ("lut", "ff", "dsp", "bram")
@@ -285,6 +285,36 @@ def markdown(report):
                      f"{row['own_lut']:,} |")
     lines += ["", "Stage times: " + ", ".join(f"{k} {v:.1f} s" for k, v in report["stages_s"].items()), ""]
     return "\n".join(lines)
+
+
+def flow_report(design, params, options, clock_pin, wrapper, resources, hierarchy, runs, median, timings):
+    """The report of a flow run: the options it ran with, the synthesis, every seed's run and, as the run's, the
+    median seed's utilisation, Fmax and critical path, with the lowest and highest Fmax beside it."""
+    fmaxes = [run["fmax_mhz"] for run in runs if run["fmax_mhz"] is not None]
+    return {
+        "design": design,
+        "params": params or {},
+        "device": options.target.name,
+        "clock_mhz": options.clock,
+        "router": options.router,
+        "timing_weight": options.timing_weight,
+        "timing_ripup": options.timing_ripup,
+        "clock_pin": clock_pin,
+        "keep_depth": options.keep_depth,
+        "wrapper": wrapper,
+        "synthesis": resources,
+        "seed": median["seed"],
+        "utilisation": median["utilisation"],
+        "fmax_mhz": median["fmax_mhz"],
+        "fmax_min_mhz": min(fmaxes, default=None),
+        "fmax_max_mhz": max(fmaxes, default=None),
+        "timing_met": median["timing_met"],
+        "critical_path": median["critical_path"],
+        "seeds": runs,
+        "hierarchy": hierarchy,
+        "stages_s": timings,
+        "files": {"verilog": "top.v", "netlist": "netlist.json"},
+    }
 
 
 def write_report(out, report):

@@ -12,8 +12,9 @@ also costed on the reference (dense) design of the same array, for the speedups.
 import numpy as np
 import torch
 
-from dashraker.mapping import memory
 from dashraker.designs import reference
+from dashraker.designs.descriptor import Operands
+from dashraker.mapping import memory
 from dashraker.mapping.dataflow import operands, plan, problem_passes
 
 __all__ = ["spread", "map_op", "energy_pj", "COMPONENTS", "MEMORY"]
@@ -131,7 +132,7 @@ def _across_problems(problems, chunks, evaluate, limit):
 def _evaluate(problems, config):
     """Per problem, the cost model's per-pass (or per-row-set) arrays, as a dict of arrays."""
     cost, params = config.design.cost, config.params
-    by_row_set, limit = cost.operands == "scheduled", cost.batch_values(config.device)
+    by_row_set, limit = cost.operands is Operands.SCHEDULED, cost.batch_values(config.device)
     names = []
 
     def chunks(index, problem):
@@ -170,7 +171,7 @@ def map_op(config, layer, tensors, op, plans=None):
     design_passes, dense_passes = _Passes(), _Passes()
     counts = {name: 0 for name in COMPONENTS}
     cost = config.design.cost
-    per_problem = _evaluate(op_plan.problems, config) if cost.operands != "none" else None
+    per_problem = _evaluate(op_plan.problems, config) if cost.operands is not Operands.NONE else None
     for index, problem in enumerate(op_plan.problems):
         row_sets, col_sets = problem.rows.num_sets(config.rows), problem.cols.num_sets(config.cols)
         row_set, col_set = np.divmod(np.arange(row_sets * col_sets), col_sets)
@@ -179,9 +180,9 @@ def map_op(config, layer, tensors, op, plans=None):
         if per_problem is not None:
             found = dict(per_problem[index])
             cycles = found.pop("cycles")
-            if cost.operands == "scheduled":  # per row set: shared by its column sets, counted per partner
+            if cost.operands is Operands.SCHEDULED:  # per row set: shared by its column sets, counted per partner
                 cycles = np.repeat(cycles, col_sets)
-            partners = problem.cols.count if cost.operands == "scheduled" else 1
+            partners = problem.cols.count if cost.operands is Operands.SCHEDULED else 1
             for name, values in found.items():
                 counts[name] += int(values.sum()) * partners
         design_passes.add(cycles, problem.steps, rows, cols, row_set, col_set)

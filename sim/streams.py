@@ -18,6 +18,7 @@ __all__ = ["TB", "StreamSource", "StreamSink"]
 
 class _StreamEnd:
     def __init__(self, dut, prefix, clock, stall, seed):
+        """``stall``: the probability of a cycle without a transfer from this end (idle or backpressure)."""
         self.valid = getattr(dut, f"{prefix}__valid")
         self.ready = getattr(dut, f"{prefix}__ready")
         self.payload = getattr(dut, f"{prefix}__payload")
@@ -32,10 +33,10 @@ class _StreamEnd:
 
 
 class StreamSource(_StreamEnd):
-    """Sends payloads into a stream sink port, idle with probability ``stall`` each cycle."""
+    """Sends payloads into a stream sink port, idle with probability ``idle`` each cycle."""
 
-    def __init__(self, dut, prefix, clock, *, stall=0.0, seed=0):
-        super().__init__(dut, prefix, clock, stall, seed)
+    def __init__(self, dut, prefix, clock, *, idle=0.0, seed=0):
+        super().__init__(dut, prefix, clock, idle, seed)
         self.valid.value = 0
         self._driving = False
         self._idle = Event()
@@ -66,10 +67,10 @@ class StreamSource(_StreamEnd):
 
 
 class StreamSink(_StreamEnd):
-    """Receives payloads from a stream source port, not ready with probability ``stall``."""
+    """Receives payloads from a stream source port, not ready (backpressure) with probability ``backpressure``."""
 
-    def __init__(self, dut, prefix, clock, *, stall=0.0, seed=1):
-        super().__init__(dut, prefix, clock, stall, seed)
+    def __init__(self, dut, prefix, clock, *, backpressure=0.0, seed=1):
+        super().__init__(dut, prefix, clock, backpressure, seed)
         self.ready.value = 0
         self._arrived = Event()
         cocotb.start_soon(self._run())

@@ -5,7 +5,7 @@ simulator ``TileTB`` rebuilds the tile from the registry for its stream layouts 
 latency, encodes the passes with ``codec`` and compares each result with the
 descriptor's golden model. Typical use in a cocotb test::
 
-    tb = TileTB(dut, stall=0.3)
+    tb = TileTB(dut, idle=0.3, backpressure=0.3)
     await tb.reset()
     run = await tb.run_passes([(scheduled_bits, partner_bits)])
 """
@@ -22,7 +22,13 @@ from dashraker.sim import codec
 from dashraker.sim.runner import tb_config
 from dashraker.sim.streams import TB, StreamSink, StreamSource
 
-__all__ = ["PERIOD_NS", "Run", "TileTB", "single_pass_batches"]
+__all__ = ["CROSSED", "PAIRED", "PERIOD_NS", "Run", "TileTB", "single_pass_batches"]
+
+# Stream stalls of the data tests, as cocotbext-axi's: idle cycles at the source crossed with backpressure at the sink
+# (``@cocotb.parametrize(**CROSSED)``); the long real-data tests take both or neither (``PAIRED``).
+STALLS = (0.0, 0.3)
+CROSSED = {"idle": STALLS, "backpressure": STALLS}
+PAIRED = (("idle", "backpressure"), [(stall, stall) for stall in STALLS])
 
 PERIOD_NS = 10
 
@@ -48,11 +54,11 @@ class TileTB(TB):
     """Owns a tile of the registry: clock, reset, a source on ``steps`` and a sink on ``results``.
 
     The design and its parameters come from ``tb_config()`` (``design``, ``params``,
-    ``seed``). ``stall`` is the probability of an idle cycle at the source and of
-    backpressure at the sink in every cycle.
+    ``seed``). ``idle`` is the probability of an idle cycle at the source in every
+    cycle, ``backpressure`` that of the sink refusing a transfer; data tests cross them.
     """
 
-    def __init__(self, dut, stall=0.0):
+    def __init__(self, dut, idle=0.0, backpressure=0.0):
         super().__init__(dut, PERIOD_NS)
         self.config = tb_config()
         self.design = design(self.config["design"])
@@ -63,8 +69,8 @@ class TileTB(TB):
         self.result_layout = payload_layout(tile, "results")
         self.latency = tile.latency
         seed = self.config["seed"]
-        self.source = StreamSource(dut, "steps", dut.clk, stall=stall, seed=seed)
-        self.sink = StreamSink(dut, "results", dut.clk, stall=stall, seed=seed + 1)
+        self.source = StreamSource(dut, "steps", dut.clk, idle=idle, seed=seed)
+        self.sink = StreamSink(dut, "results", dut.clk, backpressure=backpressure, seed=seed + 1)
 
     async def run_passes(self, batches, sizes=None, names=None):
         """Stream batches of passes back to back, check every result, and end with both queues empty.

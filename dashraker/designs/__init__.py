@@ -5,11 +5,11 @@ descriptor module here, and naming it in ``DESIGNS``.
 """
 
 from dashraker.designs.baseline import BASELINE
-from dashraker.designs.descriptor import Cost, Design, Parameter
+from dashraker.designs.descriptor import Cost, Design, Operands, Parameter
 from dashraker.designs.fpraker import FPRAKER
 from dashraker.designs.tensordash import TENSORDASH
 
-__all__ = ["DESIGNS", "BASELINE", "TENSORDASH", "FPRAKER", "Cost", "Design", "Parameter", "design", "reference"]
+__all__ = ["DESIGNS", "BASELINE", "TENSORDASH", "FPRAKER", "Cost", "Design", "Operands", "Parameter", "design", "reference"]
 
 DESIGNS = {d.name: d for d in (BASELINE, TENSORDASH, FPRAKER)}
 

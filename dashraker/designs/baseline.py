@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
+from dashraker.designs.descriptor import Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.baseline import Tile
 
 __all__ = ["BASELINE", "ACCUMULATORS"]
@@ -44,7 +44,7 @@ BASELINE = Design(
     packages=("dashraker.hw.baseline", "dashraker.models.baseline"),
     build=_build,
     golden=_golden,
-    cost=Cost(operands="none", pass_counts=_pass_counts),
+    cost=Cost(operands=Operands.NONE, pass_counts=_pass_counts),
     area_parts={"pe": r"pe\d+_\d+", "multipliers": r"pe\d+_\d+\.mul\d+", "adder_tree": r"pe\d+_\d+\.tree",
                 "accumulator": r"pe\d+_\d+\.accumulate"},
     reference=True,

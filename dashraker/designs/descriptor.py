@@ -9,13 +9,14 @@ registry) and their PyTorch models only when called, so listing the designs
 """
 
 import dataclasses
+import enum
 import hashlib
 import importlib
 import re
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Parameter", "Cost", "Design", "tile_parameters"]
+__all__ = ["Parameter", "Operands", "Cost", "Design", "tile_parameters"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,22 +223,28 @@ def _source_paths(name):
     return sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
 
 
+class Operands(enum.Enum):
+    """What a pass's cycles depend on."""
+
+    NONE = "none"  # nothing: a pass costs its dense steps
+    SCHEDULED = "scheduled"  # the scheduled side only: evaluated once per row set, shared by its column sets
+    BOTH = "both"  # both sides
+
+
 @dataclasses.dataclass(frozen=True)
 class Cost:
     """A design's cycle and action-count model over the passes of a layer operation (SPEC sections 3-5, 7).
 
     Fields
     ------
-    operands : "none" | "scheduled" | "both"
-        What a pass's cycles depend on: nothing (a pass costs its dense steps), the
-        scheduled side only (evaluated once per row set and shared by its column
-        sets), or both sides.
+    operands : Operands
+        What a pass's cycles depend on.
     evaluate : callable(params, scheduled, partner, device="cpu") -> dict of int64 arrays
-        Per pass (per row set when ``operands`` is "scheduled", ``partner`` then None):
+        Per pass (per row set when ``operands`` is ``SCHEDULED``, ``partner`` then None):
         ``cycles`` and per-pass action counters named as the mapper's energy
         components. Operands are fp32 values already in the operand format,
         ``[P, R, S, N]`` and ``[P, C, S, N]``: NumPy arrays, or with ``device`` a torch
-        GPU device, the reference models run there and "both" operands come as torch
+        GPU device, the reference models run there and ``BOTH`` operands come as torch
         tensors already on it; the results are the same. A per-row-set counter counts
         once per partner operand (column) of the problem.
     pass_counts : callable(params, arrays, value_bits) -> dict
@@ -247,7 +254,7 @@ class Cost:
         Values per ``evaluate`` call on the CPU (bounds its memory); a GPU takes ``GPU_BATCH`` times more.
     """
 
-    operands: str
+    operands: Operands
     pass_counts: Callable
     evaluate: Callable = None
     max_values: int = 1 << 22
@@ -262,6 +269,6 @@ class Cost:
         """The cycles each pass costs, int64 ``[P]``: what the mapper charges and the RTL must take."""
         import numpy as np
 
-        if self.operands == "none":
+        if self.operands is Operands.NONE:
             return np.full(len(scheduled), np.shape(scheduled)[2], np.int64)
-        return np.asarray(self.evaluate(params, scheduled, partner if self.operands == "both" else None)["cycles"])
+        return np.asarray(self.evaluate(params, scheduled, partner if self.operands is Operands.BOTH else None)["cycles"])

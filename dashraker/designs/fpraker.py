@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
+from dashraker.designs.descriptor import Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.fpraker import Tile
 from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS
 from dashraker.hw.fpraker.tile import tile_fill
@@ -69,7 +69,7 @@ FPRAKER = Design(
     packages=("dashraker.hw.fpraker", "dashraker.models.fpraker"),
     build=_build,
     golden=_golden,
-    cost=Cost(operands="both", evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
+    cost=Cost(operands=Operands.BOTH, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     # With zero_block_cycles=0 an all-zero step is not counted but still takes a clock in the RTL.
     back_to_back=lambda params: params["zero_block_cycles"] == 1,
     fill=_fill,

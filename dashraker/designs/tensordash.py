@@ -3,7 +3,7 @@
 import numpy as np
 
 from dashraker.designs.baseline import ACCUMULATORS
-from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
+from dashraker.designs.descriptor import Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.tensordash import Tile
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.models.interconnect import parse_pattern
@@ -68,7 +68,7 @@ TENSORDASH = Design(
     build=_build,
     golden=_golden,
     constraint=_constraint,
-    cost=Cost(operands="scheduled", evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
+    cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
                 "adder_tree": r"pe\d+_\d+\.mac\.tree", "accumulator": r"pe\d+_\d+\.mac\.accumulate",
                 "partner_muxes": r"pe\d+_\d+\.partner_mux", "window": r"window", "scheduler": r"window\.scheduler\d+",

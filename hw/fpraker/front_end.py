@@ -13,7 +13,6 @@ from dashraker.hw.checks import check_count
 from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS, Bounds, bounded_lane_layout, frame_layout, lane_more_cycles
 from dashraker.hw.fpraker.decoder import EXPONENT_BITS, Decoder, decoded_layout, operands_layout, specials_layout
 from dashraker.hw.fpraker.exponent_unit import ExponentUnit, maximum
-
 from dashraker.hw.tile_stream import step_layout
 
 __all__ = ["front_end_stages", "pe_step_layout", "pe_scheduled_layout", "FrontEnd"]
@@ -24,11 +23,18 @@ def _maximum_levels(lanes):
     return max(0, (lanes - 1).bit_length() - 1)
 
 
+# Registers a step passes through, stage by stage (``FrontEnd``'s methods; elaboration checks their sum).
+DECODE_EDGES = 3  # the operands taken, their second copy, decoded
+ALIGN_EDGES = 1  # after the running exponent
+BOUND_EDGES = 1  # after the bounds
+LENGTH_EDGES = 2  # after the lanes' lengths and after the PE's (beside two more registers of the bounded step)
+QUEUE_EDGES = 1  # the queue's write
+
+
 def front_end_stages(lanes):
-    """Clock edges from a step's transfer to its transfer out at the earliest: two registers of the operands
-    taken, one after decoding, one per comparator level of the lane maxima, after the exponent, after the bounds,
-    after the lanes' lengths and after the PE's (beside two more registers of the bounds); the queue's one."""
-    return 7 + _maximum_levels(lanes) + 1
+    """Clock edges from a step's transfer to its transfer out at the earliest: the stages' registers (one per
+    comparator level of the lane maxima) and the queue's."""
+    return DECODE_EDGES + _maximum_levels(lanes) + ALIGN_EDGES + BOUND_EDGES + LENGTH_EDGES + QUEUE_EDGES
 
 
 def pe_step_layout(lanes):
@@ -116,17 +122,27 @@ class FrontEnd(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        pes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
-        candidates = min(2, self.lanes)
+        self._edges = 0  # registers on the steps' way through the stages, checked against ``front_end_stages``
+        decoded, decoded_valid = self._decode(m)
+        reduced, reduced_valid, maxima = self._reduce(m, decoded, decoded_valid)
+        aligned, aligned_valid, exponents = self._align(m, reduced, reduced_valid, maxima)
+        bounded, bounded_valid = self._bound(m, aligned, aligned_valid, exponents)
+        self._queue(m, bounded, bounded_valid)
+        assert self._edges + QUEUE_EDGES == front_end_stages(self.lanes)
+        return m
 
-        # 1: two copies of its operands per PE, one after the other (marked ``keep``: the FPGA flow keeps such
-        # copies apart), decoded
+    def _pes(self):
+        return [(r, c) for r in range(self.rows) for c in range(self.cols)]
+
+    def _decode(self, m):
+        """Stage 1: two copies of its operands per PE, one after the other (marked ``keep``: the FPGA flow keeps such
+        copies apart), decoded."""
         step = self.steps.payload
         received_last, received_valid = self._stage(m, step.last, self.steps.valid & self.steps.ready,
                                                     "received_last")
         taken_last, taken_valid = self._stage(m, received_last, received_valid, "taken_last")
         decoding = Signal(data.ArrayLayout(data.ArrayLayout(decoded_layout(self.lanes), self.cols), self.rows))
-        for r, c in pes:
+        for r, c in self._pes():
             received = Signal(operands_layout(self.lanes), name=f"received{r}_{c}", attrs={"keep": 1})
             operands = Signal(operands_layout(self.lanes), name=f"taken{r}_{c}", attrs={"keep": 1})
             m.d.sync += [received.a.eq(step.rows[r]), received.b.eq(step.cols[c]), operands.eq(received)]
@@ -136,23 +152,28 @@ class FrontEnd(wiring.Component):
         decoded = Signal(_tile_step_layout(decoded_layout(self.lanes), self.rows, self.cols))
         m.d.comb += [
             decoded.pes.eq(decoded_pes),
-            decoded.any_live.eq(Cat(*(decoded_pes[r][c].any_live for r, c in pes)).any()),
+            decoded.any_live.eq(Cat(*(decoded_pes[r][c].any_live for r, c in self._pes())).any()),
             decoded.last.eq(self._stage(m, taken_last, None, "decoded_last")[0]),
         ]
+        return decoded, decoded_valid
 
-        # 2: each PE's lane exponents reduced to ``candidates`` maxima, one comparator level per register
+    def _reduce(self, m, decoded, decoded_valid):
+        """Stage 2: each PE's lane exponents reduced to the exponent unit's candidates, one comparator level per
+        register; returns the step, its valid and each PE's maxima [row][col]."""
         levels = [[[lane.exponent for lane in decoded.pes[r][c].lanes] for c in range(self.cols)]
                   for r in range(self.rows)]
         reduced, reduced_valid = decoded, decoded_valid
         for level in range(_maximum_levels(self.lanes)):
-            for r, c in pes:
+            for r, c in self._pes():
                 values = levels[r][c]
                 levels[r][c] = [self._stage(m, maximum(values[i:i + 2]), None, f"maximum{r}_{c}_{level}_{i}")[0]
                                 for i in range(0, len(values), 2)]
             reduced, reduced_valid = self._stage(m, reduced, reduced_valid, f"reduced{level}")
-        reduced_maxima = [[levels[r][c] for c in range(self.cols)] for r in range(self.rows)]
+        return reduced, reduced_valid, levels
 
-        # 3: the running exponent and the pass's specials
+    def _align(self, m, reduced, reduced_valid, maxima):
+        """Stage 3: the running exponent ``E`` and the pass's specials so far; returns the step, its valid and each
+        PE's exponents (``exponent``, ``previous``, ``specials``), registered."""
         take = reduced_valid
         exponents = Signal(data.ArrayLayout(data.ArrayLayout(data.StructLayout({
             "exponent": signed(EXPONENT_BITS), "previous": signed(EXPONENT_BITS),
@@ -160,12 +181,12 @@ class FrontEnd(wiring.Component):
         fresh = Signal(init=1)  # the next step starts a pass
         with m.If(take):
             m.d.sync += fresh.eq(reduced.last)
-        for r, c in pes:
-            unit = m.submodules[f"exponent_unit{r}_{c}"] = ExponentUnit(candidates)
+        for r, c in self._pes():
+            unit = m.submodules[f"exponent_unit{r}_{c}"] = ExponentUnit(min(2, self.lanes))
             sticky = Signal(specials_layout(), name=f"sticky{r}_{c}")
             pass_specials = exponents[r][c].specials
             m.d.comb += [
-                *(unit.maxima[k].eq(value) for k, value in enumerate(reduced_maxima[r][c])),
+                *(unit.maxima[k].eq(value) for k, value in enumerate(maxima[r][c])),
                 unit.take.eq(take),
                 unit.last.eq(reduced.last),
                 exponents[r][c].exponent.eq(unit.exponent),
@@ -175,37 +196,40 @@ class FrontEnd(wiring.Component):
             with m.If(take):
                 m.d.sync += sticky.eq(pass_specials)
         aligned, aligned_valid = self._stage(m, reduced, reduced_valid, "aligned")
-        aligned_exponents, _ = self._stage(m, exponents, None, "exponents")
+        return aligned, aligned_valid, self._stage(m, exponents, None, "exponents")[0]
 
-        # 4: bounds
+    def _bound(self, m, aligned, aligned_valid, exponents):
+        """Stage 4: each PE's in-bound digits, lane shifts and frame move (``Bounds``)."""
         bounded = Signal(_tile_step_layout(pe_step_layout(self.lanes), self.rows, self.cols))
-        for r, c in pes:
+        for r, c in self._pes():
             unit = m.submodules[f"bounds{r}_{c}"] = Bounds(self.lanes, self.guard_bits)
             pe = bounded.pes[r][c]
             m.d.comb += [
                 unit.lanes.eq(aligned.pes[r][c].lanes),
-                unit.exponent.eq(aligned_exponents[r][c].exponent),
-                unit.previous.eq(aligned_exponents[r][c].previous),
+                unit.exponent.eq(exponents[r][c].exponent),
+                unit.previous.eq(exponents[r][c].previous),
                 pe.lanes.eq(unit.bounded),
                 pe.frame.eq(unit.frame),
-                pe.specials.eq(aligned_exponents[r][c].specials),
+                pe.specials.eq(exponents[r][c].specials),
             ]
         m.d.comb += [bounded.any_live.eq(aligned.any_live), bounded.last.eq(aligned.last)]
-        limited, limited_valid = self._stage(m, bounded, aligned_valid, "bounded")
+        return self._stage(m, bounded, aligned_valid, "bounded")
 
-        # 5: each lane's length (a lookup of its digits) registered beside its lanes, ORed over the PE's lanes into
-        # the PE's, registered; both beside two more registers of the bounded steps and flags, the way to the
-        # queues. Each PE's queue takes its step with the tile's flags and length (ORed over the PEs).
+    def _queue(self, m, limited, limited_valid):
+        """Stage 5: each lane's length (a lookup of its digits) registered beside its lanes, ORed over the PE's lanes
+        into the PE's, registered; both beside two more registers of the bounded steps and flags, the way to the
+        queues. Each PE's queue takes its step with the tile's flags and length (ORed over the PEs). A step is
+        taken only with a queue entry reserved for it, so the stages never stall."""
         lengths = []
-        for r, c in pes:
+        for r, c in self._pes():
             lane_lengths = [self._stage(m, lane_more_cycles(lane), None, f"lane_more{r}_{c}_{n}")[0]
                             for n, lane in enumerate(limited.pes[r][c].lanes)]
             lengths.append(self._stage(m, reduce(operator.or_, lane_lengths), None, f"more{r}_{c}")[0])
         flags, carried, carried_valid = Cat(limited.any_live, limited.last), limited.pes, limited_valid
-        for hop in range(2):
+        for hop in range(LENGTH_EDGES):
             flags, _ = self._stage(m, flags, None, f"flags{hop}")
             carried, carried_valid = self._stage(m, carried, carried_valid, f"carried{hop}")
-        for r, c in pes:
+        for r, c in self._pes():
             written = Signal(pe_scheduled_layout(self.lanes), name=f"written{r}_{c}")
             m.d.comb += [written.step.eq(carried[r][c]), Cat(written.any_live, written.last).eq(flags),
                          written.more.eq(reduce(operator.or_, lengths))]
@@ -213,21 +237,18 @@ class FrontEnd(wiring.Component):
             queue = m.submodules[f"queue{r}_{c}"] = SyncFIFO(width=len(written.as_value()), depth=self.depth)
             m.d.comb += [queue.w_en.eq(carried_valid), queue.w_data.eq(written), out.payload.eq(queue.r_data),
                          out.valid.eq(queue.r_rdy), queue.r_en.eq(out.valid & out.ready)]
-
-        # a step is taken only with a queue entry reserved for it, so the stages never stall
         first = self.scheduled[0][0]
         free = Signal(range(self.depth + 1), init=self.depth)
         m.d.sync += free.eq(free - (self.steps.valid & self.steps.ready) + (first.valid & first.ready))
         m.d.comb += self.steps.ready.eq(free != 0)
-        return m
 
-    @staticmethod
-    def _stage(m, value, valid, name):
-        """``value`` and its ``valid`` (if any) registered: a stage."""
+    def _stage(self, m, value, valid, name):
+        """``value`` and its ``valid`` (if any: a register on the steps' way, counted) registered."""
         register = Signal(value.shape(), name=name)
         register_valid = Signal(name=f"{name}_valid")
         m.d.sync += register.eq(value)
         if valid is not None:
             m.d.sync += register_valid.eq(valid)
+            self._edges += 1
         return register, register_valid
 

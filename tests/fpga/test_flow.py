@@ -1,5 +1,6 @@
 """Small configurations of every design through the whole flow (wrap, Yosys, nextpnr, report); CLI errors."""
 
+import dataclasses
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from dashraker import cli
 from dashraker.cli import main
 from dashraker.fpga import flow
 from dashraker.fpga.devices import DEVICES
-from dashraker.fpga.flow import FlowError, pin_count, reusable, run_flow
+from dashraker.fpga.flow import FlowError, FlowOptions, OptionError, pin_count, reusable, run_flow
 from dashraker.designs import DESIGNS
 
 # The smallest configurations that still have every part of the design (TensorDash: muxes and a scheduler).
@@ -78,7 +79,7 @@ def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--device", "ecp5-99k"], "--device: unknown device 'ecp5-99k'; choose from"),
+    (["--device", "ecp5-99k"], f"--device must be one of {', '.join(DEVICES)}, not 'ecp5-99k'"),
     (["--clock", "0"], "--clock must be a frequency in MHz in (0, 1000], not 0"),
     (["--clock", "-5"], "--clock must be a frequency in MHz in (0, 1000], not -5"),
     (["--clock", "5000"], "not 5000"),
@@ -221,8 +222,8 @@ def test_compare_seeds_take_the_median_and_reuse_finished_seeds(tmp_path, capsys
 
     # a changed generator is never taken for the same configuration: its Verilog differs
     def previous():
-        return reusable(out, DESIGNS["baseline"].tile(report["params"]), "baseline", report["params"], "ecp5-25k",
-                        16, 3)
+        return reusable(out, DESIGNS["baseline"].tile(report["params"]), "baseline", report["params"],
+                        FlowOptions(device="ecp5-25k"))
 
     assert previous() == report
     (out / "top.v").write_text((out / "top.v").read_text().replace("module ", "module changed_", 1))
@@ -259,7 +260,7 @@ class Echo(wiring.Component):
 def echo_flow(tmp_path_factory):
     """``Echo`` through the whole flow on an ECP5-25k, seeds 1 and 2 placed and routed at once: folder, report."""
     out = tmp_path_factory.mktemp("echo")
-    return out, run_flow(Echo(), "ecp5-25k", 100, out, design="echo", seeds=(1, 2), jobs=2, progress=False)
+    return out, run_flow(Echo(), out, FlowOptions(device="ecp5-25k", seeds=2, jobs=2), design="echo", progress=False)
 
 
 def _checksums(log):
@@ -279,7 +280,7 @@ def test_seeds_placed_at_once_give_what_one_at_a_time_gives(echo_flow, tmp_path)
     # the same netlist placed and routed again, one seed after the other (the synthesis is reused: no component)
     apart = tmp_path / "apart"
     shutil.copytree(together, apart)
-    sequential = run_flow(None, "ecp5-25k", 100, apart, design="echo", seeds=(1, 2), jobs=1, progress=False,
+    sequential = run_flow(None, apart, FlowOptions(device="ecp5-25k", seeds=2), design="echo", progress=False,
                           previous={**report, "seeds": []})
     for run, alone in zip(report["seeds"], sequential["seeds"]):
         assert alone["seed"] == run["seed"] and alone["fmax_mhz"] == run["fmax_mhz"] > 0
@@ -310,22 +311,23 @@ def test_timing_options_reach_nextpnr_and_the_report(echo_flow, tmp_path):
     """A placer timing weight and timing-driven rip-up place the same netlist differently from nextpnr's defaults;
     the report names them, and a later run keeps a seed only if it asks for the same options."""
     default, report = echo_flow
-    assert flow._timing_options("router1", None, False) == []
-    assert flow._timing_options("router1", 60, True) == ["--placer-heap-timingweight", "60", "--tmg-ripup"]
-    assert flow._timing_options("router2", None, True) == ["--tmg-ripup", "--router2-tmg-ripup"]
+    assert FlowOptions().nextpnr_timing() == []
+    assert FlowOptions(timing_weight=60, timing_ripup=True).nextpnr_timing() == [
+        "--placer-heap-timingweight", "60", "--tmg-ripup"]
+    assert FlowOptions(router="router2", timing_ripup=True).nextpnr_timing() == ["--tmg-ripup", "--router2-tmg-ripup"]
     out = tmp_path / "timing"
     shutil.copytree(default, out)
-    tuned = run_flow(None, "ecp5-25k", 100, out, design="echo", seeds=(1,), router="router2", progress=False,
-                     previous=report, timing_weight=60, timing_ripup=True)
+    options = FlowOptions(device="ecp5-25k", router="router2", timing_weight=60, timing_ripup=True)
+    tuned = run_flow(None, out, options, design="echo", progress=False, previous=report)
     assert (tuned["router"], tuned["timing_weight"], tuned["timing_ripup"]) == ("router2", 60, True)
     assert (report["timing_weight"], report["timing_ripup"]) == (None, False)
     assert _checksums(out / "nextpnr-seed1.log")[1] != _checksums(default / "nextpnr-seed1.log")[1]
     assert "placer timing weight 60, timing-driven rip-up" in (out / "report.md").read_text()
-    assert flow.kept_seeds(tuned, 100, "router2", [1], 60, True) == {1: tuned["seeds"][0]}
-    assert flow.kept_seeds(tuned, 100, "router2", [1], 60, False) == {}
-    assert flow.kept_seeds(tuned, 100, "router2", [1], None, True) == {}
-    with pytest.raises(ValueError, match=r"timing_weight must be None or an integer in \[1, 1000\], not 0"):
-        run_flow(None, "ecp5-25k", 100, out, design="echo", previous=tuned, timing_weight=0)
+    assert flow.kept_seeds(tuned, options) == {1: tuned["seeds"][0]}
+    assert flow.kept_seeds(tuned, dataclasses.replace(options, timing_ripup=False)) == {}
+    assert flow.kept_seeds(tuned, dataclasses.replace(options, timing_weight=None)) == {}
+    with pytest.raises(OptionError, match=r"^timing_weight must be an integer in \[1, 1000\], not 0$"):
+        dataclasses.replace(options, timing_weight=0)
 
 
 def _fake_nextpnr(tmp_path, failing_seed):
@@ -367,7 +369,7 @@ def test_a_failed_seed_or_a_signal_ends_every_nextpnr(end, echo_flow, tmp_path, 
         (out / name).unlink()
     fake = _fake_nextpnr(tmp_path, 2 if end == "failed seed" else None)
     monkeypatch.setattr(flow, "_tool", lambda name: str(fake))  # the synthesis is reused
-    seeds = (1, 2) if end == "failed seed" else (1, 2, 3)
+    seeds = 2 if end == "failed seed" else 3
     if end != "failed seed":
         signum, error = {"SIGINT": (signal.SIGINT, KeyboardInterrupt),
                          "SIGTERM": (signal.SIGTERM, cli.Terminated)}[end]
@@ -386,7 +388,7 @@ def test_a_failed_seed_or_a_signal_ends_every_nextpnr(end, echo_flow, tmp_path, 
     start = time.perf_counter()
     try:
         with pytest.raises(error) as raised:
-            run_flow(None, "ecp5-25k", 100, out, design="echo", seeds=seeds, jobs=2, progress=False,
+            run_flow(None, out, FlowOptions(device="ecp5-25k", seeds=seeds, jobs=2), design="echo", progress=False,
                      previous={**report, "seeds": []})
     finally:
         if previous_handler is not None:
@@ -394,7 +396,8 @@ def test_a_failed_seed_or_a_signal_ends_every_nextpnr(end, echo_flow, tmp_path, 
     assert time.perf_counter() - start < 30  # not the 60 s the other seeds' nextpnr wait
     if end == "failed seed":
         assert str(raised.value) == f"fake-nextpnr failed: ERROR: seed 2 refused (log: {out / 'nextpnr-seed2.log'})"
-    waiting = [int((tmp_path / f"pid-{seed}").read_text()) for seed in seeds if (tmp_path / f"pid-{seed}").exists()]
+    waiting = [int((tmp_path / f"pid-{seed}").read_text()) for seed in range(1, seeds + 1)
+               if (tmp_path / f"pid-{seed}").exists()]
     assert waiting and all(_gone(pid) for pid in waiting)
     # seed 3 waited for a free job and never started
     assert not (tmp_path / "pid-3").exists() and not (out / "nextpnr-seed3.log").exists()
@@ -432,6 +435,6 @@ class Copies(wiring.Component):
 
 def test_registers_marked_keep_stay_apart_through_synthesis(tmp_path):
     """A register copied for its fan-out is marked ``keep``; Yosys would otherwise merge the copies back."""
-    flip_flops = {marked: run_flow(Copies(marked), "ecp5-25k", 100, tmp_path / str(marked), design="copies",
+    flip_flops = {marked: run_flow(Copies(marked), tmp_path / str(marked), FlowOptions(device="ecp5-25k"), design="copies",
                                    progress=False)["synthesis"]["ff"] for marked in (False, True)}
     assert flip_flops[True] == flip_flops[False] + 8  # the second copy's flip-flops

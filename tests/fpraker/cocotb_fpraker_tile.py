@@ -4,10 +4,8 @@ import cocotb
 import numpy as np
 
 from dashraker.sim.stimulus import operand_bits, training_step_passes
-from dashraker.sim.tile_tb import TileTB, single_pass_batches
+from dashraker.sim.tile_tb import CROSSED, PAIRED, TileTB, single_pass_batches
 from fpraker_stimulus import FIVE_TERM_SIGNIFICANDS, random_bits, real_bits
-
-STALLS = [0.0, 0.3]
 
 
 def _random_passes(params, rng, count):
@@ -41,18 +39,18 @@ def _real_passes(params, rng):
 
 
 @cocotb.test()
-@cocotb.parametrize(stall=STALLS)
-async def random_and_corner_values(dut, stall):
-    tb = TileTB(dut, stall)
+@cocotb.parametrize(**CROSSED)
+async def random_and_corner_values(dut, idle, backpressure):
+    tb = TileTB(dut, idle, backpressure)
     await tb.reset()
     rng = np.random.default_rng(tb.config["seed"])
     await tb.run_passes(single_pass_batches(_random_passes(tb.params, rng, tb.config["passes"])))
 
 
 @cocotb.test()
-@cocotb.parametrize(stall=STALLS)
-async def real_training_tensors(dut, stall):
-    tb = TileTB(dut, stall)
+@cocotb.parametrize(PAIRED)
+async def real_training_tensors(dut, idle, backpressure):
+    tb = TileTB(dut, idle, backpressure)
     await tb.reset()
     rng = np.random.default_rng(tb.config["seed"] + 3)
     await tb.run_passes(single_pass_batches(_real_passes(tb.params, rng) + _random_passes(tb.params, rng, 4)))

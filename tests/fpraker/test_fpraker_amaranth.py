@@ -31,6 +31,8 @@ from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.numerics.integer_rounder import IntegerRounder
 from dashraker.models.fpraker import tile as golden_tile
 from dashraker.models.numerics import fp32_bits
+from dashraker.sim import codec
+from dashraker.sim.amaranth_streams import stream_get, stream_put
 from fpraker_reference import NAN, naf_terms, reference_pe, reference_round
 from fpraker_stimulus import FIVE_TERM_SIGNIFICANDS, random_bits
 
@@ -617,56 +619,40 @@ def test_front_end_streams_every_step_once_in_order(lanes):
     _run(dut, bench)
 
 
-def _simulate_tile(dut, passes, rng, idle, stall):
-    """Stream the passes (``idle``: share of cycles the source waits, ``stall``: the sink's); returns every
-    result as (outputs bits [R, C], cycles, clock cycle it was taken)."""
-    rows, cols = dut.rows, dut.cols
-    results = []
+def _simulate_tile(dut, passes, rng, idle, backpressure):
+    """Stream the passes (``idle``: share of cycles the source waits, ``backpressure``: the sink's); returns every
+    result as (outputs bits [R, C], cycles, clock edge it was taken on; the first step can go on edge 1)."""
+    layout = dut.steps.payload.shape()
+    steps = [payload for a, b in passes for payload in codec.to_ints(codec.step_transfers(layout, a[None], b[None]))]
+    received = {}
 
     async def source(ctx):
-        for a, b in passes:
-            for k in range(a.shape[1]):
-                while rng.random() < idle:
-                    ctx.set(dut.steps.valid, 0)
-                    await ctx.tick()
-                _set_step(ctx, dut.steps.payload, a[:, k], b[:, k], k == a.shape[1] - 1)
-                ctx.set(dut.steps.valid, 1)
-                await ctx.tick().until(dut.steps.ready)
-            ctx.set(dut.steps.valid, 0)
+        await stream_put(ctx, dut.steps, steps, rng, idle)
 
     async def sink(ctx):
-        cycle = 0
-        while len(results) < len(passes):
-            ready = rng.random() >= stall
-            ctx.set(dut.results.ready, ready)
-            if ready and ctx.get(dut.results.valid):
-                payload = dut.results.payload
-                outputs = [[ctx.get(payload.outputs[r][c].as_value()) for c in range(cols)] for r in range(rows)]
-                results.append((np.array(outputs), ctx.get(payload.cycles), cycle))
-            await ctx.tick()
-            cycle += 1
-        for _ in range(8):  # nothing beyond the passes sent
-            assert not ctx.get(dut.results.valid)
-            await ctx.tick()
+        received["results"] = await stream_get(ctx, dut.results, len(passes), rng, backpressure)
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     sim.add_testbench(source)
     sim.add_testbench(sink)
     sim.run()
-    return results
+    payloads, edges = received["results"]
+    result_layout = dut.results.payload.shape()
+    results = codec.decode(result_layout, codec.from_ints(payloads, result_layout.size))
+    return list(zip(results["outputs"], results["cycles"], edges))
 
 
-@pytest.mark.parametrize("rows, cols, lanes, guard_bits, zero_block_cycles, idle, stall", [
+@pytest.mark.parametrize("rows, cols, lanes, guard_bits, zero_block_cycles, idle, backpressure", [
     (1, 2, 4, 0, 0, 0.3, 0.3),
     (2, 1, 3, 7, 1, 0.2, 0.5),
     (1, 1, 1, 3, 1, 0.0, 0.0),
 ])
-def test_tile_matches_golden_model(rows, cols, lanes, guard_bits, zero_block_cycles, idle, stall):
+def test_tile_matches_golden_model(rows, cols, lanes, guard_bits, zero_block_cycles, idle, backpressure):
     dut = Tile(rows, cols, lanes, guard_bits, zero_block_cycles)
     rng = np.random.default_rng(rows * 100 + cols * 10 + lanes)
     passes = _passes(rng, lanes, [(rows,), (cols,)], 8)
-    results = _simulate_tile(dut, passes, rng, idle, stall)
+    results = _simulate_tile(dut, passes, rng, idle, backpressure)
     for index, ((a, b), (outputs, cycles, _)) in enumerate(zip(passes, results)):
         want = golden_tile(a[None], b[None], guard_bits, zero_block_cycles)
         want_bits = fp32_bits(want.outputs[0]).numpy().astype(np.int64)
@@ -684,8 +670,9 @@ def test_tile_runs_passes_back_to_back():
         rng = np.random.default_rng(11)
         ones = np.full((1, 40, lanes), 127 << 7)  # one term each: 40 steps of one cycle, back to back
         passes = [(ones, np.concatenate([ones, ones])), *_passes(rng, lanes, [(1,), (2,)], 6)]
-        results = _simulate_tile(dut, passes, rng, idle=0.0, stall=0.0)
+        results = _simulate_tile(dut, passes, rng, idle=0.0, backpressure=0.0)
         assert results[0][1] == 40
         times = [time for _, _, time in results]
         assert np.diff(times).tolist() == [cycles for _, cycles, _ in results[1:]]
-        assert times[0] == results[0][1] + dut.fill == results[0][1] + FPRAKER.fill(FPRAKER.params(lanes=lanes))
+        # the first step goes on clock edge 1
+        assert times[0] - 1 == results[0][1] + dut.fill == results[0][1] + FPRAKER.fill(FPRAKER.params(lanes=lanes))

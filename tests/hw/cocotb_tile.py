@@ -7,9 +7,7 @@ import cocotb
 import numpy as np
 
 from dashraker.sim.stimulus import operand_bits, training_step_passes
-from dashraker.sim.tile_tb import TileTB, single_pass_batches
-
-STALLS = [0.0, 0.3]
+from dashraker.sim.tile_tb import CROSSED, PAIRED, TileTB, single_pass_batches
 
 
 def _batches(tb, passes):
@@ -45,18 +43,18 @@ def _dense_passes(tb, rng, steps, count):
 
 
 @cocotb.test()
-@cocotb.parametrize(stall=STALLS)
-async def random_and_special_values(dut, stall):
-    tb = TileTB(dut, stall)
+@cocotb.parametrize(**CROSSED)
+async def random_and_special_values(dut, idle, backpressure):
+    tb = TileTB(dut, idle, backpressure)
     await tb.reset()
     rng = np.random.default_rng(tb.config["seed"])
     await tb.run_passes(_batches(tb, _random_passes(tb, rng, tb.config["passes"])))
 
 
 @cocotb.test()
-@cocotb.parametrize(stall=STALLS)
-async def real_training_tensors(dut, stall):
-    tb = TileTB(dut, stall)
+@cocotb.parametrize(PAIRED)
+async def real_training_tensors(dut, idle, backpressure):
+    tb = TileTB(dut, idle, backpressure)
     await tb.reset()
     p = tb.params
     await tb.run_passes(_batches(tb, training_step_passes(p["rows"], p["cols"], p["lanes"], forward_tiles=2)))

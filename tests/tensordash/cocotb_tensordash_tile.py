@@ -8,7 +8,7 @@ import numpy as np
 
 from dashraker.formats import float_format
 from dashraker.sim.stimulus import operand_bits
-from dashraker.sim.tile_tb import TileTB
+from dashraker.sim.tile_tb import CROSSED, PAIRED, TileTB
 from tensordash_stimulus import CASES, operands
 
 
@@ -30,9 +30,10 @@ async def sparsity_cases_back_to_back(dut):
 
 
 @cocotb.test()
-async def stalls_and_partial_chunks(dut):
+@cocotb.parametrize(("idle", "backpressure"), [(0.3, 0.0), (0.0, 0.3), (0.3, 0.3)])
+async def stalls_and_partial_chunks(dut, idle, backpressure):
     """Random idle/backpressure and chunks of 1..H+1 steps change nothing but timing."""
-    tb = TileTB(dut, stall=0.3)
+    tb = TileTB(dut, idle, backpressure)
     await tb.reset()
     rng = random.Random(tb.config["seed"])
     sizes = (rng.randint(1, tb.params["lookahead"] + 1) for _ in itertools.count())
@@ -40,10 +41,10 @@ async def stalls_and_partial_chunks(dut):
 
 
 @cocotb.test()
-@cocotb.parametrize(stall=[0.0, 0.3])
-async def special_values(dut, stall):
+@cocotb.parametrize(**CROSSED)
+async def special_values(dut, idle, backpressure):
     """Inf/NaN/signed zeros/subnormals: subnormal scheduled values count as zeros (DAZ) and are skipped."""
-    tb = TileTB(dut, stall)
+    tb = TileTB(dut, idle, backpressure)
     await tb.reset()
     c, p = tb.config, tb.params
     gen = np.random.default_rng(c["seed"])
@@ -76,8 +77,8 @@ async def subnormal_cases(dut):
 
 
 @cocotb.test()
-@cocotb.parametrize(stall=[0.0, 0.3])
-async def short_passes(dut, stall):
+@cocotb.parametrize(PAIRED)
+async def short_passes(dut, idle, backpressure):
     """Passes of 1, 2, H+1 and H+2 steps: a chunk ends passes and starts others, a window holds several passes' ends.
 
     Without stalls every chunk holds H+1 steps and every batch a multiple of H+1, so
@@ -85,16 +86,16 @@ async def short_passes(dut, stall):
     chunks hold 1..H+1 steps and the sink's backpressure holds decisions whose steps
     the window has already freed.
     """
-    tb = TileTB(dut, stall)
+    tb = TileTB(dut, idle, backpressure)
     await tb.reset()
     c, p = tb.config, tb.params
     width = p["lookahead"] + 1
     rng = random.Random(c["seed"])
-    sizes = None if stall == 0 else (rng.randint(1, width) for _ in itertools.count())
+    sizes = None if idle == 0 else (rng.randint(1, width) for _ in itertools.count())
     lengths = [1, 2, width, width + 1]
     batches = [tuple(operand_bits(x, p["fmt"]) for x in operands("random50", 2 * width, p["rows"], p["cols"], steps,
                                                                  p["lanes"], p["fmt"], c["seed"] + steps))
                for steps in lengths]
     run = await tb.run_passes(batches, sizes, names=[f"{steps}-step passes" for steps in lengths])
-    if stall == 0:
+    if idle == backpressure == 0:
         tb.check_back_to_back(run)

@@ -15,6 +15,7 @@ from dashraker.models import interconnect
 from dashraker.models import tensordash as td
 from dashraker.models.numerics import fp32_bits
 from dashraker.sim import codec
+from dashraker.sim.amaranth_streams import stream_get, stream_put
 from dashraker.sim.stimulus import operand_bits
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -50,41 +51,25 @@ def test_scheduler_first_cycle_matches_reference(lanes, pattern):
     sim.run()
 
 
-def run_tile(tile, a, b, sizes=None, in_stall=0.0, out_stall=0.0, seed=0):
-    """Drive ``tile`` with the passes of (a, b); returns (result payloads, cycle of each result)."""
+def run_tile(tile, a, b, sizes=None, idle=0.0, backpressure=0.0, seed=0):
+    """Drive ``tile`` with the passes of (a, b); returns (result payloads, clock edge of each result)."""
     bits = codec.step_transfers(tile.steps.payload.shape(), operand_bits(a, tile.format),
                                 operand_bits(b, tile.format), sizes)
-    payloads = codec.to_ints(bits)
-    results, times = [], []
     rng = np.random.default_rng(seed)
+    received = {}
 
     async def source(ctx):
-        for payload in payloads:
-            while rng.random() < in_stall:
-                ctx.set(tile.steps.valid, 0)
-                await ctx.tick()
-            ctx.set(tile.steps.valid, 1)
-            ctx.set(tile.steps.payload.as_value(), payload)
-            await ctx.tick().until(tile.steps.ready)
-        ctx.set(tile.steps.valid, 0)
+        await stream_put(ctx, tile.steps, codec.to_ints(bits), rng, idle)
 
     async def sink(ctx):
-        cycle = 0
-        while len(results) < a.shape[0]:
-            ready = rng.random() >= out_stall
-            ctx.set(tile.results.ready, ready)
-            _, _, valid, payload = await ctx.tick().sample(tile.results.valid, tile.results.payload.as_value())
-            cycle += 1
-            if valid and ready:
-                results.append(payload)
-                times.append(cycle)
+        received["results"] = await stream_get(ctx, tile.results, a.shape[0], rng, backpressure)
 
     sim = Simulator(tile)
     sim.add_clock(1e-6)
-    sim.add_testbench(source, background=True)
+    sim.add_testbench(source)
     sim.add_testbench(sink)
     sim.run()
-    return results, times
+    return received["results"]
 
 
 def check_tile(tile, a, b, results):
@@ -112,7 +97,7 @@ def test_tile_with_partial_chunks_and_stalls():
     a, b = operands("random50", passes=8, rows=2, cols=2, steps=5, lanes=4, fmt="bf16", seed=5)
     a[:, :, 1] = torch.where(torch.arange(4) < 2, a[:, :, 1], 0)
     sizes = itertools.cycle([1, 2, 2, 1, 1])
-    results, _ = run_tile(tile, a, b, sizes=sizes, in_stall=0.3, out_stall=0.4, seed=7)
+    results, _ = run_tile(tile, a, b, sizes=sizes, idle=0.3, backpressure=0.4, seed=7)
     check_tile(tile, a, b, results)
 
 
@@ -122,5 +107,5 @@ def test_tile_with_short_passes_and_stalls(steps):
     tile = TENSORDASH.tile(TENSORDASH.params(rows=2, cols=2, lanes=8))
     a, b = operands("random75", passes=12, rows=2, cols=2, steps=steps, lanes=8, fmt="bf16", seed=steps)
     sizes = itertools.cycle([3, 1, 2, 3, 3, 2, 1])
-    results, _ = run_tile(tile, a, b, sizes=sizes, in_stall=0.2, out_stall=0.5, seed=steps)
+    results, _ = run_tile(tile, a, b, sizes=sizes, idle=0.2, backpressure=0.5, seed=steps)
     check_tile(tile, a, b, results)
