@@ -39,10 +39,9 @@ class Tile(wiring.Component):
     A pass ends only when the queue has room for it, so backpressure stops the
     sequencer and the front end, never the pipelines behind them.
 
-    ``cycles`` counts the cycles the PEs spent on the pass's steps. With
-    ``zero_block_cycles=0`` a step without any live lane (in every PE) is not
-    counted: it models such steps being skipped before they reach the tile, as
-    the golden model's cost does; this RTL still takes one clock to consume it.
+    ``cycles`` counts the cycles the PEs spent on the pass's steps; a step without any
+    live lane (in every PE) takes one, so ``zero_block_cycles`` is 1 (the registry's
+    only value).
 
     Parameters
     ----------
@@ -52,8 +51,8 @@ class Tile(wiring.Component):
         Lanes N per PE (default 8).
     guard_bits : int
         G, guard bits of the window below the fp32 significand (default 3, at most 7).
-    zero_block_cycles : 0 | 1
-        Cost of an all-zero step (default 1).
+    zero_block_cycles : 1
+        Cost of an all-zero step (the registry offers 1 only).
 
     Attributes
     ----------
@@ -98,7 +97,6 @@ class Tile(wiring.Component):
                 m.d.comb += [
                     sequencer.valid.eq(step.valid),
                     sequencer.last.eq(step.payload.last),
-                    sequencer.any_live.eq(step.payload.any_live),
                     sequencer.more.eq(step.payload.more),
                     sequencer.room.eq(output.room[r][c]),
                     step.ready.eq(sequencer.ready),
