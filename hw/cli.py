@@ -1,5 +1,7 @@
 """``dashraker verilog DESIGN``: write a design's Verilog; the per-design subcommands every tool shares."""
 
+import re
+
 from dashraker.cli import CliError
 
 __all__ = ["register", "add_design_parsers", "check_flag", "check_size", "design_params", "tile_lanes"]
@@ -8,6 +10,8 @@ __all__ = ["register", "add_design_parsers", "check_flag", "check_size", "design
 # 64 lanes 11 s) and grow in memory alike: past this many lanes in a tile, ask first.
 MAX_LANES = 512
 SECONDS_PER_LANE = 0.2
+
+VERILOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")  # a simple identifier (IEEE 1364 section 3.7)
 
 
 def add_design_parsers(parser, func, add_options=None):
@@ -93,6 +97,8 @@ def _generate(args):
     from dashraker.outputs import check_output_file
 
     params = design_params(args)
+    if args.name is not None and not VERILOG_NAME.fullmatch(args.name):
+        raise CliError(f"--name {args.name!r}: a Verilog module name is a letter or _ then letters, digits, _ or $")
     check_output_file(args.out, "--out")
     try:
         component = args.design.tile(params)

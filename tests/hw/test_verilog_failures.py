@@ -66,3 +66,22 @@ def test_cosim_has_the_size_guard_before_building(tmp_path, monkeypatch, capsys)
                  "--no-progress"]) == 2
     _one_line(capsys, "fpraker: a 2x2 tile of 1024-lane PEs counts as 4,096 lanes, estimated 14 CPU minutes to "
                       "generate (limit 512 lanes); pass --force-size to go ahead")
+
+
+def test_a_module_name_verilog_cannot_parse_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("dashraker.designs.descriptor.Design.tile", lambda *a: pytest.fail("elaborated"))
+    assert main(["verilog", "baseline", "--lanes", "2", "--name", "1bad name", "-o", "x.v"]) == 2
+    _one_line(capsys, "--name '1bad name': a Verilog module name is a letter or _ then letters, digits, _ or $")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("flag, message", [("--json", "--json sub: is a folder; give a file name"),
+                                           ("--out", "--out f: is a file, not a folder")])
+def test_area_outputs_are_checked_before_synthesis(tmp_path, monkeypatch, capsys, flag, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "f").write_text("")
+    monkeypatch.setattr("dashraker.fpga.area.design_area", lambda *a: pytest.fail("synthesised"))
+    assert main(["area", "baseline", "--lanes", "2", flag, "sub" if flag == "--json" else "f"]) == 2
+    _one_line(capsys, message)

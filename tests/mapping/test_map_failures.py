@@ -159,3 +159,11 @@ def test_dataflow_preset_from_config_and_cli(mobilenet_trace, tmp_path, monkeypa
     monkeypatch.setattr("dashraker.mapping.runner.map_trace", record)
     assert _map(mobilenet_trace, tmp_path / "p", "--dataflow", "dnnsim") == 2
     assert [c.dataflow for c in seen] == ["dnnsim"]
+
+
+def test_area_cache_checked_before_mapping(mobilenet_trace, tmp_path, monkeypatch, capsys):
+    (tmp_path / "cache").write_text("")
+    monkeypatch.setattr("dashraker.mapping.runner.map_trace", lambda *a, **k: pytest.fail("mapped"))
+    assert _map(mobilenet_trace, tmp_path / "o", "--compare", "iso-area", "--area-cache", str(tmp_path / "cache")) == 2
+    _one_line(capsys, r"--area-cache .*cache: is a file, not a folder")
+    assert not (tmp_path / "o").exists()
