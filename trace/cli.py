@@ -87,7 +87,7 @@ def _export(args):
         root = export_dnnsim(args.trace, args.out, net=args.net, progress=not args.no_progress, overwrite=args.force)
     except TraceError as error:
         raise CliError(str(error)) from None
-    print(f"dnnsim layout written to {root}")
+    print(f"dnnsim layout written to {root}; {root / 'DNNSIM.txt'} says how to run DNNsim on it")
 
 
 def register(subparsers):
@@ -135,11 +135,15 @@ def register(subparsers):
                        help="a problem (exit 2), not a warning: modules with parameters the recording left out")
     check.set_defaults(func=_check)
 
+    from dashraker.trace.export import REFUSED
+
     export = actions.add_parser(
         "export", help="export a trace to another simulator's layout",
-        description="Write the trace in DNNsim's per-layer .npy layout with trace_params.csv. Layers are renamed "
+        description="Write the trace in DNNsim's per-layer .npy layout with trace_params.csv, a DNNsim batch file "
+        "(tensordash.prototxt) and DNNSIM.txt, the steps to run DNNsim on it. Layers are renamed "
         "fc<i> (Linear) and conv<i> (convolution), i the layer's index in the trace, so that DNNsim types them "
-        "right; layer_names.csv keeps the mapping. Grouped, depthwise and dilated layers are refused (exit 2).")
+        f"right; layer_names.csv keeps the mapping. Refused (exit 2, every such layer named at once): {REFUSED}. "
+        "One network per output folder: a folder holding another network's export is refused, with --force too.")
     export.add_argument("--format", choices=["dnnsim"], default="dnnsim", help="output layout (default dnnsim)")
     export.add_argument("--net", help="network folder name in the output (default: the trace's model name)")
     export.add_argument("trace", help="trace folder")
