@@ -233,15 +233,23 @@ def _taps(kernel, h_inner):
     return kernel.swapaxes(-3, -2) if h_inner else kernel
 
 
+def _samples(n, dnnsim):
+    """(label, sample slice) of each set of windows: all samples together, or (dnnsim) each on its own, as DNNsim
+    simulates a sample at a time (its windows never share a pass with another sample's: a Linear layer, whose
+    samples are its only windows, gets one sample per pass)."""
+    return [(f" sample {s}", slice(s, s + 1)) for s in range(n)] if dnnsim else [("", slice(None))]
+
+
 def _forward(a, w, g, geo, lanes, dnnsim):
     n, c, h, wd = a.shape
     m, cg, kh, kw = w.shape
     groups, mg = geo.groups, m // geo.groups
     hi, wi = _tap_index(a, w, g, geo)
     for k in range(groups):
-        windows = _window_streams(_nhwc_with_zero_slot(a[:, k * cg : (k + 1) * cg]), hi, wi, lanes, dnnsim)
+        source = _nhwc_with_zero_slot(a[:, k * cg : (k + 1) * cg])
         filters = _array_streams(_taps(w[k * mg : (k + 1) * mg].transpose(0, 2, 3, 1), dnnsim), lanes)
-        yield f"group {k}", windows, filters
+        for name, sample in _samples(n, dnnsim):
+            yield f"group {k}{name}", _window_streams(source[sample], hi, wi, lanes, dnnsim), filters
 
 
 def _tap_index(a, w, g, geo):
@@ -264,9 +272,10 @@ def _input_grad(a, w, g, geo, lanes, dnnsim):
                 cols, taps_w, wi = _phase_index(wd, ow, kw, stride[1], pad[1], dilation[1], qw)
                 if not (len(rows) and len(cols) and len(taps_h) and len(taps_w)):
                     continue  # positions no tap reaches: their gradient is zero, no work
-                windows = _window_streams(source, hi, wi, lanes, dnnsim)
                 filters = _array_streams(_taps(flipped[:, taps_h][:, :, taps_w], dnnsim), lanes)
-                yield f"group {k} phase ({qh},{qw})", windows, filters
+                for name, sample in _samples(len(source), dnnsim):
+                    windows = _window_streams(source[sample], hi, wi, lanes, dnnsim)
+                    yield f"group {k}{name} phase ({qh},{qw})", windows, filters
 
 
 def _position_streams(x, lanes, h_inner=False):
@@ -286,7 +295,7 @@ def _weight_grad(a, w, g, geo, lanes, dnnsim):
     planes[:, :, :h, :wd] = a.transpose(1, 0, 2, 3)
     planes = planes.reshape(c, n, -1)
     hi, wi = _tap_index(a, w, g, geo)
-    samples = [(f"sample {s} ", slice(s, s + 1)) for s in range(n)] if dnnsim else [("", slice(None))]
+    samples = _samples(n, dnnsim)
     chunks = -(-oh * ow // lanes)  # lane chunks of a sample's output positions
     steps = len(range(n)[samples[0][1]]) * chunks
     for k in range(groups):
@@ -305,7 +314,7 @@ def _weight_grad(a, w, g, geo, lanes, dnnsim):
                         return sampled.reshape(stop - start, -1, lanes)
 
                     acts = Streams(cg, steps, lanes, take)
-                    yield f"group {k} {name}offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
+                    yield f"group {k}{name} offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
 
 
 def _slicer(array):
