@@ -23,7 +23,7 @@ DNNsim's order with the carried counter. The window's cycles come from ``count``
 
 import numpy as np
 
-__all__ = ["Summary", "summaries", "zero_run", "carried_cycles"]
+__all__ = ["Summary", "summaries", "zero_run", "carried_cycles", "problem_cycles", "call_of"]
 
 
 class Summary:
@@ -77,15 +77,39 @@ def zero_run(length, skip, lookahead):
     return 1 + (length - free - 1) // (lookahead + 1), (length - free - 1) % (lookahead + 1)
 
 
-def carried_cycles(summary, lookahead, order=None, skip=0):
-    """DNNsim's cycles of each pass (int64 [P]) when its passes run in ``order`` (default: as given) with one skip
-    counter, starting at ``skip``, carried from each pass to the next."""
-    cycles = np.zeros(len(summary.steps), np.int64)
-    for p in range(len(cycles)) if order is None else order:
+def carried_cycles(summary, lookahead, order=None, skip=0, with_skip=False):
+    """DNNsim's cycles of the passes ``order`` (int64, in that order; default: every pass as given) with one skip
+    counter, starting at ``skip``, carried from each pass to the next (and the counter left, ``with_skip``)."""
+    order = range(len(summary.steps)) if order is None else order
+    cycles = np.zeros(len(order), np.int64)
+    for i, p in enumerate(order):
         if summary.leading[p] >= summary.steps[p]:  # all zero
-            cycles[p], skip = zero_run(int(summary.steps[p]), skip, lookahead)
+            cycles[i], skip = zero_run(int(summary.steps[p]), skip, lookahead)
             continue
         jumped, _ = zero_run(int(summary.first[p]), skip, lookahead)
-        cycles[p] = jumped + summary.inner[p]
+        cycles[i] = jumped + summary.inner[p]
         skip = int(summary.tail[p])
-    return cycles
+    return (cycles, skip) if with_skip else cycles
+
+
+def call_of(label):
+    """The DNNsim call (one layer, operation, group and sample: one skip counter) a problem of the ``dnnsim``
+    dataflow belongs to: its label up to the stride phase or kernel offset."""
+    return label.split(" phase")[0].split(" offset")[0]
+
+
+def problem_cycles(problem, rows, cols, pattern, lookahead, rows_outer, skip=0):
+    """DNNsim's cycles of a problem's passes in the mapper's pass order (row sets outer), int64 [row sets x column
+    sets], and the skip counter left. DNNsim runs them windows (or activations) outer: row sets outer when the
+    windows are the scheduled side (``rows_outer``), else column sets outer."""
+    from dashraker.models.tensordash import nonzero
+
+    row_sets, col_sets = problem.rows.num_sets(rows), problem.cols.num_sets(cols)
+    summary = summaries(nonzero(problem.rows.sets(rows, 0, row_sets)), pattern, lookahead)
+    if rows_outer:
+        order = np.repeat(np.arange(row_sets), col_sets)  # pass (r, c) -> row set r, row-major
+        cycles, skip = carried_cycles(summary, lookahead, order, skip, with_skip=True)
+        return cycles, skip
+    order = np.tile(np.arange(row_sets), col_sets)  # DNNsim's order: column sets outer
+    cycles, skip = carried_cycles(summary, lookahead, order, skip, with_skip=True)
+    return cycles.reshape(col_sets, row_sets).T.ravel(), skip

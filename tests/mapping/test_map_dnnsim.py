@@ -96,3 +96,37 @@ def test_random_passes_as_dnnsim_counts_them(seed):
     passes[rng.random(12) < 0.2] = False  # some all-zero passes
     skip = int(rng.integers(0, H + 1))
     assert carried_cycles(summaries(passes, PATTERN, H), H, skip=skip).tolist() == _dnnsim(passes, skip).tolist()
+
+
+@pytest.mark.parametrize("op", ["fwd", "bwd_input", "bwd_weight"])
+@pytest.mark.parametrize("weights_sparser", [False, True])
+def test_the_mapper_counts_as_dnnsim_under_the_dnnsim_preset(layer_case, op, weights_sparser):
+    """``map --dataflow dnnsim`` on TensorDash: every pass of a layer as DNNsim counts it, written out above, with one
+    counter per sample, carried over its passes (windows or activations outer: row sets outer when they are the
+    scheduled side, else column sets outer) and over its stride phases and kernel offsets."""
+    import dataclasses
+    import re
+
+    from dashraker.mapping.config import load_config
+    from dashraker.mapping.dataflow import plan
+    from dashraker.mapping.engine import map_op
+
+    layer, tensors, _ = layer_case(n=2, c=20, m=9, size=6, stride=2, padding=1)
+    tensors.input[:, :, :2] = 0.0  # all-zero leading steps in some passes
+    if weights_sparser:
+        tensors.weight[:, :17] = 0.0
+    config = load_config(None, "tensordash")
+    config = dataclasses.replace(config, dataflow="dnnsim", tiles=1, params={**config.params, "rows": 2, "cols": 3})
+    result = map_op(config, layer, tensors, op)
+    op_plan = plan(layer, tensors, op, config.lanes, dataflow="dnnsim")
+    rows_outer = op_plan.scheduled == ("G" if op == "bwd_input" else "A")
+    assert rows_outer != (weights_sparser and op != "bwd_weight")  # both orders are covered
+    calls = {}
+    for problem in op_plan.problems:
+        sets = tensordash.nonzero(problem.rows.sets(config.rows, 0, problem.rows.num_sets(config.rows)))
+        col_sets = problem.cols.num_sets(config.cols)
+        order = np.repeat(np.arange(len(sets)), col_sets) if rows_outer else np.tile(np.arange(len(sets)), col_sets)
+        calls.setdefault(re.split(" phase| offset", problem.label)[0], []).extend(sets[order])
+    want = sum(int(_dnnsim(passes).sum()) for passes in calls.values())  # passes of unequal steps (phases)
+    assert result["cycles"] - config.design.fill(config.params) == want
+    assert result["problems"] == len(op_plan.problems) and len(calls) == 2  # two samples, one counter each
