@@ -99,10 +99,14 @@ def build_dataset(spec, kwargs, needed=None, seed=0):
     """
     dataset = _call(spec, "data factory", kwargs)
     where = f"data factory {spec!r}"
+    if not (hasattr(type(dataset), "__len__") and hasattr(type(dataset), "__getitem__")):
+        raise RecordError(f"{where}: the data set must support len() and [i]; a {type(dataset).__name__} does not")
+    index = pairs = None
     try:
         count = len(dataset)
         if not count:
             raise RecordError(f"{where}: the data set is empty")
+        index, pairs = range(count), []
         reads = count if needed is None else min(count, needed)
         first = dataset[0]
         try:
@@ -114,15 +118,15 @@ def build_dataset(spec, kwargs, needed=None, seed=0):
             raise RecordError(f"{where}: reading {reads:,} items of {item:,} bytes needs {reads * item / 2**30:.1f} "
                               f"GiB, more than half of the {available / 2**30:.1f} GiB available; record fewer steps, "
                               "a smaller batch, or return smaller samples")
-        index = range(count)
         if reads < count:
             index = np.sort(np.random.default_rng(seed).choice(count, reads, replace=False)).tolist()
-        pairs = [first if i == 0 else dataset[i] for i in index]
+        for i in index:
+            pairs.append(first if i == 0 else dataset[i])
     except RecordError:
         raise
-    except Exception as error:
-        raise RecordError(f"{where}: the data set must support len() and [i], got {type(error).__name__}: "
-                          f"{error}") from None
+    except Exception as error:  # the user's len() or [i] raised: say which
+        what = "len()" if index is None else f"item [{index[len(pairs)] if pairs else 0}]"
+        raise RecordError(f"{where}: {what} raised {type(error).__name__}: {error}") from None
     try:
         x, y = (torch.stack([torch.as_tensor(pair[i]) for pair in pairs]) for i in (0, 1))
     except Exception as error:

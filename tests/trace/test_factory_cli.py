@@ -70,6 +70,17 @@ class Huge(Lazy):
 def huge():
     return Huge()
 
+class Flaky:
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        if i == 3:
+            raise OSError("file 3 is gone")
+        return torch.randn(2, 64), 0
+
+def flaky():
+    return Flaky()
+
 def transposed():
     return torch.nn.Sequential(torch.nn.Conv1d(2, 4, 3, padding=1), torch.nn.ConvTranspose1d(4, 2, 3, padding=1),
                                torch.nn.Flatten(), torch.nn.Linear(128, 4))
@@ -117,6 +128,8 @@ def test_example_factories_from_the_command_line(tmp_path, monkeypatch, capsys):
         (["--model", "mlp", "--data", "digits", "--data-arg", "n=1"], r"data set 'digits' takes no arguments"),
         (["--model", "mlp", "--data", "byo_factories:huge", "--steps", "1000", "--batch-size", "16"],
          r"data factory 'byo_factories:huge': reading 16,000 items of 8,388,616 bytes needs 125.0 GiB, more than half "),
+        (["--model", "mlp", "--data", "byo_factories:flaky"],
+         r"data factory 'byo_factories:flaky': item \[3\] raised OSError: file 3 is gone"),
         (["--model", "byo_factories:returns_tuple"], r"step 1: the model returned a tuple, not a tensor of class logits"),
         (["--model", "byo_factories:frozen"], r"the model Sequential has no trainable parameter \(all frozen"),
         (["--model", "byo_factories:transposed", "--strict"],
