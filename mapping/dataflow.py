@@ -353,7 +353,8 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
 def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None, dataflow="default"):
     """The problems of one operation of a layer (``op`` in ``OPS``), the sparser operand on the rows.
 
-    ``dataflow`` (in ``DATAFLOWS``) picks the pass formation: SPEC section 5's, or DNNsim's.
+    ``dataflow`` (in ``DATAFLOWS``) picks the pass formation: SPEC section 5's, or DNNsim's (which also breaks a tie
+    of sparsity the other way: the second operand, weights or gradients, is scheduled unless the first is sparser).
 
     ``layer`` has ``name``, ``stride``, ``padding``, ``dilation``, ``groups`` (a LayerInfo); ``tensors`` has
     ``input``, ``weight`` and ``output_grad`` arrays as PyTorch lays them out; ``arrays`` may
@@ -368,7 +369,8 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None,
     arrays = operands(layer, tensors, fmt, rounding) if arrays is None else arrays
     a, w, g = arrays["A"], arrays["W"], arrays["G"]
     zeros = {name: 1.0 - np.count_nonzero(arrays[name]) / max(arrays[name].size, 1) for name in names}
-    swap = bool(zeros[names[1]] > zeros[names[0]])
+    # DNNsim schedules the first operand only when it is strictly sparser (``in_sparsity > wgt_sparsity``)
+    swap = bool(not zeros[names[0]] > zeros[names[1]]) if dataflow == "dnnsim" else bool(zeros[names[1]] > zeros[names[0]])
     problems = [
         Problem(label, *((second, first) if swap else (first, second)))
         for label, first, second in build(a, w, g, geo, lanes, dataflow == "dnnsim")
