@@ -204,6 +204,18 @@ def test_dnnsim_forward_and_input_gradient_one_sample_per_pass(layer_case):
     assert [p.label for p in bwd.problems] == [f"group 0 sample {s} phase (0,0)" for s in range(6)]
 
 
+def test_dnnsim_breaks_a_sparsity_tie_toward_the_second_operand(layer_case):
+    """DNNsim schedules the activations only when they are strictly sparser than the weights
+    (``in_sparsity > wgt_sparsity``): with both dense the weights go on the rows; the default preset keeps the
+    activations there."""
+    layer, tensors, _ = layer_case(kind="linear", n=3, c=16, m=5)
+    tensors.input[:] = np.abs(tensors.input) + 1
+    assert plan(layer, tensors, "fwd", 16).scheduled == "A"
+    assert plan(layer, tensors, "fwd", 16, dataflow="dnnsim").scheduled == "W"
+    tensors.input[0, 0] = 0.0  # strictly sparser: scheduled in both
+    assert plan(layer, tensors, "fwd", 16, dataflow="dnnsim").scheduled == "A"
+
+
 def test_unknown_dataflow(layer_case):
     layer, tensors, _ = layer_case()
     with pytest.raises(ValueError, match="unknown dataflow 'x'"):
