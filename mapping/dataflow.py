@@ -301,20 +301,21 @@ def _weight_grad(a, w, g, geo, lanes, dnnsim):
     for k in range(groups):
         for name, sample in samples:
             grads = _position_streams(g[sample, k * mg : (k + 1) * mg], lanes, dnnsim)
-            for i in range(kh):
-                for j in range(kw):
-                    # The plane slot sampled at each output position, in _position_streams' order;
-                    # the padding positions read the zero slot (h, wd), the plane's last.
-                    taps = hi[:, i][:, None] * (wd + 1) + wi[:, j][None, :]
-                    index = np.full(chunks * lanes, planes.shape[-1] - 1)
-                    index[: taps.size] = (taps.T if dnnsim else taps).ravel()
+            # kernel offsets H-outer; dnnsim: W-outer, H-inner, DNNsim's order (which its carried skip counter sees)
+            offsets = [(i, j) for j in range(kw) for i in range(kh)] if dnnsim else np.ndindex(kh, kw)
+            for i, j in offsets:
+                # The plane slot sampled at each output position, in _position_streams' order;
+                # the padding positions read the zero slot (h, wd), the plane's last.
+                taps = hi[:, i][:, None] * (wd + 1) + wi[:, j][None, :]
+                index = np.full(chunks * lanes, planes.shape[-1] - 1)
+                index[: taps.size] = (taps.T if dnnsim else taps).ravel()
 
-                    def take(start, stop, index=index, first=k * cg, sample=sample):
-                        sampled = np.take(planes[first + start : first + stop, sample], index, axis=2)
-                        return sampled.reshape(stop - start, -1, lanes)
+                def take(start, stop, index=index, first=k * cg, sample=sample):
+                    sampled = np.take(planes[first + start : first + stop, sample], index, axis=2)
+                    return sampled.reshape(stop - start, -1, lanes)
 
-                    acts = Streams(cg, steps, lanes, take)
-                    yield f"group {k}{name} offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
+                acts = Streams(cg, steps, lanes, take)
+                yield f"group {k}{name} offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
 
 
 def _slicer(array):
@@ -350,11 +351,24 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
     }
 
 
+def _dnnsim_sparsity(x, op, geo):
+    """The share of zeros DNNsim weighs the windows' operand by (``x``: the activations, or the output gradients of
+    the input gradient) to choose the scheduled side: over the zero-padded map it slides its windows on (the layer's
+    padding; for the input gradient the full convolution's, (K - 1) * d - p), padding included."""
+    n, c, h, w = x.shape
+    kernel = geo.kernel[1:]
+    pads = geo.padding if op != "bwd_input" else [max(0, (k - 1) * d - p) for k, d, p in
+                                                  zip(kernel, geo.dilation, geo.padding)]
+    padded = n * c * (h + 2 * pads[0]) * (w + 2 * pads[1])
+    return (padded - np.count_nonzero(x)) / max(padded, 1)
+
+
 def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None, dataflow="default"):
     """The problems of one operation of a layer (``op`` in ``OPS``), the sparser operand on the rows.
 
-    ``dataflow`` (in ``DATAFLOWS``) picks the pass formation: SPEC section 5's, or DNNsim's (which also breaks a tie
-    of sparsity the other way: the second operand, weights or gradients, is scheduled unless the first is sparser).
+    ``dataflow`` (in ``DATAFLOWS``) picks the pass formation: SPEC section 5's, or DNNsim's, which also chooses the
+    scheduled side as DNNsim does: the windows' operand (activations; gradients of the input gradient), its zeros
+    counted over its zero-padded map, only when strictly sparser than the other (weights, or gradients).
 
     ``layer`` has ``name``, ``stride``, ``padding``, ``dilation``, ``groups`` (a LayerInfo); ``tensors`` has
     ``input``, ``weight`` and ``output_grad`` arrays as PyTorch lays them out; ``arrays`` may
@@ -369,8 +383,10 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None,
     arrays = operands(layer, tensors, fmt, rounding) if arrays is None else arrays
     a, w, g = arrays["A"], arrays["W"], arrays["G"]
     zeros = {name: 1.0 - np.count_nonzero(arrays[name]) / max(arrays[name].size, 1) for name in names}
-    # DNNsim schedules the first operand only when it is strictly sparser (``in_sparsity > wgt_sparsity``)
-    swap = bool(not zeros[names[0]] > zeros[names[1]]) if dataflow == "dnnsim" else bool(zeros[names[1]] > zeros[names[0]])
+    if dataflow == "dnnsim":
+        swap = not _dnnsim_sparsity(arrays[names[0]], op, geo) > zeros[names[1]]
+    else:
+        swap = bool(zeros[names[1]] > zeros[names[0]])
     problems = [
         Problem(label, *((second, first) if swap else (first, second)))
         for label, first, second in build(a, w, g, geo, lanes, dataflow == "dnnsim")

@@ -93,9 +93,10 @@ def carried_cycles(summary, lookahead, order=None, skip=0, with_skip=False):
 
 
 def call_of(label):
-    """The DNNsim call (one layer, operation, group and sample: one skip counter) a problem of the ``dnnsim``
-    dataflow belongs to: its label up to the stride phase or kernel offset."""
-    return label.split(" phase")[0].split(" offset")[0]
+    """The skip counter of DNNsim a problem of the ``dnnsim`` dataflow counts with: one per layer, operation, group
+    and sample (its label up to the kernel offset: the weight gradient's offsets share one), and one per stride
+    phase of a strided input gradient (``channel_first_dilated_convolution`` declares it per phase)."""
+    return label.split(" offset")[0]
 
 
 def problem_cycles(problem, rows, cols, pattern, lookahead, rows_outer, skip=0):
