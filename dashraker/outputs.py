@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["OutputError", "OutputFolder", "atomic_write", "check_output_file", "umask_mode"]
+__all__ = ["OutputError", "OutputFolder", "atomic_write", "check_output_file", "check_output_folder", "umask_mode"]
 
 
 class OutputError(ValueError):
@@ -40,11 +40,17 @@ def atomic_write(path, write):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as file:
-            write(file)
-            file.flush()
-            os.fchmod(file.fileno(), umask_mode())
-            os.fsync(file.fileno())
+        try:
+            with os.fdopen(fd, "wb") as file:
+                write(file)
+                file.flush()
+                os.fchmod(file.fileno(), umask_mode())
+                os.fsync(file.fileno())
+        except OSError as error:  # a full disk: Python's "[Errno 28]" or NumPy's "N requested and M written"
+            if error.filename is not None and error.filename != tmp:
+                raise
+            reason = error.strerror or f"{error} (a short write: the disk is probably full)"
+            raise OSError(error.errno, reason, str(path)) from None
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -78,6 +84,18 @@ def check_output_file(path, what="output file"):
     return path
 
 
+def check_output_folder(path, what="output folder"):
+    """``Path(path)`` if files can be created in that folder (made if missing); ``OutputError`` (a file, an empty name,
+    read-only) if not. For folders written file by file, such as caches, checked before the long work."""
+    if not str(path).strip():
+        raise OutputError(f"{what}: an empty name is not a folder")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{what} {path}: is a file, not a folder")
+    _writable_ancestor(path / "probe", what) if path.is_dir() else _writable_ancestor(path, what)
+    return path
+
+
 def _exchange(a, b):
     """Swap two paths at once (Linux ``renameat2(RENAME_EXCHANGE)``); False where the system cannot."""
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
@@ -92,13 +110,18 @@ class OutputFolder:
     ``replaceable(path)`` says whether an existing non-empty folder is this project's output of
     this kind and may be replaced (None: never). ``hint`` ends the refusal (e.g. "use --force").
     The lock is a sibling file ``.<name>.lock`` holding the writer's pid, host and command;
-    it is an ``flock``, so a killed writer never leaves a stale lock.
+    it is an ``flock``, so a killed writer never holds it; the next writer removes the file and
+    the staging folders (``.<name>.XXXXXXXX.new``/``.old``) a killed writer left. A path that is
+    a symbolic link stands for the folder it points to: that folder is locked and replaced, the
+    link stays.
     """
 
     def __init__(self, path, what, replaceable=None, hint=""):
         if not str(path).strip():
             raise OutputError(f"{what}: an empty name is not a folder")
         self.path, self.what = Path(path), what
+        if self.path.is_symlink():
+            self.path = Path(os.path.realpath(self.path))
         if self.path.exists() and not self.path.is_dir():
             raise OutputError(f"{what} {self.path}: is a file, not a folder")
         if self.path.is_dir() and any(self.path.iterdir()) and not (replaceable and replaceable(self.path)):
@@ -124,7 +147,17 @@ class OutputFolder:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} ({' '.join(sys.argv)})\n".encode())
         self._lock = (fd, lock_path)
+        self._remove_stale_staging()
         return self
+
+    def _remove_stale_staging(self):
+        """Staging folders of this output that a killed writer left: only the lock's holder makes them, and we hold it."""
+        prefix = f".{self.path.name}."
+        for entry in self.path.parent.iterdir():
+            name = entry.name
+            if (name.startswith(prefix) and name.endswith((".new", ".old")) and len(name) == len(prefix) + 12
+                    and entry.is_dir() and not entry.is_symlink()):
+                shutil.rmtree(entry, ignore_errors=True)
 
     def __exit__(self, *exc):
         fd, lock_path = self._lock

@@ -222,9 +222,14 @@ def _run(args):
     from dashraker.errors import CliError
     from dashraker.trace.store import save_json
 
+    from dashraker.outputs import check_output_file, check_output_folder
+
     params = design_params(args)
     if not args.max_minutes > 0:
         raise CliError(f"--max-minutes must be positive, not {args.max_minutes:g}")
+    check_output_folder(args.out, "--out")  # before minutes of synthesis
+    if args.json:
+        check_output_file(args.json, "--json")
     try:
         limit = None if args.force_size else args.max_minutes * 60
         record = design_area(args.design, params, args.out, not args.no_progress, limit)

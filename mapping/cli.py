@@ -96,6 +96,10 @@ def run(args):
     if not args.trace.is_dir():
         raise CliError(f"{args.trace}: not a trace folder")
     out = OutputFolder(args.out, "--out", is_map_output, "give a new folder or one of earlier map reports")
+    if (args.compare or configs[0].compare) == "iso-area":
+        from dashraker.outputs import check_output_folder
+
+        check_output_folder(args.area_cache, "--area-cache")  # before the mapping and the synthesis
     with out:
         rows = _map(args, configs, steps)
         sums = totals(rows)

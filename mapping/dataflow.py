@@ -233,15 +233,23 @@ def _taps(kernel, h_inner):
     return kernel.swapaxes(-3, -2) if h_inner else kernel
 
 
+def _samples(n, dnnsim):
+    """(label, sample slice) of each set of windows: all samples together, or (dnnsim) each on its own, as DNNsim
+    simulates a sample at a time (its windows never share a pass with another sample's: a Linear layer, whose
+    samples are its only windows, gets one sample per pass)."""
+    return [(f" sample {s}", slice(s, s + 1)) for s in range(n)] if dnnsim else [("", slice(None))]
+
+
 def _forward(a, w, g, geo, lanes, dnnsim):
     n, c, h, wd = a.shape
     m, cg, kh, kw = w.shape
     groups, mg = geo.groups, m // geo.groups
     hi, wi = _tap_index(a, w, g, geo)
     for k in range(groups):
-        windows = _window_streams(_nhwc_with_zero_slot(a[:, k * cg : (k + 1) * cg]), hi, wi, lanes, dnnsim)
+        source = _nhwc_with_zero_slot(a[:, k * cg : (k + 1) * cg])
         filters = _array_streams(_taps(w[k * mg : (k + 1) * mg].transpose(0, 2, 3, 1), dnnsim), lanes)
-        yield f"group {k}", windows, filters
+        for name, sample in _samples(n, dnnsim):
+            yield f"group {k}{name}", _window_streams(source[sample], hi, wi, lanes, dnnsim), filters
 
 
 def _tap_index(a, w, g, geo):
@@ -264,9 +272,10 @@ def _input_grad(a, w, g, geo, lanes, dnnsim):
                 cols, taps_w, wi = _phase_index(wd, ow, kw, stride[1], pad[1], dilation[1], qw)
                 if not (len(rows) and len(cols) and len(taps_h) and len(taps_w)):
                     continue  # positions no tap reaches: their gradient is zero, no work
-                windows = _window_streams(source, hi, wi, lanes, dnnsim)
                 filters = _array_streams(_taps(flipped[:, taps_h][:, :, taps_w], dnnsim), lanes)
-                yield f"group {k} phase ({qh},{qw})", windows, filters
+                for name, sample in _samples(len(source), dnnsim):
+                    windows = _window_streams(source[sample], hi, wi, lanes, dnnsim)
+                    yield f"group {k}{name} phase ({qh},{qw})", windows, filters
 
 
 def _position_streams(x, lanes, h_inner=False):
@@ -286,26 +295,27 @@ def _weight_grad(a, w, g, geo, lanes, dnnsim):
     planes[:, :, :h, :wd] = a.transpose(1, 0, 2, 3)
     planes = planes.reshape(c, n, -1)
     hi, wi = _tap_index(a, w, g, geo)
-    samples = [(f"sample {s} ", slice(s, s + 1)) for s in range(n)] if dnnsim else [("", slice(None))]
+    samples = _samples(n, dnnsim)
     chunks = -(-oh * ow // lanes)  # lane chunks of a sample's output positions
     steps = len(range(n)[samples[0][1]]) * chunks
     for k in range(groups):
         for name, sample in samples:
             grads = _position_streams(g[sample, k * mg : (k + 1) * mg], lanes, dnnsim)
-            for i in range(kh):
-                for j in range(kw):
-                    # The plane slot sampled at each output position, in _position_streams' order;
-                    # the padding positions read the zero slot (h, wd), the plane's last.
-                    taps = hi[:, i][:, None] * (wd + 1) + wi[:, j][None, :]
-                    index = np.full(chunks * lanes, planes.shape[-1] - 1)
-                    index[: taps.size] = (taps.T if dnnsim else taps).ravel()
+            # kernel offsets H-outer; dnnsim: W-outer, H-inner, DNNsim's order (which its carried skip counter sees)
+            offsets = [(i, j) for j in range(kw) for i in range(kh)] if dnnsim else np.ndindex(kh, kw)
+            for i, j in offsets:
+                # The plane slot sampled at each output position, in _position_streams' order;
+                # the padding positions read the zero slot (h, wd), the plane's last.
+                taps = hi[:, i][:, None] * (wd + 1) + wi[:, j][None, :]
+                index = np.full(chunks * lanes, planes.shape[-1] - 1)
+                index[: taps.size] = (taps.T if dnnsim else taps).ravel()
 
-                    def take(start, stop, index=index, first=k * cg, sample=sample):
-                        sampled = np.take(planes[first + start : first + stop, sample], index, axis=2)
-                        return sampled.reshape(stop - start, -1, lanes)
+                def take(start, stop, index=index, first=k * cg, sample=sample):
+                    sampled = np.take(planes[first + start : first + stop, sample], index, axis=2)
+                    return sampled.reshape(stop - start, -1, lanes)
 
-                    acts = Streams(cg, steps, lanes, take)
-                    yield f"group {k} {name}offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
+                acts = Streams(cg, steps, lanes, take)
+                yield f"group {k}{name} offset ({i},{j})", acts, Streams(mg, steps, lanes, _slicer(grads))
 
 
 def _slicer(array):
@@ -341,10 +351,24 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
     }
 
 
+def _dnnsim_sparsity(x, op, geo):
+    """The share of zeros DNNsim weighs the windows' operand by (``x``: the activations, or the output gradients of
+    the input gradient) to choose the scheduled side: over the zero-padded map it slides its windows on (the layer's
+    padding; for the input gradient the full convolution's, (K - 1) * d - p), padding included."""
+    n, c, h, w = x.shape
+    kernel = geo.kernel[1:]
+    pads = geo.padding if op != "bwd_input" else [max(0, (k - 1) * d - p) for k, d, p in
+                                                  zip(kernel, geo.dilation, geo.padding)]
+    padded = n * c * (h + 2 * pads[0]) * (w + 2 * pads[1])
+    return (padded - np.count_nonzero(x)) / max(padded, 1)
+
+
 def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None, dataflow="default"):
     """The problems of one operation of a layer (``op`` in ``OPS``), the sparser operand on the rows.
 
-    ``dataflow`` (in ``DATAFLOWS``) picks the pass formation: SPEC section 5's, or DNNsim's.
+    ``dataflow`` (in ``DATAFLOWS``) picks the pass formation: SPEC section 5's, or DNNsim's, which also chooses the
+    scheduled side as DNNsim does: the windows' operand (activations; gradients of the input gradient), its zeros
+    counted over its zero-padded map, only when strictly sparser than the other (weights, or gradients).
 
     ``layer`` has ``name``, ``stride``, ``padding``, ``dilation``, ``groups`` (a LayerInfo); ``tensors`` has
     ``input``, ``weight`` and ``output_grad`` arrays as PyTorch lays them out; ``arrays`` may
@@ -359,7 +383,10 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None,
     arrays = operands(layer, tensors, fmt, rounding) if arrays is None else arrays
     a, w, g = arrays["A"], arrays["W"], arrays["G"]
     zeros = {name: 1.0 - np.count_nonzero(arrays[name]) / max(arrays[name].size, 1) for name in names}
-    swap = bool(zeros[names[1]] > zeros[names[0]])
+    if dataflow == "dnnsim":
+        swap = not _dnnsim_sparsity(arrays[names[0]], op, geo) > zeros[names[1]]
+    else:
+        swap = bool(zeros[names[1]] > zeros[names[0]])
     problems = [
         Problem(label, *((second, first) if swap else (first, second)))
         for label, first, second in build(a, w, g, geo, lanes, dataflow == "dnnsim")

@@ -154,6 +154,30 @@ def _evaluate(problems, config):
     return [dict(zip(names, arrays)) for arrays in per_problem]
 
 
+def _dnnsim_carried(config, op_plan):
+    """For the ``dnnsim`` dataflow on a design with a staging window (a ``lookahead`` and a ``pattern``): a function
+    giving a problem's per-pass cycles as DNNsim counts them (``mapping.dnnsim``: the leading all-zero steps jumped,
+    one skip counter per layer, operation, group and sample, carried from pass to pass); else None."""
+    params = config.params
+    if config.dataflow != "dnnsim" or config.design.cost.operands != "scheduled" or not {"lookahead", "pattern"} <= set(params):
+        return None
+    from dashraker.mapping import dnnsim
+    from dashraker.models.tensordash import parse_pattern
+
+    pattern, state = parse_pattern(params["pattern"]), {"call": None, "skip": 0}
+    rows_outer = op_plan.scheduled == ("G" if op_plan.op == "bwd_input" else "A")  # windows / activations on rows
+
+    def cycles(problem):
+        call = dnnsim.call_of(problem.label)
+        skip = state["skip"] if call == state["call"] else 0
+        result, state["skip"] = dnnsim.problem_cycles(problem, config.rows, config.cols, pattern, params["lookahead"],
+                                                      rows_outer, skip)
+        state["call"] = call
+        return result
+
+    return cycles
+
+
 def map_op(config, layer, tensors, op, plans=None):
     """Map one operation of one layer on ``config``'s design and on the dense baseline of the same array.
 
@@ -172,6 +196,7 @@ def map_op(config, layer, tensors, op, plans=None):
     counts = {name: 0 for name in COMPONENTS}
     cost = config.design.cost
     per_problem = _evaluate(op_plan.problems, config) if cost.operands is not Operands.NONE else None
+    carried = _dnnsim_carried(config, op_plan)
     for index, problem in enumerate(op_plan.problems):
         row_sets, col_sets = problem.rows.num_sets(config.rows), problem.cols.num_sets(config.cols)
         row_set, col_set = np.divmod(np.arange(row_sets * col_sets), col_sets)
@@ -181,7 +206,7 @@ def map_op(config, layer, tensors, op, plans=None):
             found = dict(per_problem[index])
             cycles = found.pop("cycles")
             if cost.operands is Operands.SCHEDULED:  # per row set: shared by its column sets, counted per partner
-                cycles = np.repeat(cycles, col_sets)
+                cycles = np.repeat(cycles, col_sets) if carried is None else carried(problem)
             partners = problem.cols.count if cost.operands is Operands.SCHEDULED else 1
             for name, values in found.items():
                 counts[name] += int(values.sum()) * partners

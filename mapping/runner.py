@@ -8,6 +8,8 @@ import math
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from pathlib import Path
 
 import numba
@@ -139,11 +141,34 @@ def _in_process(trace, configs, tasks, bar):
         restore()
 
 
-def _worker_init():
+PR_SET_PDEATHSIG = 1  # Linux prctl(2): the signal a process gets when the thread that made it ends
+
+
+def _worker_init(parent):
     # Ctrl-C reaches the whole process group: the parent alone handles it and ends the workers,
     # with SIGTERM, which must end a worker rather than raise the parent's ``Terminated`` in it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _end_with_parent(parent)
+
+
+def _end_with_parent(parent):
+    """End this worker when its parent ``parent`` (a pid) dies, even by SIGKILL (an out-of-memory kill, a batch
+    system's), which no handler of the parent sees: Linux delivers SIGKILL to it then (``PR_SET_PDEATHSIG``; the
+    pool makes its workers from the parent's main thread, whose end is the parent's). Elsewhere a thread polls
+    ``os.getppid()``, which changes when the parent is gone."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if hasattr(libc, "prctl") and libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+        if os.getppid() != parent:  # it died before the request took effect
+            os._exit(1)
+        return
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _end_workers(pool):
@@ -163,7 +188,8 @@ def _on_local_workers(trace_path, configs, tasks, jobs, bar, start="fork"):
     """
     context = multiprocessing.get_context(start)
     results = []
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init) as pool:
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
+                                                initargs=(os.getpid(),)) as pool:
         try:
             gc.freeze()  # the workers' garbage collections leave what they inherit untouched: fewer pages copied
             try:

@@ -37,6 +37,8 @@ def register(subparsers):
         group.add_argument(parameter.option, dest=parameter.name, metavar=parameter.key.upper(),
                            type=parameter.kind if parameter.choices is None else type(parameter.choices[0]),
                            help=help_text)
+    parser.add_argument("--force-size", action="store_true",
+                        help="go ahead with a tile past the size guard of `dashraker verilog` (512 lanes)")
     parser.add_argument("--build", default="build/cosim", help="folder of cached RTL builds (default build/cosim)")
     parser.add_argument("--opt-level", type=int, choices=range(4), default=2,
                         help="C++ optimisation level of the model (default 2; 0 compiles fastest)")
@@ -83,7 +85,7 @@ def _run(args):
 
     from dashraker.designs import DESIGNS
     from dashraker.designs import design as find_design
-    from dashraker.designs.cli import check_flag
+    from dashraker.designs.cli import check_flag, check_size
     from dashraker.outputs import check_output_file
     from dashraker.sim.cosim import Cosim, CosimBuildError
     from dashraker.sim.cosim_check import OPS, cosimulate
@@ -109,6 +111,10 @@ def _run(args):
         raise CliError(f"{options[name]} does not apply to design {design.name}")
     for name, value in given.items():
         check_flag(known[name], value)
+    try:  # minutes of building and simulating, or worse, before a tile too large would fail
+        check_size(design, design.params(**{**_TILE_DEFAULTS, **given}), args.force_size)
+    except ValueError as error:
+        raise CliError(f"{design.name}: {error}") from None
     try:  # a broken tensor file is found here, before minutes of building the RTL
         tensors = trace.load(layer.name, step)
     except TraceError as error:

@@ -71,3 +71,46 @@ def test_unusable_output_folders(tmp_path, where, message):
 def test_unusable_output_files(tmp_path, where, message):
     with pytest.raises(OutputError, match=message):
         check_output_file(tmp_path if where == "folder" else where, "test file")
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), OSError("786432 requested and 256992 written")])
+def test_a_full_disk_names_the_file(tmp_path, error):
+    """Python's ENOSPC has no file name, NumPy's short write not even an errno: both are raised naming the file."""
+    from dashraker.cli import main
+
+    def write(file):
+        file.write(b"part")
+        raise error
+
+    with pytest.raises(OSError) as raised:
+        atomic_write(tmp_path / "map.csv", write)
+    assert raised.value.filename == str(tmp_path / "map.csv") and list(tmp_path.iterdir()) == []
+    assert ("No space left" if error.errno else "disk is probably full") in raised.value.strerror
+
+
+def test_a_later_run_removes_what_a_killed_one_left(tmp_path):
+    """``kill -9`` during a run leaves its staging folder and the lock file: the next writer of that output removes
+    them, and nothing of another output's."""
+    (tmp_path / ".out.abcd1234.new").mkdir()
+    (tmp_path / ".out.abcd1234.new" / "manifest.json").write_text("{}")
+    (tmp_path / ".out.efgh5678.old").mkdir()
+    (tmp_path / ".out.lock").write_text("pid 1 on host (killed)\n")
+    (tmp_path / ".other.abcd1234.new").mkdir()
+    folder = OutputFolder(tmp_path / "out", "trace folder")
+    with folder, folder.staging() as staging:
+        (staging / "manifest.json").write_text("{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.abcd1234.new", "out"]
+
+
+def test_a_symbolic_link_stands_for_its_folder(tmp_path):
+    """The lock is the real folder's and the link survives the run, pointing at the new output."""
+    real = tmp_path / "disk" / "out"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    folder = OutputFolder(tmp_path / "link", "--out")
+    with folder:
+        assert (real.parent / ".out.lock").exists()
+        with folder.staging() as staging:
+            (staging / "map.csv").write_text("new\n")
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "link" / "map.csv").read_text() == "new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "link"]

@@ -6,7 +6,7 @@ import numpy as np
 
 from dashraker.trace.errors import TraceError
 from dashraker.trace.reader import open_trace
-from dashraker.trace.store import TENSORS
+from dashraker.trace.store import TENSORS, unrecorded_message
 
 __all__ = ["TensorStats", "CheckResult", "check_trace", "format_sparsity", "format_summary"]
 
@@ -41,8 +41,11 @@ class CheckResult:
         return not self.problems
 
 
-def check_trace(path, progress=False):
-    """Check the trace folder ``path`` file by file, collecting every problem rather than stopping at the first."""
+def check_trace(path, progress=False, strict=False):
+    """Check the trace folder ``path`` file by file, collecting every problem rather than stopping at the first.
+
+    Modules with parameters that the recorder saw but did not record (the manifest's ``unrecorded_layers``) are a
+    warning, or a problem with ``strict``."""
     result = CheckResult()
     try:
         result.trace = trace = open_trace(path)
@@ -51,6 +54,10 @@ def check_trace(path, progress=False):
         return result
     result.warnings = [f"layer {layer.name!r}: {layer.reason}; not mapped or co-simulated "
                        "(dashraker map --skip-unsupported maps the other layers)" for layer in trace.unsupported]
+    unrecorded = [(entry.get("name"), entry.get("type")) for entry in trace.manifest.get("unrecorded_layers") or ()
+                  if isinstance(entry, dict)]
+    if unrecorded:
+        (result.problems if strict else result.warnings).append(f"{trace.path}: {unrecorded_message(unrecorded)}")
     jobs = [(step, layer) for step in trace.steps for layer in trace.layers]
     if progress:
         from tqdm import tqdm

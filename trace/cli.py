@@ -20,12 +20,23 @@ def step_list(flag, texts):
 
 
 def _record(args):
+    import warnings
+
     from dashraker.trace.errors import RecordError
     from dashraker.trace.factory import parse_args
+    from dashraker.trace.recorder import UnrecordedWarning
     from dashraker.trace.training import record
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", UnrecordedWarning)
+        warnings.showwarning = lambda message, *rest: print(f"warning: {message}", file=sys.stderr)
+        out = _recorded(args, record, parse_args, RecordError)
+    print(f"trace written to {out}")
+
+
+def _recorded(args, record, parse_args, RecordError):
     try:
-        out = record(
+        return record(
             args.model,
             args.data,
             step_list("--steps", [args.steps]),
@@ -42,16 +53,16 @@ def _record(args):
             threads=args.threads,
             model_args=parse_args(args.model_arg, "--model-arg"),
             data_args=parse_args(args.data_arg, "--data-arg"),
+            strict=args.strict,
         )
     except RecordError as error:
         raise CliError(str(error)) from None
-    print(f"trace written to {out}")
 
 
 def _check(args):
     from dashraker.trace.check import check_trace, format_sparsity, format_summary
 
-    result = check_trace(args.trace, progress=not (args.quiet or args.no_progress))
+    result = check_trace(args.trace, progress=not (args.quiet or args.no_progress), strict=args.strict)
     if result.stats and not args.quiet:
         print(format_sparsity(result.stats))
         print()
@@ -63,7 +74,7 @@ def _check(args):
     if result.problems:
         raise CliError(f"{len(result.problems)} problem(s) in trace {args.trace}; first: {result.problems[0]}")
     trace = result.trace
-    skipped = f", {len(result.warnings)} layer(s) of unsupported type (warnings above)" if result.warnings else ""
+    skipped = f", {len(result.warnings)} warning(s) above" if result.warnings else ""
     print(f"{args.trace}: ok, {len(trace.layers)} layers x {len(trace.steps)} steps, {len(result.stats)} tensors"
           f"{skipped}")
 
@@ -76,7 +87,7 @@ def _export(args):
         root = export_dnnsim(args.trace, args.out, net=args.net, progress=not args.no_progress, overwrite=args.force)
     except TraceError as error:
         raise CliError(str(error)) from None
-    print(f"dnnsim layout written to {root}")
+    print(f"dnnsim layout written to {root}; {root / 'DNNSIM.txt'} says how to run DNNsim on it")
 
 
 def register(subparsers):
@@ -110,6 +121,9 @@ def register(subparsers):
     rec.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's choice)")
     rec.add_argument("--out", required=True, help="trace folder to create")
     rec.add_argument("--force", action="store_true", help="replace an existing trace in --out")
+    rec.add_argument("--strict", action="store_true",
+                     help="refuse a model with modules whose parameters are not recorded (ConvTranspose2d, LSTM, ...: "
+                     "anything but Conv1d, Conv2d, Linear, MatMul, normalisations and embeddings) instead of warning")
     rec.add_argument("--no-progress", action="store_true", help="no progress bar")
     rec.set_defaults(func=_record)
 
@@ -117,13 +131,19 @@ def register(subparsers):
     check.add_argument("trace", help="trace folder")
     check.add_argument("--no-progress", action="store_true", help="no progress bar")
     check.add_argument("--quiet", action="store_true", help="print problems only, no table or progress bar")
+    check.add_argument("--strict", action="store_true",
+                       help="a problem (exit 2), not a warning: modules with parameters the recording left out")
     check.set_defaults(func=_check)
+
+    from dashraker.trace.export import REFUSED
 
     export = actions.add_parser(
         "export", help="export a trace to another simulator's layout",
-        description="Write the trace in DNNsim's per-layer .npy layout with trace_params.csv. Layers are renamed "
+        description="Write the trace in DNNsim's per-layer .npy layout with trace_params.csv, a DNNsim batch file "
+        "(tensordash.prototxt) and DNNSIM.txt, the steps to run DNNsim on it. Layers are renamed "
         "fc<i> (Linear) and conv<i> (convolution), i the layer's index in the trace, so that DNNsim types them "
-        "right; layer_names.csv keeps the mapping. Grouped, depthwise and dilated layers are refused (exit 2).")
+        f"right; layer_names.csv keeps the mapping. Refused (exit 2, every such layer named at once): {REFUSED}. "
+        "One network per output folder: a folder holding another network's export is refused, with --force too.")
     export.add_argument("--format", choices=["dnnsim"], default="dnnsim", help="output layout (default dnnsim)")
     export.add_argument("--net", help="network folder name in the output (default: the trace's model name)")
     export.add_argument("trace", help="trace folder")

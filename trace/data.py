@@ -11,7 +11,8 @@ A data set is named ``name`` or ``name:path``:
   (taken in name order); ``x`` is [N, C, H, W], [N, H, W] (one channel) or [N, features],
   ``y`` integer class labels [N].
 - ``PACKAGE.MODULE:FACTORY``: the user's own map-style data set (``factory.build_dataset``),
-  used as it is (no scaling); integer samples are token sequences.
+  used as it is (no scaling); integer samples are token sequences. Of a set larger than the
+  training run can use, only that many items are read (drawn with the seed).
 
 Images are scaled to [0, 1] (uint8 by 255) and standardized per channel over the data set.
 The bundled sets are built once per process (cached; their tensors are never modified).
@@ -194,12 +195,12 @@ DATASETS = {"digits": digits, "pystdlib": stdlib_text, "cifar10": cifar10, "npy"
 _NEEDS_PATH = {"cifar10", "npy"}
 
 
-def load_data(spec, seq_len=64, data_args=None):
+def load_data(spec, seq_len=64, data_args=None, needed=None, seed=0):
     """Load the data set named ``spec`` (``name``, ``name:path`` or a factory called with ``data_args``, see the
-    module docstring)."""
+    module docstring); of a factory's set, at most ``needed`` items drawn with ``seed`` (``factory.build_dataset``)."""
     name, _, path = str(spec).partition(":")
     if name not in DATASETS and factory.is_factory(spec):
-        x, y = factory.build_dataset(spec, data_args or {})
+        x, y = factory.build_dataset(spec, data_args or {}, needed, seed)
         kind = "tensors" if x.is_floating_point() else "tokens"
         return Dataset(str(spec), x.float() if kind == "tensors" else x.long(), y.long(), int(y.max()) + 1, kind)
     if data_args:

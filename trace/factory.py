@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 
+import numpy as np
 import torch
 
 from dashraker.trace.errors import RecordError
@@ -68,23 +69,64 @@ def build_model(spec, kwargs):
     return model
 
 
-def build_dataset(spec, kwargs):
-    """``(x, y)`` tensors of every sample of the map-style data set that the factory ``spec`` returns.
+def _memory_available():
+    """Bytes of memory available to a new allocation (Linux ``MemAvailable``), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _item_bytes(pair):
+    return sum(torch.as_tensor(part).numel() * torch.as_tensor(part).element_size() for part in pair)
+
+
+def build_dataset(spec, kwargs, needed=None, seed=0):
+    """``(x, y)`` tensors of the samples of the map-style data set that the factory ``spec`` returns.
 
     The data set has ``len()`` and item ``i`` is a pair (sample, target) of tensors, arrays or
     numbers, all samples of one shape and all targets of one shape: class labels, or token ids
     for a sequence model; a sample of integers is a token sequence.
+
+    Only what training can use is read: a data set of more than ``needed`` items (the samples of
+    the steps to run) gives ``needed`` of them, distinct and drawn uniformly with ``seed``, read in
+    index order; a smaller one is read whole. Before reading, the size of that read is estimated
+    from the first item and refused past half the memory available.
     """
     dataset = _call(spec, "data factory", kwargs)
     where = f"data factory {spec!r}"
+    if not (hasattr(type(dataset), "__len__") and hasattr(type(dataset), "__getitem__")):
+        raise RecordError(f"{where}: the data set must support len() and [i]; a {type(dataset).__name__} does not")
+    index = pairs = None
     try:
         count = len(dataset)
-        pairs = [dataset[i] for i in range(count)]
-    except Exception as error:
-        raise RecordError(f"{where}: the data set must support len() and [i], got {type(error).__name__}: "
-                          f"{error}") from None
-    if not count:
-        raise RecordError(f"{where}: the data set is empty")
+        if not count:
+            raise RecordError(f"{where}: the data set is empty")
+        index, pairs = range(count), []
+        reads = count if needed is None else min(count, needed)
+        first = dataset[0]
+        try:
+            item = _item_bytes(first)
+        except Exception:
+            item = 0  # not a pair of tensors: said below
+        available = _memory_available()
+        if available is not None and reads * item > available // 2:
+            raise RecordError(f"{where}: reading {reads:,} items of {item:,} bytes needs {reads * item / 2**30:.1f} "
+                              f"GiB, more than half of the {available / 2**30:.1f} GiB available; record fewer steps, "
+                              "a smaller batch, or return smaller samples")
+        if reads < count:
+            index = np.sort(np.random.default_rng(seed).choice(count, reads, replace=False)).tolist()
+        for i in index:
+            pairs.append(first if i == 0 else dataset[i])
+    except RecordError:
+        raise
+    except Exception as error:  # the user's len() or [i] raised: say which
+        what = "len()" if index is None else f"item [{index[len(pairs)] if pairs else 0}]"
+        raise RecordError(f"{where}: {what} raised {type(error).__name__}: {error}") from None
     try:
         x, y = (torch.stack([torch.as_tensor(pair[i]) for pair in pairs]) for i in (0, 1))
     except Exception as error:

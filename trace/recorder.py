@@ -17,6 +17,7 @@ accumulation inside one recorded step) gives k + 1 layer entries: its name for t
 
 import contextlib
 import platform
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -28,12 +29,33 @@ from dashraker.outputs import OutputFolder
 from dashraker.trace.errors import RecordError
 from dashraker.trace.layers import MatMul
 from dashraker.trace.store import (FORMAT, FORMAT_VERSION, MANIFEST, TENSORS, is_trace, save_json, save_npy,
-                                   tensor_path)
+                                   tensor_path, unrecorded_message)
 
-__all__ = ["Recorder", "recording", "recordable_layers", "call_name", "RECORDED"]
+__all__ = ["Recorder", "recording", "recordable_layers", "unrecorded_layers", "call_name",
+           "RECORDED", "UnrecordedWarning"]
 
 
 RECORDED = (nn.Conv1d, nn.Conv2d, nn.Linear, MatMul)
+
+# Modules with parameters that do no multiply-accumulate work a PE array runs (per-channel scaling, lookups): their
+# parameters are not a reason to warn. Any other module holding parameters of its own (ConvTranspose2d, Conv3d,
+# LSTM, GRU, RNN, Bilinear, MultiheadAttention's input projection, a custom module that calls F.linear or @ on an
+# nn.Parameter) computes something the trace leaves out.
+NOT_COMPUTE = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.Embedding, nn.EmbeddingBag, nn.PReLU,
+               *((nn.RMSNorm,) if hasattr(nn, "RMSNorm") else ()))
+
+
+class UnrecordedWarning(UserWarning):
+    """A model holds parameters in modules the trace leaves out (``unrecorded_layers``)."""
+
+
+def unrecorded_layers(model):
+    """``(name, type)`` of every module of ``model`` that holds parameters of its own (not its children's) but is not
+    recorded (``RECORDED``) nor a normalisation or lookup (``NOT_COMPUTE``): work a map of the trace leaves out."""
+    return [(name, type(m).__name__) for name, m in _unwrapped(model).named_modules()
+            if not isinstance(m, (*RECORDED, *NOT_COMPUTE)) and any(True for _ in m.parameters(recurse=False))]
+
+
 
 
 def _unwrapped(model):
@@ -103,7 +125,9 @@ class Recorder:
     ``out`` (trace folder), ``samples`` (the first ``samples`` samples of each batch are saved),
     ``input_grad`` (also save input gradients), ``meta`` (extra manifest fields: model (default:
     its class name), data, optimizer settings...; the recorder writes the format, framework
-    versions, steps and layers itself).
+    versions, steps and layers itself), ``strict`` (refuse a model with modules whose parameters are
+    not recorded, ``unrecorded_layers``, instead of an ``UnrecordedWarning`` naming them; the manifest
+    lists them as ``unrecorded_layers`` either way).
 
     Each recorded step writes its files atomically and then rewrites ``manifest.json``
     atomically with the step added, so an interrupted run leaves a valid trace of the
@@ -114,16 +138,22 @@ class Recorder:
     Tensors are saved as float32 whatever dtype autocast computed them in.
     """
 
-    def __init__(self, model, out, samples, input_grad=False, meta=None):
+    def __init__(self, model, out, samples, input_grad=False, meta=None, strict=False):
         if not isinstance(samples, int) or samples < 1:
             raise RecordError(f"samples must be a positive integer, not {samples!r}")
         self.out = Path(out)
         self.samples = samples
         self.input_grad = input_grad
-        self.meta = {"model": type(_unwrapped(model)).__name__, **(meta or {})}
         self.modules = recordable_layers(model)
         if not self.modules:
             raise RecordError("the model has no Conv1d, Conv2d, Linear or MatMul layer to record")
+        unrecorded = unrecorded_layers(model)
+        if unrecorded and strict:
+            raise RecordError(unrecorded_message(unrecorded) + "; refused (strict)")
+        if unrecorded:
+            warnings.warn(unrecorded_message(unrecorded), UnrecordedWarning, stacklevel=3)
+        self.meta = {"model": type(_unwrapped(model)).__name__, **(meta or {}),
+                     "unrecorded_layers": [{"name": name, "type": kind} for name, kind in unrecorded]}
         self.hyper = {name: {**_hyper_parameters(name, m), "bias": getattr(m, "bias", None) is not None}
                       for name, m in self.modules}
         self.steps = []
@@ -255,8 +285,11 @@ def _second_activation(name, a, b):
 
 
 @contextlib.contextmanager
-def recording(model, out, samples, input_grad=False, meta=None, overwrite=False):
+def recording(model, out, samples, input_grad=False, meta=None, overwrite=False, strict=False):
     """A ``Recorder`` for a training loop of one's own, writing the whole trace at once.
+
+    Modules with parameters that are not recorded are named in an ``UnrecordedWarning`` (a ``RecordError`` with
+    ``strict``).
 
     The trace is written into a temporary sibling of ``out`` that replaces it when the block
     ends without an exception (so a failed run leaves ``out`` as it was); ``overwrite`` lets it
@@ -264,7 +297,7 @@ def recording(model, out, samples, input_grad=False, meta=None, overwrite=False)
     """
     folder = OutputFolder(out, "trace folder", is_trace if overwrite else None, "overwrite=True replaces a trace")
     with folder, folder.staging() as staging:
-        recorder = Recorder(model, staging, samples, input_grad=input_grad, meta=meta)
+        recorder = Recorder(model, staging, samples, input_grad=input_grad, meta=meta, strict=strict)
         yield recorder
         if not recorder.steps:
             raise RecordError(f"trace folder {out}: no step was recorded (run passes inside recorder.step(n))")

@@ -18,6 +18,7 @@ __all__ = [
     "is_trace",
     "save_npy",
     "save_json",
+    "unrecorded_message",
 ]
 
 FORMAT = "dashraker-trace"
@@ -59,3 +60,11 @@ def save_json(path, obj):
     """Save ``obj`` as indented JSON, atomically."""
     text = json.dumps(obj, indent=1, allow_nan=False) + "\n"  # bare NaN is not JSON
     atomic_write(path, lambda file: file.write(text.encode()))
+
+
+def unrecorded_message(layers):
+    """One line naming the ``(name, type)`` modules whose parameters a recording left out (``recorder.unrecorded_layers``,
+    a manifest's ``unrecorded_layers``)."""
+    names = ", ".join(f"{name or '(the model)'} ({kind})" for name, kind in layers)
+    return (f"{len(layers)} module(s) with parameters are not recorded (only Conv1d, Conv2d, Linear and MatMul are), "
+            f"so a map of the trace leaves their work out: {names}")

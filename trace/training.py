@@ -94,6 +94,9 @@ def _loss(net, x, y, step):
     (the user's own) is one ``RecordError``."""
     try:
         logits = net(x)
+        if not isinstance(logits, torch.Tensor):
+            raise RecordError(f"step {step}: the model returned a {type(logits).__name__}, not a tensor of class logits "
+                              "[..., classes] (return the logits alone, e.g. out[0] of a tuple)")
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
     except RecordError:
         raise
@@ -112,6 +115,9 @@ def train(
     Returns the loss of every step (appended to ``losses`` when given, so a caller can watch it).
     """
     net.train()
+    if not any(parameter.requires_grad for parameter in net.parameters()):
+        raise RecordError(f"the model {type(net).__name__} has no trainable parameter (all frozen: requires_grad "
+                          "False, or none at all); training needs at least one")
     pruner = MagnitudePruner(net, prune, total_steps) if prune else None
     optimizer = make_optimizer(net, dataset.kind, lr)
     batches = _batches(dataset, batch_size, torch.Generator().manual_seed(seed))
@@ -183,6 +189,7 @@ def record(
     threads=None,
     model_args=None,
     data_args=None,
+    strict=False,
 ):
     """Train ``model`` on ``data`` for ``max(steps)`` optimizer steps and record ``steps`` into the folder ``out``.
 
@@ -199,6 +206,8 @@ def record(
 
     The trace is recorded into a temporary sibling of ``out`` that replaces it at the end, so
     an interruption leaves ``out`` as it was; ``overwrite`` replaces only a trace (``is_trace``).
+    Modules with parameters that are not recorded are named in an ``UnrecordedWarning``, or refused
+    (``RecordError``) with ``strict``, before training.
     """
     steps = _check_steps(steps)
     _check_settings(lr, threads, seq_len)
@@ -211,7 +220,7 @@ def record(
                           "--force replaces only a trace" if overwrite else "use --force to replace a trace")
     if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
         raise RecordError(f"need 1 <= samples <= batch_size, got samples={samples!r}, batch_size={batch_size!r}")
-    dataset = load_data(data, seq_len, data_args)
+    dataset = load_data(data, seq_len, data_args, needed=steps[-1] * batch_size, seed=seed)
     if len(dataset) < batch_size:
         raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
     torch.manual_seed(seed)
@@ -234,7 +243,7 @@ def record(
         "losses": [],
     }
     with folder, folder.staging() as staging:
-        recorder = Recorder(net, staging, samples, input_grad=input_grad, meta=meta)
+        recorder = Recorder(net, staging, samples, input_grad=input_grad, meta=meta, strict=strict)
         with _threads(threads):
             train(
                 net,

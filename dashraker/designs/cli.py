@@ -1,13 +1,17 @@
 """``dashraker verilog DESIGN``: write a design's Verilog; the per-design subcommands every tool shares."""
 
+import re
+
 from dashraker.errors import CliError
 
-__all__ = ["register", "add_design_parsers", "check_flag", "design_params", "tile_lanes"]
+__all__ = ["register", "add_design_parsers", "check_flag", "check_size", "design_params", "tile_lanes"]
 
 # Elaboration and conversion cost about 0.2 CPU s per lane (baseline bf16 here: 16 lanes 2.6 s,
 # 64 lanes 11 s) and grow in memory alike: past this many lanes in a tile, ask first.
 MAX_LANES = 512
 SECONDS_PER_LANE = 0.2
+
+VERILOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")  # a simple identifier (IEEE 1364 section 3.7)
 
 
 def add_design_parsers(parser, func, add_options=None):
@@ -48,17 +52,32 @@ def design_params(args):
         params = design.params(**{parameter.name: getattr(args, parameter.name) for parameter in design.parameters})
     except ValueError as error:
         raise CliError(f"{design.name}: {error}") from None
-    lanes = tile_lanes(params)
-    if lanes > MAX_LANES and not args.force_size:
-        raise CliError(f"{design.name}: a {params['rows']}x{params['cols']} tile of {params['lanes']}-lane PEs has "
-                       f"{lanes:,} lanes, estimated {lanes * SECONDS_PER_LANE / 60:.0f} CPU minutes to generate "
-                       f"(limit {MAX_LANES} lanes); pass --force-size to go ahead")
+    check_size(design, params, args.force_size)
     return params
 
 
+def check_size(design, params, force=False):
+    """``CliError`` for a tile past ``MAX_LANES`` (``tile_lanes``) unless ``force``: the one size guard of ``verilog``,
+    ``fpga``, ``area`` and ``cosim``."""
+    lanes = tile_lanes(params)
+    if lanes > MAX_LANES and not force:
+        window = (f" with a window of {params['lookahead'] + 1} steps (lookahead {params['lookahead']})"
+                  if "lookahead" in params else "")
+        raise CliError(f"{design.name}: a {params['rows']}x{params['cols']} tile of {params['lanes']}-lane PEs"
+                       f"{window} counts as {lanes:,} lanes, estimated {lanes * SECONDS_PER_LANE / 60:.0f} CPU "
+                       f"minutes to generate (limit {MAX_LANES} lanes); pass --force-size to go ahead")
+
+
+# Lookahead H of the default window (H + 1 = 3 steps): generation time and Verilog grow with the window
+# (TensorDash 1x1, 16 lanes: H=2 111 s and 2.4 MB, H=4 183 s and 4.1 MB on a busy 2-core machine).
+DEFAULT_WINDOW = 3
+
+
 def tile_lanes(params):
-    """The size estimate of a tile that the size guards use: its lanes, rows x cols x lanes."""
-    return params["rows"] * params["cols"] * params["lanes"]
+    """The size estimate of a tile that the size guards use: its lanes, rows x cols x lanes, times the staging window
+    over the default window where the design has a lookahead ((H + 1) / 3)."""
+    lanes = params["rows"] * params["cols"] * params["lanes"]
+    return -(-lanes * (params["lookahead"] + 1) // DEFAULT_WINDOW) if "lookahead" in params else lanes
 
 
 def register(subparsers):
@@ -78,6 +97,8 @@ def _generate(args):
     from dashraker.outputs import check_output_file
 
     params = design_params(args)
+    if args.name is not None and not VERILOG_NAME.fullmatch(args.name):
+        raise CliError(f"--name {args.name!r}: a Verilog module name is a letter or _ then letters, digits, _ or $")
     check_output_file(args.out, "--out")
     try:
         component = args.design.tile(params)

@@ -47,7 +47,7 @@ class Parameter:
     def describe(self):
         """The allowed values, in words."""
         if self.choices is not None:
-            return "one of " + ", ".join(map(str, self.choices))
+            return str(self.choices[0]) if len(self.choices) == 1 else "one of " + ", ".join(map(str, self.choices))
         if self.kind is int:
             if self.maximum is not None:
                 return f"an integer in {self.minimum}..{self.maximum}"

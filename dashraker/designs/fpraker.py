@@ -64,14 +64,15 @@ FPRAKER = Design(
         *tile_parameters(("bf16",)),
         Parameter("lanes", 8, "lanes N per PE", minimum=1),
         Parameter("guard_bits", 3, "guard bits G of the accumulator window", minimum=0, maximum=MAX_GUARD_BITS),
-        Parameter("zero_block_cycles", 1, "cycles an all-zero step costs", choices=(0, 1)),
+        # 0 is not offered: the RTL takes a clock for every step, and an all-zero pass costing 0 cycles would deliver
+        # its results in the clock of the previous pass's (issue 38)
+        Parameter("zero_block_cycles", 1, "cycles an all-zero step costs (the RTL takes one for every step)",
+                  choices=(1,)),
     ),
     packages=("dashraker.hw.fpraker", "dashraker.models.fpraker"),
     build=_build,
     golden=_golden,
     cost=Cost(operands=Operands.BOTH, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
-    # With zero_block_cycles=0 an all-zero step is not counted but still takes a clock in the RTL.
-    back_to_back=lambda params: params["zero_block_cycles"] == 1,
     fill=_fill,
     area_parts={"pe": r"pe\d+_\d+", "lanes": r"pe\d+_\d+\.lane\d+", "front_end": r"front_end",
                 "exponent_unit": r"front_end\.exponent_unit\d+_\d+", "bounds": r"front_end\.bounds\d+_\d+",

@@ -59,7 +59,8 @@ TENSORDASH = Design(
     parameters=(
         *tile_parameters(("bf16", "fp32")),
         Parameter("lanes", 16, "MAC lanes N per PE", minimum=1),
-        Parameter("lookahead", 2, "lookahead H: a staging window of H+1 steps", minimum=0),
+        # at most 7: a cycle then consumes up to 8 steps; the generated window grows with H (issue 38)
+        Parameter("lookahead", 2, "lookahead H: a staging window of H+1 steps", minimum=0, maximum=7),
         Parameter("pattern", "T<2,5>", "interconnect offsets: 'T<2,5>', 'T<h,0>' or '(0,0),(1,0),(1,-1),...'",
                   kind=str, validate=parse_pattern),
         ACCUMULATORS,

@@ -25,22 +25,22 @@ class Sequencer(wiring.Component):
     on the PE. A pass's last cycle waits (the PE idles) until the output stage has
     ``room`` for its results: so the pipelines behind never stall.
 
-    ``cycles`` counts the active cycles of the pass's steps; with
-    ``zero_block_cycles=0`` the cycles of a step without any live lane (in every PE)
-    are not counted: it models such steps being skipped before they reach the tile,
-    as the golden model's cost does, though the step still takes a clock here.
+    ``cycles`` counts the active cycles of the pass's steps. A step without any live
+    lane takes one clock like any other, so ``zero_block_cycles`` is 1: the registry
+    offers no 0 (such a step would have to be consumed in no clock, and an all-zero pass
+    would deliver its results in the same clock as the previous pass's).
 
     Parameters
     ----------
-    zero_block_cycles : 0 | 1
-        Whether a step without any live lane is counted.
+    zero_block_cycles : 1
+        What a step without any live lane costs (checked against the registry).
 
     Ports
     -----
     valid : In(1)
         A scheduled step waits.
-    last, any_live : In(1)
-        Of the waiting step: it closes a pass; some PE has a live lane in it.
+    last : In(1)
+        Of the waiting step: it closes a pass.
     more : In(4)
         Of the waiting step: bit j set when it lasts more than j + 1 cycles.
     room : In(1)
@@ -54,12 +54,11 @@ class Sequencer(wiring.Component):
     """
 
     def __init__(self, zero_block_cycles):
-        check_count("zero_block_cycles", zero_block_cycles, 0, 1)
+        check_count("zero_block_cycles", zero_block_cycles, 1, 1)
         self.zero_block_cycles = zero_block_cycles
         super().__init__({
             "valid": In(1),
             "last": In(1),
-            "any_live": In(1),
             "more": In(MAX_TERMS - 1),
             "room": In(1),
             "ready": Out(1),
@@ -70,7 +69,7 @@ class Sequencer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         control = self.control
-        busy, first, last, counted, starts = Signal(), Signal(), Signal(), Signal(), Signal()  # of the step loaded
+        busy, first, last, starts = Signal(), Signal(), Signal(), Signal()  # of the step loaded
         remaining = Signal(MAX_TERMS - 1)  # thermometer: bit j, more than j + 1 cycles left
         fresh = Signal(init=1)  # the next step loaded starts a pass
         cycles = Signal(CYCLE_BITS)  # the pass's so far
@@ -78,7 +77,6 @@ class Sequencer(wiring.Component):
         ending = busy & ~remaining[0]
         hold = ending & last & ~self.room
         finish = ending & ~hold
-        counting = control.active & counted
         m.d.comb += [
             control.active.eq(busy & ~hold),
             control.first.eq(first),
@@ -86,14 +84,12 @@ class Sequencer(wiring.Component):
             control.pass_end.eq(finish & last),
             control.load.eq(self.valid & self.ready),
             self.ready.eq(~busy | finish),
-            self.cycles.eq(cycles + counting),
+            self.cycles.eq(cycles + control.active),
         ]
         with m.If(control.active):
-            m.d.sync += [first.eq(0), remaining.eq(remaining >> 1)]
+            m.d.sync += [first.eq(0), remaining.eq(remaining >> 1), cycles.eq(cycles + 1)]
         with m.If(finish):
             m.d.sync += busy.eq(0)
-        with m.If(counting):
-            m.d.sync += cycles.eq(cycles + 1)
         with m.If(control.pass_end):
             m.d.sync += cycles.eq(0)
         with m.If(control.load):
@@ -102,7 +98,6 @@ class Sequencer(wiring.Component):
                 first.eq(1),
                 remaining.eq(self.more),
                 last.eq(self.last),
-                counted.eq(self.any_live | int(self.zero_block_cycles == 1)),
                 starts.eq(fresh),
                 fresh.eq(self.last),
             ]

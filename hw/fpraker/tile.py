@@ -41,10 +41,9 @@ class Tile(wiring.Component):
     A pass ends only when the queue has room for it, so backpressure stops the
     sequencer and the front end, never the pipelines behind them.
 
-    ``cycles`` counts the cycles the PEs spent on the pass's steps. With
-    ``zero_block_cycles=0`` a step without any live lane (in every PE) is not
-    counted: it models such steps being skipped before they reach the tile, as
-    the golden model's cost does; this RTL still takes one clock to consume it.
+    ``cycles`` counts the cycles the PEs spent on the pass's steps; a step without any
+    live lane (in every PE) takes one, so ``zero_block_cycles`` is 1 (the registry's
+    only value).
 
     Parameters
     ----------
@@ -54,8 +53,8 @@ class Tile(wiring.Component):
         Lanes N per PE (default 8).
     guard_bits : int
         G, guard bits of the window below the fp32 significand (default 3, at most 7).
-    zero_block_cycles : 0 | 1
-        Cost of an all-zero step (default 1).
+    zero_block_cycles : 1
+        Cost of an all-zero step (the registry offers 1 only).
 
     Attributes
     ----------
@@ -76,7 +75,7 @@ class Tile(wiring.Component):
         for name, value in (("rows", rows), ("cols", cols), ("lanes", lanes)):
             check_count(name, value)
         check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
-        check_count("zero_block_cycles", zero_block_cycles, 0, 1)
+        check_count("zero_block_cycles", zero_block_cycles, 1, 1)
         self.rows, self.cols, self.lanes = rows, cols, lanes
         self.guard_bits, self.zero_block_cycles = guard_bits, zero_block_cycles
         self.latency = pe_latency(lanes) + ROUNDER_LATENCY + QUEUE_LATENCY
@@ -103,7 +102,6 @@ class Tile(wiring.Component):
                 m.d.comb += [
                     sequencer.valid.eq(step.valid),
                     sequencer.last.eq(step.payload.last),
-                    sequencer.any_live.eq(step.payload.any_live),
                     sequencer.more.eq(step.payload.more),
                     sequencer.room.eq(output.room[r][c]),
                     step.ready.eq(sequencer.ready),

@@ -1,5 +1,6 @@
 """The passes of SPEC section 5 reproduce PyTorch's convolution and its gradients, stream by stream."""
 
+import dataclasses
 import re
 from types import SimpleNamespace
 
@@ -75,19 +76,22 @@ def _assemble(op, op_plan, shapes, layer, lanes, dataflow="default"):
         if op_plan.scheduled == ("W" if op != "bwd_weight" else "G"):
             products = products.T  # the second operand went on the rows
         k = int(re.search(r"group (\d+)", problem.label)[1])
+        sample = re.search(r"sample (\d+)", problem.label)  # dnnsim: a problem per sample
+        samples = slice(int(sample[1]), int(sample[1]) + 1) if sample else slice(None)
+        windows_n = 1 if sample else n
         if op == "fwd":
             out = shapes["fwd"]
             mg = out[1] // groups
-            block = _positions(products, n, out[2], out[3], mg, dataflow)
-            result[:, k * mg : (k + 1) * mg] = block
+            block = _positions(products, windows_n, out[2], out[3], mg, dataflow)
+            result[samples, k * mg : (k + 1) * mg] = block
         elif op == "bwd_input":
             qh, qw = map(int, re.search(r"phase \((\d+),(\d+)\)", problem.label).groups())
             size_h, size_w = shapes["bwd_input"][2:]
             xs = _phase_positions(size_h, layer.stride[0], layer.padding[0], qh)
             ys = _phase_positions(size_w, layer.stride[1], layer.padding[1], qw)
             cg = shapes["bwd_input"][1] // groups
-            block = _positions(products, n, len(xs), len(ys), cg, dataflow)
-            result[:, k * cg : (k + 1) * cg][:, :, np.ix_(xs, ys)[0], np.ix_(xs, ys)[1]] = block
+            block = _positions(products, windows_n, len(xs), len(ys), cg, dataflow)
+            result[samples, k * cg : (k + 1) * cg][:, :, np.ix_(xs, ys)[0], np.ix_(xs, ys)[1]] = block
         else:
             i, j = map(int, re.search(r"offset \((\d+),(\d+)\)", problem.label).groups())
             mg = shapes["bwd_weight"][0] // groups
@@ -174,6 +178,42 @@ def test_dnnsim_weight_gradient_one_pass_set_per_sample(layer_case):
     assert len(dnnsim.problems) == n * len(default.problems)
     assert {int(p.label.split("sample ")[1].split()[0]) for p in dnnsim.problems} == set(range(n))
     assert default.problems[0].steps == n * dnnsim.problems[0].steps
+
+
+def test_dnnsim_forward_and_input_gradient_one_sample_per_pass(layer_case):
+    """DNNsim simulates a sample at a time: a Linear layer (one window per sample) gets one sample per pass, so its
+    forward pass of n samples and m filters on R x C PEs costs n * ceil(m / C) passes of ceil(c / N) steps instead
+    of ceil(n / R) * ceil(m / C)."""
+    from dashraker.mapping.engine import map_op
+    from dashraker.mapping.config import load_config
+
+    layer, tensors, _ = layer_case(kind="linear", n=6, c=40, m=9)
+    default, dnnsim = (plan(layer, tensors, op, 16, dataflow=d) for op in ("fwd",) for d in ("default", "dnnsim"))
+    assert [p.label for p in default.problems] == ["group 0"]
+    assert [p.label for p in dnnsim.problems] == [f"group 0 sample {s}" for s in range(6)]
+    assert {p.steps for p in dnnsim.problems} == {3}
+    windows = [(p.rows if dnnsim.scheduled == "A" else p.cols).count for p in dnnsim.problems]
+    assert windows == [1] * 6
+    config = load_config(None, "baseline")
+    rows, cols = config.rows, config.cols
+    for dataflow, passes in (("default", -(-6 // rows) * -(-9 // cols)), ("dnnsim", 6 * -(-9 // cols))):
+        tensors.input[:] = np.abs(tensors.input) + 1  # dense activations: the weights may go on the rows
+        result = map_op(dataclasses.replace(config, dataflow=dataflow, tiles=1), layer, tensors, "fwd")
+        assert (result["passes"], result["dense_cycles"]) == (passes, passes * 3), dataflow
+    bwd = plan(layer, tensors, "bwd_input", 16, dataflow="dnnsim")
+    assert [p.label for p in bwd.problems] == [f"group 0 sample {s} phase (0,0)" for s in range(6)]
+
+
+def test_dnnsim_breaks_a_sparsity_tie_toward_the_second_operand(layer_case):
+    """DNNsim schedules the activations only when they are strictly sparser than the weights
+    (``in_sparsity > wgt_sparsity``): with both dense the weights go on the rows; the default preset keeps the
+    activations there."""
+    layer, tensors, _ = layer_case(kind="linear", n=3, c=16, m=5)
+    tensors.input[:] = np.abs(tensors.input) + 1
+    assert plan(layer, tensors, "fwd", 16).scheduled == "A"
+    assert plan(layer, tensors, "fwd", 16, dataflow="dnnsim").scheduled == "W"
+    tensors.input[0, 0] = 0.0  # strictly sparser: scheduled in both
+    assert plan(layer, tensors, "fwd", 16, dataflow="dnnsim").scheduled == "A"
 
 
 def test_unknown_dataflow(layer_case):

@@ -117,6 +117,32 @@ def test_a_signal_ends_the_workers_and_keeps_the_outputs(mobilenet_trace, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def test_sigkill_of_the_parent_ends_the_workers(mobilenet_trace, tmp_path):
+    """A parent killed with SIGKILL (an out-of-memory kill, a batch system's) handles nothing: its workers end by
+    themselves rather than idle under PID 1."""
+    command = [sys.executable, "-m", "dashraker", "map", str(mobilenet_trace), "--design", "fpraker",
+               "--out", str(tmp_path / "out"), "--jobs", "2", "--no-progress"]
+    run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(workers := _children(run.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(workers) == 2
+    time.sleep(1)
+    run.kill()
+    run.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while [pid for pid in workers if _alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [pid for pid in workers if _alive(pid)] == []
+
+
+def test_a_worker_whose_parent_is_already_gone_ends():
+    """The parent may die before the worker asks to follow it: the worker sees another parent and ends."""
+    code = "from dashraker.mapping.runner import _end_with_parent; _end_with_parent(-1); import time; time.sleep(60)"
+    run = subprocess.run([sys.executable, "-c", code], timeout=60)
+    assert run.returncode == 1
+
+
 def test_dataflow_preset_from_config_and_cli(mobilenet_trace, tmp_path, monkeypatch, capsys):
     path = tmp_path / "mine.yaml"
     path.write_text("dataflow: dnnsim\n")
@@ -133,3 +159,11 @@ def test_dataflow_preset_from_config_and_cli(mobilenet_trace, tmp_path, monkeypa
     monkeypatch.setattr("dashraker.mapping.runner.map_trace", record)
     assert _map(mobilenet_trace, tmp_path / "p", "--dataflow", "dnnsim") == 2
     assert [c.dataflow for c in seen] == ["dnnsim"]
+
+
+def test_area_cache_checked_before_mapping(mobilenet_trace, tmp_path, monkeypatch, capsys):
+    (tmp_path / "cache").write_text("")
+    monkeypatch.setattr("dashraker.mapping.runner.map_trace", lambda *a, **k: pytest.fail("mapped"))
+    assert _map(mobilenet_trace, tmp_path / "o", "--compare", "iso-area", "--area-cache", str(tmp_path / "cache")) == 2
+    _one_line(capsys, r"--area-cache .*cache: is a file, not a folder")
+    assert not (tmp_path / "o").exists()

@@ -6,7 +6,7 @@ from trace_helpers import MixedNet
 
 from dashraker.cli import main
 from dashraker.trace import TraceError, open_trace
-from dashraker.trace.export import export_dnnsim
+from dashraker.trace.export import export_dnnsim, trace_names
 
 
 def _dnnsim_type(name):
@@ -42,8 +42,8 @@ def test_export_dnnsim(mixed_net_trace, tmp_path):
                 exported = np.load(root / folder / f"{name}-{tag}-{suffix}.npy")
                 assert exported.dtype == np.float32
                 np.testing.assert_array_equal(exported, array)
-    assert sorted(p.name for p in root.iterdir()) == ["input", "layer_names.csv", "outGrad", "trace_params.csv",
-                                                       "weights"]
+    assert sorted(p.name for p in root.iterdir()) == ["DNNSIM.txt", "input", "layer_names.csv", "outGrad",
+                                                       "tensordash.prototxt", "trace_params.csv", "weights"]
     assert sorted(p.name for p in root.parent.iterdir()) == ["mixed"]  # no temporary folder left
     assert len(list(root.rglob("*.npy"))) == 2 * 5 * 3  # the stale file went with the older export
     net = MixedNet(**SQUARE)
@@ -87,3 +87,47 @@ def test_export_refuses_matmul(tmp_path):
         net["product"](h, h.transpose(1, 2)).sum().backward()
     with pytest.raises(TraceError, match=r"layer 'product': a matmul \(a product of two activations"):
         export_dnnsim(tmp_path / "t", tmp_path / "out")
+
+
+def test_every_refusal_at_once_in_one_line(mixed_net_trace, tmp_path, capsys):
+    """MixedNet's defaults: conv2 grouped, conv3 depthwise, conv4's stride differs between axes: all three named."""
+    path = mixed_net_trace()
+    assert main(["trace", "export", "--no-progress", str(path), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert "3 layer(s) cannot be exported to dnnsim: layer 'conv2': groups 2 (grouped)" in err, err
+    assert "; layer 'conv3': groups 8 (depthwise)" in err and "; layer 'conv4': stride [2, 1] differs" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_help_lists_what_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["trace", "export", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for refused in ("grouped and depthwise", "dilated", "differs between the axes", "matmul layers",
+                    "transformer's attention", "another network's export"):
+        assert refused in text, refused
+
+
+def test_another_networks_export_is_never_replaced(mixed_net_trace, tmp_path, capsys):
+    path = mixed_net_trace(**SQUARE)
+    export_dnnsim(path, tmp_path / "out", net="vgg")
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    for force in ([], ["--force"]):
+        assert main(["trace", "export", "--no-progress", *force, "--net", "mixed", str(path), str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "holds the export of another network (vgg); export mixed into a folder " \
+            "of its own (--force replaces only an export of mixed)" in err, err
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+    assert main(["trace", "export", "--no-progress", "--force", "--net", "vgg", str(path), str(tmp_path / "out")]) == 0
+
+
+def test_the_steps_dnnsim_needs_are_written_out(mixed_net_trace, tmp_path):
+    """Steps 1 and 3 of 2 batches per epoch are epoch 0 and 1 of batch 0: one DNNsim simulation of 2 epochs."""
+    root = export_dnnsim(mixed_net_trace(**SQUARE), tmp_path / "out", net="mixed")
+    batch_file = (root / "tensordash.prototxt").read_text()
+    assert batch_file.count("simulate {") == 1 and "epochs: 2\n  batch: 0\n" in batch_file
+    assert 'network: "mixed"' in batch_file and "training: true" in batch_file and "lookahead_h: 2" in batch_file
+    steps = (root / "DNNSIM.txt").read_text()
+    assert "cp EXPORT/mixed/trace_params.csv models/mixed/" in steps and "cp -r EXPORT/mixed net_traces/mixed" in steps
+    assert trace_names(root) == {"conv0": "conv1", "conv1": "conv2", "conv2": "conv3", "conv3": "conv4", "fc4": "fc"}

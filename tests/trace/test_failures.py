@@ -105,9 +105,12 @@ def test_export_is_whole_and_never_merges(old_trace, tmp_path, monkeypatch, caps
     assert main(["trace", "export", "--no-progress", str(old_trace), str(out)]) == 0
     capsys.readouterr()
     first = _tree(out)
-    # a second export into it is refused without --force, and a foreign folder even with it
-    assert main(["trace", "export", "--no-progress", "--net", "other", str(old_trace), str(out)]) == 2
+    # a second export into it is refused without --force, another network's even with it, and a foreign folder
+    assert main(["trace", "export", "--no-progress", str(old_trace), str(out)]) == 2
     _one_line(capsys, "use --force to replace an export")
+    for force in ([], ["--force"]):
+        assert main(["trace", "export", "--no-progress", *force, "--net", "other", str(old_trace), str(out)]) == 2
+        _one_line(capsys, r"holds the export of another network \(mlp\); export other into a folder of its own")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
     assert main(["trace", "export", "--no-progress", "--force", str(old_trace), str(tmp_path / "mine")]) == 2
@@ -123,10 +126,11 @@ def test_export_is_whole_and_never_merges(old_trace, tmp_path, monkeypatch, caps
         return trace.load_tensor(layer, step, tensor)
 
     monkeypatch.setattr(type(trace), "load_tensor", failing)
-    assert main(["trace", "export", "--no-progress", "--force", "--net", "other", str(old_trace), str(out)]) == 2
+    assert main(["trace", "export", "--no-progress", "--force", str(old_trace), str(out)]) == 2
     _one_line(capsys, "No space left on device")
     assert _tree(out) == first
     monkeypatch.undo()
-    assert main(["trace", "export", "--no-progress", "--force", "--net", "other", str(old_trace), str(out)]) == 0
-    assert [p.name for p in out.iterdir()] == ["other"]  # replaced, not merged with the first export
+    (out / "mlp" / "weights" / "stale.npy").write_bytes(b"")
+    assert main(["trace", "export", "--no-progress", "--force", str(old_trace), str(out)]) == 0
+    assert [p.name for p in out.iterdir()] == ["mlp"] and not (out / "mlp" / "weights" / "stale.npy").exists()
     assert json.loads((old_trace / "manifest.json").read_text())["steps"] == [1]

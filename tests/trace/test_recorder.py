@@ -164,3 +164,35 @@ def test_layer_without_gradient_is_refused(tmp_path):
 def test_unrecordable_padding_is_refused(tmp_path):
     with pytest.raises(RecordError, match="padding_mode 'reflect'"):
         Recorder(nn.Conv2d(2, 2, 3, padding=1, padding_mode="reflect"), tmp_path, samples=1)
+
+
+class _Sequence(nn.Module):
+    """An LSTM and a ConvTranspose2d (not recorded), a BatchNorm and an Embedding (no PE work), a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+        self.lstm = nn.LSTM(4, 4, batch_first=True)
+        self.up = nn.ConvTranspose2d(1, 1, 2)
+        self.norm = nn.BatchNorm2d(1)
+        self.head = nn.Linear(3 * 5, 3)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.embed(tokens))  # [n, 2, 4]
+        return self.head(self.norm(self.up(out[:, None])).flatten(1))
+
+
+def test_unrecorded_modules_warned_by_name_or_refused(tmp_path):
+    from dashraker.trace.recorder import UnrecordedWarning, recording
+
+    net = _Sequence()
+    tokens, y = torch.randint(0, 10, (4, 2)), torch.tensor([0, 1, 2, 0])
+    with pytest.warns(UnrecordedWarning, match=r"2 module\(s\) .*: lstm \(LSTM\), up \(ConvTranspose2d\)$"):
+        with recording(net, tmp_path / "t", samples=2) as recorder:
+            with recorder.step(1):
+                F.cross_entropy(net(tokens), y).backward()
+    assert [layer.name for layer in open_trace(tmp_path / "t").layers] == ["head"]
+    with pytest.raises(RecordError, match=r"lstm \(LSTM\), up \(ConvTranspose2d\); refused \(strict\)"):
+        with recording(net, tmp_path / "s", samples=2, strict=True):
+            pass
+    assert not (tmp_path / "s").exists()
