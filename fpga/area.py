@@ -196,6 +196,36 @@ def table(record):
     return "\n".join(lines)
 
 
+def _chip(args, record):
+    """The chip-scope figures of ``record``'s tile with the memory of ``--config``, printed and returned."""
+    import dataclasses
+
+    from dashraker.cli import CliError
+    from dashraker.mapping import silicon
+    from dashraker.mapping.config import ConfigError, load_config
+
+    try:
+        config = dataclasses.replace(load_config(args.config, args.design.name), area_scope="chip")
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    one = silicon.chip_parts(config, record["transistors"], tiles=1)
+    chip = silicon.chip_parts(config, record["transistors"])
+    table_source = config.energy
+    print(f"\nchip scope: SRAM at {table_source.silicon['sram_bit_cell_um2']} um2 per bit cell / array efficiency "
+          f"{table_source.silicon['sram_array_efficiency']}, logic at {table_source.silicon['transistor_um2']} um2 per "
+          f"transistor ({table_source.name}, {table_source.path}); memory of {config.path}")
+    print("| part | transistors (SRAM: of equal area) | um2 | share |\n|---|---|---|---|")
+    rows = [("tile logic", one["tile_logic"]),
+            (f"tile buffers (2 x {config.memory.tile_buffer_kib:g} KiB)", one["tile_buffers"]),
+            ("tile with its buffers", {k: one["tile_logic"][k] + one["tile_buffers"][k] for k in ("transistors", "um2")}),
+            (f"global buffer ({config.memory.global_buffer_kib:g} KiB)", chip["global_buffer"]),
+            (f"chip of {config.tiles} tiles", chip["chip"])]
+    for name, part in rows:
+        print(f"| {name} | {part['transistors']:,.0f} | {part['um2']:,.0f} | "
+              f"{part['transistors'] / chip['chip']['transistors']:.1%} |")
+    return {"config": config.path, "tiles": config.tiles, "one_tile": one, "chip": chip}
+
+
 def register(subparsers):
     from dashraker.hw.cli import add_design_parsers
 
@@ -213,6 +243,12 @@ def register(subparsers):
                          help="refuse a configuration whose estimated synthesis takes longer, unless --force-size "
                               "(default 60)")
         sub.add_argument("--no-progress", action="store_true", help="no progress display")
+        sub.add_argument("--area-scope", choices=("compute", "chip"), default="compute",
+                         help="compute: the tile's logic; chip: also its two tile buffers, and a chip of the "
+                              "configuration's tiles with the global buffer (SRAM from the energy table's per-bit "
+                              "area; default compute)")
+        sub.add_argument("--config", type=Path, help="mapper configuration whose memory sizes, tile count and energy "
+                                                     "table the chip scope takes (default: the packaged one)")
 
     add_design_parsers(parser, _run, options)
 
@@ -233,6 +269,8 @@ def _run(args):
     print(f"{args.design.name} {_describe(params)}: {record['transistors']:,} transistors, "
           f"{record['gates']:,.0f} NAND2 gate equivalents (synthesis {record['seconds']:.0f} s; {record['folder']})")
     print(table(record))
+    if args.area_scope == "chip":
+        record["chip"] = _chip(args, record)
     if args.json:
         save_json(args.json, record)
         print(f"wrote {args.json}")

@@ -15,7 +15,8 @@ _SCALAR_FIELDS = (
     "design", "step", "layer", "op", "scheduled", "partner", "zero_fraction_scheduled", "zero_fraction_partner",
     "problems", "passes", "values_scheduled", "dense_cycles", "cycles", "speedup", "compute_s", "dram_s", "time_s",
     "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
-    "core_energy_pj", "baseline_core_energy_pj", "core_energy_efficiency",
+    "core_energy_pj", "baseline_core_energy_pj", "core_energy_efficiency", "compression", "area_scope",
+    "silicon_transistors", "leakage_pj",
 )  # fmt: skip
 
 
@@ -23,14 +24,20 @@ def summary_table(rows, sums):
     """A fixed-width table per design: per layer and operation, then the totals per operation."""
     lines = []
     header = f"{'layer':<28} {'op':<10} {'sched':>5} {'dense cyc':>12} {'cycles':>12} {'speedup':>8} " \
-             f"{'energy uJ':>10} {'eff':>6} {'core eff':>8} {'bound':>6}"  # fmt: skip
+             f"{'energy uJ':>10} {'leak uJ':>8} {'eff':>6} {'core eff':>8} {'bound':>6}"  # fmt: skip
     for design in dict.fromkeys(row["design"] for row in rows):
-        lines += ["", f"== {design} ==", header, "-" * len(header)]
+        first = next(r for r in rows if r["design"] == design)
+        silicon = first.get("silicon_transistors")
+        leak = (f"leakage of {silicon:,} transistors" if silicon is not None else "leakage not modelled "
+                "(tile area unknown)")
+        lines += ["", f"== {design} == memory {first.get('compression', 'none')}, {first.get('area_scope', 'compute')} "
+                  f"scope, {leak}", header, "-" * len(header)]
         for r in (r for r in rows if r["design"] == design):
             name = r["layer"] if len({x["step"] for x in rows}) == 1 else f"{r['layer']}@{r['step']}"
             lines.append(
                 f"{name[:28]:<28} {r['op']:<10} {r['scheduled']:>5} {r['dense_cycles']:>12,} {r['cycles']:>12,} "
-                f"{r['speedup']:>7.2f}x {r['energy_pj'] / 1e6:>10.2f} {r['energy_efficiency']:>5.2f}x "
+                f"{r['speedup']:>7.2f}x {r['energy_pj'] / 1e6:>10.2f} {(r.get('leakage_pj') or 0) / 1e6:>8.2f} "
+                f"{r['energy_efficiency']:>5.2f}x "
                 f"{r['core_energy_efficiency']:>7.2f}x {'DRAM' if r['memory_bound'] else 'comp':>6}"
             )
         lines.append("-" * len(header))
@@ -39,7 +46,8 @@ def summary_table(rows, sums):
                 t = sums[design, op]
                 lines.append(
                     f"{'total':<28} {op:<10} {'':>5} {t['dense_cycles']:>12,} {t['cycles']:>12,} "
-                    f"{t['speedup']:>7.2f}x {t['energy_pj'] / 1e6:>10.2f} {t['energy_efficiency']:>5.2f}x "
+                    f"{t['speedup']:>7.2f}x {t['energy_pj'] / 1e6:>10.2f} "
+                    f"{t['energy_breakdown_pj'].get('leakage', 0) / 1e6:>8.2f} {t['energy_efficiency']:>5.2f}x "
                     f"{t['core_energy_efficiency']:>7.2f}x"
                 )
     return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Leakage, chip-scope SRAM area and zero-value compressed traffic, counted by hand on small cases."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dashraker.mapping import silicon
+from dashraker.mapping.engine import map_op
+from dashraker.mapping.memory import zvc_bytes
+
+from test_map_cycles import config_file, linear
+
+UM2_PER_TRANSISTOR = 1.064 / 6  # Nangate 45 nm AND2_X1 over its 6 transistors
+NW_PER_TRANSISTOR = 25.066064 / 6  # its leakage, likewise
+SRAM_BIT_UM2 = 0.346 / 0.5  # a 45 nm 6T cell over an array efficiency of 0.5
+
+
+def test_the_table_s_silicon_figures_are_the_cited_ones(tmp_path):
+    table = config_file(tmp_path, "baseline").energy
+    assert table.silicon["transistor_um2"] == pytest.approx(UM2_PER_TRANSISTOR, rel=1e-4)
+    assert table.silicon["leakage_nw"] == pytest.approx(NW_PER_TRANSISTOR, rel=1e-4)
+    assert table.sram_bit_transistors == pytest.approx(SRAM_BIT_UM2 / UM2_PER_TRANSISTOR, rel=1e-4)
+
+
+def test_sram_area_of_a_small_buffer_by_hand(tmp_path):
+    # 1 KiB tile buffers (two per tile), a 4 KiB global buffer, 2 tiles of 1,000 transistors
+    config = config_file(tmp_path, "baseline", tiles=2, **{"memory.tile_buffer_kib": 1, "memory.global_buffer_kib": 4})
+    parts = silicon.chip_parts(config, 1000)
+    one_buffer_um2 = 8192 * 0.692  # 8,192 bits of 0.692 um2 = 5,668.864 um2
+    assert parts["tile_buffers"]["um2"] == pytest.approx(4 * one_buffer_um2, rel=1e-4)
+    assert parts["global_buffer"]["um2"] == pytest.approx(4 * one_buffer_um2, rel=1e-4)
+    assert parts["tile_logic"]["transistors"] == 2000
+    assert parts["tile_buffers"]["transistors"] == pytest.approx(4 * 5668.864 / UM2_PER_TRANSISTOR, rel=1e-4)
+    assert parts["chip"]["transistors"] == pytest.approx(2000 + 8 * 5668.864 / UM2_PER_TRANSISTOR, rel=1e-4)
+    chip = dataclasses.replace(config, area_scope="chip")
+    assert silicon.silicon_transistors(config, 1000) == 2000  # compute scope: the tiles' logic
+    assert silicon.silicon_transistors(chip, 1000) == pytest.approx(parts["chip"]["transistors"])
+
+
+@pytest.mark.parametrize("scope", ["compute", "chip"])
+def test_leakage_of_a_small_run_by_hand(tmp_path, scope):
+    # Linear 64 -> 3, one sample, 16 lanes: one pass of 4 steps = 4 cycles = 4 ns at 1 GHz; DRAM moves
+    # A (64 x 2 B) + W (192 x 2 B) + the result (3 x 2 B) = 518 B at 25.6 GB/s = 20.234 ns: memory-bound.
+    layer, tensors = linear(np.ones((1, 64)), np.ones((3, 64)))
+    config = config_file(tmp_path, "baseline", tiles=2, area_scope=scope,
+                         **{"memory.tile_buffer_kib": 1, "memory.global_buffer_kib": 4})
+    result = map_op(config, layer, tensors, "fwd")
+    assert result["leakage_pj"] is None and result["energy_breakdown_pj"]["leakage"] == 0.0  # tile not measured
+    config = dataclasses.replace(config, tile_transistors=1000, reference_tile_transistors=1000)
+    result = map_op(config, layer, tensors, "fwd")
+    seconds = 518 / 25.6e9
+    assert result["cycles"] == 4 and result["memory_bound"] and result["time_s"] == pytest.approx(seconds)
+    transistors = 2000 + (8 * 5668.864 / UM2_PER_TRANSISTOR if scope == "chip" else 0)
+    expected_pj = transistors * NW_PER_TRANSISTOR * 1e-9 * seconds * 1e12  # W x s, in pJ
+    assert result["leakage_pj"] == pytest.approx(expected_pj, rel=1e-4)
+    assert result["energy_breakdown_pj"]["leakage"] == result["leakage_pj"]
+    assert result["energy_pj"] == pytest.approx(sum(result["energy_breakdown_pj"].values()))
+    assert result["core_energy_pj"] == pytest.approx(
+        result["energy_breakdown_pj"]["mul"] + result["energy_breakdown_pj"]["add_fp32"])  # leakage apart
+
+
+def test_zvc_bytes_of_a_small_tensor_by_hand():
+    # 40 values in groups of 16: 3 groups, each a 2-byte mask; 5 non-zero bf16 values of 2 bytes
+    assert zvc_bytes(40, 5, 16, 2) == 3 * 2 + 5 * 2
+    assert zvc_bytes(16, 0, 16, 4) == 2  # an all-zero group is its mask
+    assert zvc_bytes(8, 8, 8, 2) == 1 + 16  # a dense group costs its mask more than dense
+    np.testing.assert_array_equal(zvc_bytes(np.array([16, 32]), np.array([1, 0]), 16, 2), [4, 4])
+
+
+def test_zvc_traffic_of_a_small_layer_by_hand(tmp_path):
+    # A [1, 64] with 24 non-zeros (the scheduled side), W [3, 64] dense, 16 lanes, one pass of 4 steps
+    a = np.zeros((1, 64), np.float32)
+    a[0, :24] = 1.0
+    layer, tensors = linear(a, np.ones((3, 64)))
+    dense = config_file(tmp_path, "baseline", tiles=1)
+    zvc = dataclasses.replace(dense, memory=dataclasses.replace(dense.memory, compression="zvc"))
+    plain, packed = map_op(dense, layer, tensors, "fwd"), map_op(zvc, layer, tensors, "fwd")
+    assert packed["scheduled"] == "A" and packed["compression"] == "zvc" and plain["compression"] == "none"
+    row_set = 4 * 2 + 24 * 2  # 4 steps of one stream: 4 masks of 2 B, 24 values of 2 B = 56 B
+    col_set = 3 * 4 * 2 + 192 * 2  # 3 streams x 4 steps: 12 masks, 192 values = 408 B
+    dram = row_set + col_set + 3 * 2  # the tensors are the sets here; the result (3 values) stays dense: 470 B
+    assert plain["dram_bytes"] == 128 + 384 + 6 and packed["dram_bytes"] == dram
+    counts = packed["counts"]
+    assert counts["dram_words"] == -(-dram // 8)
+    assert counts["tile_sram_words"] == -(-2 * (row_set + col_set) // 8)  # loaded once, read once
+    assert counts["global_sram_words"] == -(-(row_set + col_set + 3 * 4 + dram) // 8)  # reads, fp32 results, DRAM
+    assert counts["zvc_decodes"] == 64 + 192 and counts["zvc_encodes"] == 3
+    assert plain["counts"]["zvc_decodes"] == plain["counts"]["zvc_encodes"] == 0
+    table = zvc.energy.entries
+    assert packed["energy_breakdown_pj"]["zvc_decodes"] == pytest.approx(256 * table["zvc_decode"])
+    assert packed["energy_breakdown_pj"]["zvc_encodes"] == pytest.approx(3 * table["zvc_encode"])
