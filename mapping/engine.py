@@ -179,6 +179,20 @@ def _tensor_bytes(plans, fmt, name, lanes, value_bytes):
     return plans[key]
 
 
+def cycle_breakdown(config, counts, pass_cycles, cycles, fill):
+    """Where a term-serial design's cycles go (its cost model counts ``pe_cycles`` and ``terms``), adding up to
+    ``cycles`` exactly: per tile (the passes' cycles over the tiles), the cycles at the mean in-bound term
+    count of a lane, the extra of each PE's maximum over its lanes, the extra of the tile's lockstep (its
+    busiest PE); then the busiest tile's excess over the mean tile and the pipeline fill. ``skipped_terms``:
+    the terms of non-zero products skipped as out of bounds (not cycles: they cost none)."""
+    pes, tiles = config.rows * config.cols, config.tiles
+    work = int(np.sum(pass_cycles))
+    mean = counts["terms"] / (config.lanes * pes)
+    lanes = counts["pe_cycles"] / pes - mean
+    return {"mean_terms": mean / tiles, "lane_max": lanes / tiles, "lockstep": (work - mean - lanes) / tiles,
+            "tile_imbalance": cycles - fill - work / tiles, "fill": fill, "skipped_terms": int(counts["skipped_terms"])}
+
+
 def map_op(config, layer, tensors, op, plans=None):
     """Map one operation of one layer on ``config``'s design and on the dense baseline of the same array.
 
@@ -212,7 +226,7 @@ def map_op(config, layer, tensors, op, plans=None):
                 cycles = np.repeat(cycles, col_sets)
             partners = problem.cols.count if cost.operands == "scheduled" else 1
             for name, values in found.items():
-                counts[name] += int(values.sum()) * partners
+                counts[name] = counts.get(name, 0) + int(values.sum()) * partners
         design_passes.add(cycles, problem.steps, rows, cols, row_set, col_set)
         if zvc:
             set_bytes["row_bytes"].append(_set_bytes(problem.rows, config.rows, value_bytes)[row_set])
@@ -230,7 +244,11 @@ def map_op(config, layer, tensors, op, plans=None):
     baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}
     counts.update(traffic.counts)
     cycles, dense_cycles = spread(arrays["cycles"], config.tiles), spread(dense["cycles"], config.tiles)
-    cycles += config.design.fill(config.params) if arrays["cycles"].size else 0  # the design's pipeline fill
+    fill = config.design.fill(config.params) if arrays["cycles"].size else 0
+    cycles += fill  # the design's pipeline fill
+    breakdown = None
+    if {"pe_cycles", "terms", "skipped_terms"} <= counts.keys():
+        breakdown = cycle_breakdown(config, counts, arrays["cycles"], cycles, fill)
     energy, baseline_energy = energy_pj(counts, config), energy_pj(baseline_counts, config)
     timing = memory.timing(config, cycles, traffic.dram_bytes)
     dense_timing = memory.timing(config, dense_cycles, traffic.dram_bytes)
@@ -268,5 +286,6 @@ def map_op(config, layer, tensors, op, plans=None):
         "baseline_core_energy_pj": baseline_core,
         "core_energy_efficiency": baseline_core / core if core else 1.0,
         "energy_breakdown_pj": energy,
+        "cycle_breakdown": breakdown,
         "counts": counts,
     }

@@ -50,11 +50,33 @@ def summary_table(rows, sums):
                     f"{t['energy_breakdown_pj'].get('leakage', 0) / 1e6:>8.2f} {t['energy_efficiency']:>5.2f}x "
                     f"{t['core_energy_efficiency']:>7.2f}x"
                 )
+        lines += _breakdown_lines([r for r in rows if r["design"] == design])
     return "\n".join(lines)
+
+
+def _breakdown_lines(rows):
+    """A design's cycle breakdown per layer and operation (term-serial designs), if it has one."""
+    rows = [r for r in rows if r.get("cycle_breakdown")]
+    if not rows:
+        return []
+    header = (f"{'layer':<28} {'op':<10} {'cycles':>12} {'mean terms':>12} {'lane max':>12} {'lockstep':>12} "
+              f"{'tile imbal':>10} {'fill':>5} {'skipped terms':>14}")
+    lines = ["", "cycle breakdown (per tile: cycles at the mean in-bound terms of a lane, + each PE's max over its "
+             "lanes, + the tile's lockstep; + the busiest tile's excess, + fill = cycles)", header, "-" * len(header)]
+    steps = len({r["step"] for r in rows})
+    for r in rows:
+        b, name = r["cycle_breakdown"], r["layer"] if steps == 1 else f"{r['layer']}@{r['step']}"
+        lines.append(f"{name[:28]:<28} {r['op']:<10} {r['cycles']:>12,} {b['mean_terms']:>12,.1f} {b['lane_max']:>12,.1f} "
+                     f"{b['lockstep']:>12,.1f} {b['tile_imbalance']:>10,.1f} {b['fill']:>5} {b['skipped_terms']:>14,}")
+    return lines
+
+
+BREAKDOWN = ("mean_terms", "lane_max", "lockstep", "tile_imbalance", "fill", "skipped_terms")  # engine.cycle_breakdown
 
 
 def _flat(row):
     flat = {field: row[field] for field in _SCALAR_FIELDS}
+    flat.update({f"cycles_{k}": (row.get("cycle_breakdown") or {}).get(k, "") for k in BREAKDOWN})
     flat.update({f"energy_{k}_pj": v for k, v in row["energy_breakdown_pj"].items()})
     flat.update({f"count_{k}": v for k, v in row["counts"].items()})
     return flat
@@ -64,7 +86,8 @@ def write_csv(path, rows):
     """One line per (design, step, layer, operation), energy per component and action counts as columns."""
     flat = [_flat(row) for row in rows]
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(flat[0]) if flat else list(_SCALAR_FIELDS))
+    fields = list(dict.fromkeys(key for row in flat for key in row)) or list(_SCALAR_FIELDS)  # designs count apart
+    writer = csv.DictWriter(text, fieldnames=fields, restval="")
     writer.writeheader()
     writer.writerows(flat)
     atomic_write(path, lambda file: file.write(text.getvalue().encode()))

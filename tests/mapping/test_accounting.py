@@ -90,3 +90,40 @@ def test_zvc_traffic_of_a_small_layer_by_hand(tmp_path):
     table = zvc.energy.entries
     assert packed["energy_breakdown_pj"]["zvc_decodes"] == pytest.approx(256 * table["zvc_decode"])
     assert packed["energy_breakdown_pj"]["zvc_encodes"] == pytest.approx(3 * table["zvc_encode"])
+
+
+def test_fpraker_cycle_breakdown_on_two_passes_by_hand(tmp_path):
+    # Linear 4 -> 2 on 2 samples; FPRaker, 2 lanes, tiles of 2 x 1 PEs: A (samples) on the rows, one filter per
+    # pass: two passes of 2 steps. Terms (canonical signed digits): 1.0 one, 1.5 = 2 - 1/2 two, 1.75 = 2 - 1/4 two.
+    # sample 0: step 0 lanes (1.0, 1.5) -> 1, 2 terms; step 1 (1.75, 1.0) -> 2, 1
+    # sample 1: step 0 (1.0, 1.0) -> 1, 1; step 1 (2**-40, 0): its one term falls out of bounds -> 0 in bound
+    a = np.array([[1.0, 1.5, 1.75, 1.0], [1.0, 1.0, 2.0**-40, 0.0]], np.float32)
+    layer, tensors = linear(a, np.ones((2, 4)))
+    config = config_file(tmp_path, "fpraker", tiles=1, rows=2, cols=1, **{"fpraker.lanes": 2})
+    result = map_op(config, layer, tensors, "fwd")
+    fill = config.design.fill(config.params)
+    # per pass: step 0 costs max(PE0 2, PE1 1) = 2, step 1 max(PE0 2, PE1 1 (no term in bound, at least 1)) = 2
+    assert result["scheduled"] == "A" and result["passes"] == 2 and result["cycles"] == 2 * 4 + fill
+    b = result["cycle_breakdown"]
+    # in-bound terms (1+2+2+1 + 1+1) x 2 passes = 16 over 2 lanes x 2 PEs: 4 cycles at the mean
+    assert b["mean_terms"] == 4.0
+    # each PE alone: PE0 2 + 2, PE1 1 + 1 per pass -> 12 over 2 PEs = 6: the lanes' maximum adds 2
+    assert b["lane_max"] == 2.0
+    assert b["lockstep"] == 2.0  # the tile runs 8 cycles, its mean PE 6
+    assert b["tile_imbalance"] == 0.0 and b["fill"] == fill and b["skipped_terms"] == 2  # 2**-40's term, twice
+    assert b["mean_terms"] + b["lane_max"] + b["lockstep"] + b["tile_imbalance"] + b["fill"] == result["cycles"]
+
+
+def test_the_cycle_breakdown_adds_up_on_more_tiles(tmp_path):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 24)).astype(np.float32) * (rng.random((5, 24)) > 0.3)
+    layer, tensors = linear(a, rng.standard_normal((7, 24)).astype(np.float32))
+    config = config_file(tmp_path, "fpraker", tiles=3, rows=2, cols=2, **{"fpraker.lanes": 4})
+    for op in ("fwd", "bwd_weight"):
+        result = map_op(config, layer, tensors, op)
+        b = result["cycle_breakdown"]
+        parts = b["mean_terms"] + b["lane_max"] + b["lockstep"] + b["tile_imbalance"] + b["fill"]
+        assert parts == pytest.approx(result["cycles"], rel=1e-12) and min(b["lane_max"], b["lockstep"]) >= 0
+    assert map_op(dataclasses.replace(config, design=__import__("dashraker").designs.BASELINE,
+                                      params=silicon.reference_params(config)), layer, tensors, "fwd")[
+        "cycle_breakdown"] is None
