@@ -98,7 +98,8 @@ def write_json(path, rows, sums, meta):
     save_json(path, {**meta, "rows": rows, "totals": [{"design": d, "op": op, **t} for (d, op), t in sums.items()]})
 
 
-def _save_figure(figure, path):
+def save_figure(figure, path):
+    """``figure`` as a PNG at ``path``, written atomically."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
     atomic_write(path, lambda file: file.write(buffer.getvalue()))
@@ -134,7 +135,7 @@ def plot_speedup(path, rows):
         ax.set_ylabel("speedup")
         ax.set_xticks(range(len(layers)), layers, rotation=60, ha="right", fontsize=7)
         ax.legend(fontsize=7)
-    _save_figure(figure, path)
+    save_figure(figure, path)
 
 
 def plot_energy(path, rows):
@@ -156,7 +157,7 @@ def plot_energy(path, rows):
         ax.set_ylabel("energy (uJ)")
         ax.set_xticks(range(len(layers)), layers, rotation=60, ha="right", fontsize=7)
         ax.legend(fontsize=7, ncol=2)
-    _save_figure(figure, path)
+    save_figure(figure, path)
 
 
 def write_reports(out, rows, sums, meta):
