@@ -158,7 +158,7 @@ def _evaluate(problems, config):
 
 
 def _set_bytes(streams, size, value_bytes, limit=1 << 22):
-    """Zero-value compressed bytes of each set of ``size`` streams (a group per step of a stream)."""
+    """Zero-value compressed bytes of each set of ``size`` streams (``memory.zvc_bytes``)."""
     sets = streams.num_sets(size)
     nonzero = np.zeros(sets, np.int64)
     per_batch = max(1, limit // (size * streams.steps * streams.lanes))
@@ -167,15 +167,15 @@ def _set_bytes(streams, size, value_bytes, limit=1 << 22):
         block = streams.sets(size, first, last)
         nonzero[first:last] = np.count_nonzero(block.reshape(last - first, -1), axis=1)
     values = streams.used(size, np.arange(sets)) * streams.steps * streams.lanes
-    return memory.zvc_bytes(values, nonzero, streams.lanes, value_bytes)
+    return memory.zvc_bytes(values, nonzero, value_bytes)
 
 
-def _tensor_bytes(plans, fmt, name, lanes, value_bytes):
-    """Zero-value compressed bytes of a whole operand tensor (groups of ``lanes`` values), cached in ``plans``."""
-    key = ("zvc", fmt, name, lanes)
+def _tensor_bytes(plans, fmt, name, value_bytes):
+    """Zero-value compressed bytes of a whole operand tensor, cached in ``plans``."""
+    key = ("zvc", fmt, name)
     if key not in plans:
         array = plans[fmt][name]
-        plans[key] = int(memory.zvc_bytes(array.size, int(np.count_nonzero(array)), lanes, value_bytes))
+        plans[key] = int(memory.zvc_bytes(array.size, int(np.count_nonzero(array)), value_bytes))
     return plans[key]
 
 
@@ -238,7 +238,7 @@ def map_op(config, layer, tensors, op, plans=None):
     compressed = None
     if zvc:
         compressed = {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in set_bytes.items()}
-        compressed["operand_bytes"] = [_tensor_bytes(plans, fmt, name, config.lanes, value_bytes)
+        compressed["operand_bytes"] = [_tensor_bytes(plans, fmt, name, value_bytes)
                                        for name in (op_plan.scheduled, op_plan.partner)]
     traffic = memory.traffic(config, op_plan, arrays, compressed)
     baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}

@@ -1,10 +1,10 @@
 """The mapper's memory model: on-chip reuse, buffer and DRAM traffic, and whether an operation is memory-bound.
 
 Values move in the operand format (2 bytes for bf16, 4 for fp32), dense, or with
-``memory: {compression: zvc}`` zero-value compressed: every group of N values (a step of a
-stream, N the lanes; in DRAM, N consecutive values of a tensor) is stored as an N-bit mask and
-its non-zero values, packed, so a set or a tensor of ``v`` values of which ``z`` are non-zero
-takes ``ceil(v / N) * ceil(N / 8) + z * value`` bytes, counted from the real values. Results
+``memory: {compression: zvc}`` zero-value compressed: a stream set (in the buffers) or a
+tensor (in DRAM) is stored as a bit mask of its values, one bit each, and its non-zero values,
+packed, so ``v`` values of which ``z`` are non-zero take ``ceil(v / 8) + z * value`` bytes,
+counted from the real values. Results
 (the PEs' fp32 sums, and the result tensor, whose values the trace does not hold) stay dense.
 Operands arrive compressed from DRAM and stay so in the global and tile buffers; each value the
 PEs read from a tile buffer is decoded (zeros re-expanded), each result the PEs write is encoded
@@ -44,10 +44,10 @@ class Traffic:
     dram_bytes: int
 
 
-def zvc_bytes(values, nonzero, group, value_bytes):
-    """Bytes of ``values`` values (``nonzero`` of them non-zero) zero-value compressed in groups of ``group``: a
-    ``group``-bit mask per group, whole bytes, and the non-zero values. NumPy arrays or ints, element-wise."""
-    return -(-values // group) * -(-group // 8) + nonzero * value_bytes
+def zvc_bytes(values, nonzero, value_bytes):
+    """Bytes of ``values`` values (``nonzero`` of them non-zero) zero-value compressed: a mask of one bit per value,
+    in whole bytes, and the non-zero values. NumPy arrays or ints, element-wise."""
+    return -(-values // 8) + nonzero * value_bytes
 
 
 def dram_bytes(operand_bytes, result_bytes, buffer_bytes):

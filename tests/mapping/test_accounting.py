@@ -61,11 +61,12 @@ def test_leakage_of_a_small_run_by_hand(tmp_path, scope):
 
 
 def test_zvc_bytes_of_a_small_tensor_by_hand():
-    # 40 values in groups of 16: 3 groups, each a 2-byte mask; 5 non-zero bf16 values of 2 bytes
-    assert zvc_bytes(40, 5, 16, 2) == 3 * 2 + 5 * 2
-    assert zvc_bytes(16, 0, 16, 4) == 2  # an all-zero group is its mask
-    assert zvc_bytes(8, 8, 8, 2) == 1 + 16  # a dense group costs its mask more than dense
-    np.testing.assert_array_equal(zvc_bytes(np.array([16, 32]), np.array([1, 0]), 16, 2), [4, 4])
+    # 40 values: a mask of 40 bits (5 bytes); 5 non-zero bf16 values of 2 bytes
+    assert zvc_bytes(40, 5, 2) == 5 + 5 * 2
+    assert zvc_bytes(41, 5, 2) == 6 + 5 * 2  # the mask in whole bytes
+    assert zvc_bytes(16, 0, 4) == 2  # all zero: the mask alone
+    assert zvc_bytes(8, 8, 2) == 1 + 16  # dense: the mask more than dense
+    np.testing.assert_array_equal(zvc_bytes(np.array([16, 32]), np.array([1, 0]), 2), [4, 4])
 
 
 def test_zvc_traffic_of_a_small_layer_by_hand(tmp_path):
@@ -77,8 +78,8 @@ def test_zvc_traffic_of_a_small_layer_by_hand(tmp_path):
     zvc = dataclasses.replace(dense, memory=dataclasses.replace(dense.memory, compression="zvc"))
     plain, packed = map_op(dense, layer, tensors, "fwd"), map_op(zvc, layer, tensors, "fwd")
     assert packed["scheduled"] == "A" and packed["compression"] == "zvc" and plain["compression"] == "none"
-    row_set = 4 * 2 + 24 * 2  # 4 steps of one stream: 4 masks of 2 B, 24 values of 2 B = 56 B
-    col_set = 3 * 4 * 2 + 192 * 2  # 3 streams x 4 steps: 12 masks, 192 values = 408 B
+    row_set = 64 // 8 + 24 * 2  # one stream of 64 values: an 8-byte mask, 24 values of 2 B = 56 B
+    col_set = 192 // 8 + 192 * 2  # 3 streams of 64 values: a 24-byte mask, 192 values = 408 B
     dram = row_set + col_set + 3 * 2  # the tensors are the sets here; the result (3 values) stays dense: 470 B
     assert plain["dram_bytes"] == 128 + 384 + 6 and packed["dram_bytes"] == dram
     counts = packed["counts"]

@@ -22,6 +22,7 @@ def small_study(tmp_path_factory, mobilenet_trace):
     return status, out, folder
 
 
+@pytest.mark.slow
 def test_the_study_writes_one_report_with_every_accounting(small_study):
     status, out, _ = small_study
     assert status == 0 and sorted(p.name for p in out.iterdir()) == ["report.md", "study.json", "study.png"]
@@ -48,6 +49,7 @@ def test_the_study_writes_one_report_with_every_accounting(small_study):
         assert heading in text
 
 
+@pytest.mark.slow
 def test_a_second_study_reuses_the_cached_areas(small_study, mobilenet_trace, capsys):
     status, out, folder = small_study
     assert main(["study", str(mobilenet_trace), "--config", str(folder / "small.yaml"), "--out", str(out),
@@ -68,3 +70,32 @@ def test_study_refusals_are_one_line(tmp_path, mobilenet_trace, capsys):
     (tmp_path / "full" / "keep.txt").write_text("mine")
     assert main(["study", str(mobilenet_trace), "--out", str(tmp_path / "full"), "--no-progress"]) == 2
     assert "is not replaceable" in capsys.readouterr().err
+
+
+def test_scenario_figures_by_hand(tmp_path):
+    """Hand-made totals: the reference's own figures are 1.0, the other's are ratios; leakage is re-scoped."""
+    import dataclasses
+
+    from dashraker.mapping.config import load_config
+    from dashraker.mapping.study import SCENARIOS, scenario_figures
+
+    configs = {name: dataclasses.replace(load_config(None, name), tiles=2, tile_transistors=t, reference_tile_transistors=1000)
+               for name, t in (("baseline", 1000), ("fpraker", 250))}
+    nw = configs["baseline"].energy.silicon["leakage_nw"]
+    leak = {name: 2 * t * nw * 1e-9 * 1e-6 * 1e12 for name, t in (("baseline", 1000), ("fpraker", 250))}  # 1 us
+    sums = {(name, "all"): {"cycles": cycles, "time_s": 1e-6, "energy_pj": 100.0 + leak[name], "dram_bytes": 0,
+                            "core_energy_pj": core, "energy_breakdown_pj": {"leakage": leak[name]}}
+            for name, cycles, core in (("baseline", 1000, 40.0), ("fpraker", 4000, 20.0))}
+    equal = next(s for s in SCENARIOS if s.key == "equal")
+    figures = scenario_figures(equal, sums, configs, {"baseline": 2, "fpraker": 2}, "baseline")
+    assert figures["baseline"]["speedup"] == figures["baseline"]["energy_efficiency"] == 1.0
+    f = figures["fpraker"]
+    assert f["speedup"] == 0.25 and f["core_energy_efficiency"] == 2.0 and f["energy_efficiency_no_leakage"] == 1.0
+    assert f["energy_efficiency"] == pytest.approx((100 + leak["baseline"]) / (100 + leak["fpraker"]))
+    assert f["area_overhead"] == pytest.approx(-0.75) and f["throughput_per_area"] == pytest.approx(1.0)
+    chip = next(s for s in SCENARIOS if s.key == "equal_chip")
+    sram = 2 * 2 * 8 * 8192 + 1024 * 8192  # bits: two 8 KiB buffers per tile, a 1 MiB global buffer
+    per_bit = configs["baseline"].energy.sram_bit_transistors
+    f = scenario_figures(chip, sums, configs, {"baseline": 2, "fpraker": 2}, "baseline")["fpraker"]
+    assert f["leakage_pj"] == pytest.approx((500 + sram * per_bit) * nw * 1e-9 * 1e-6 * 1e12)
+    assert f["area_overhead"] == pytest.approx((500 + sram * per_bit) / (2000 + sram * per_bit) - 1)
