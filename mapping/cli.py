@@ -100,6 +100,7 @@ def run(args):
         raise CliError(f"{args.trace}: not a trace folder")
     out = OutputFolder(args.out, "--out", is_map_output, "give a new folder or one of earlier map reports")
     with out:
+        _check_trace(args.trace, steps)  # bad input is refused before the tiles are synthesised
         configs = with_silicon(configs, args.area_cache, not args.no_progress)
         rows = _map(args, configs, steps)
         sums = totals(rows)
@@ -129,6 +130,19 @@ def override(config, args):
     if getattr(args, "compression", None):
         config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, compression=args.compression))
     return config
+
+
+def _check_trace(path, steps):
+    """The trace opens and holds ``steps``, or a ``CliError`` (as ``map_trace`` would say, before any work)."""
+    from dashraker.trace import TraceError, open_trace
+
+    try:
+        trace = open_trace(path)
+    except (TraceError, ValueError) as error:
+        raise CliError(str(error)) from None
+    missing = sorted(set(steps or ()) - set(trace.steps))
+    if missing:
+        raise CliError(f"{path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
 
 
 def with_silicon(configs, area_cache, progress):

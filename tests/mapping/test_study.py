@@ -23,6 +23,7 @@ def small_study(tmp_path_factory, mobilenet_trace):
 
 
 @pytest.mark.slow
+@pytest.mark.real_area
 def test_the_study_writes_one_report_with_every_accounting(small_study):
     status, out, _ = small_study
     assert status == 0 and sorted(p.name for p in out.iterdir()) == ["report.md", "study.json", "study.png"]
@@ -50,6 +51,7 @@ def test_the_study_writes_one_report_with_every_accounting(small_study):
 
 
 @pytest.mark.slow
+@pytest.mark.real_area
 def test_a_second_study_reuses_the_cached_areas(small_study, mobilenet_trace, capsys):
     status, out, folder = small_study
     assert main(["study", str(mobilenet_trace), "--config", str(folder / "small.yaml"), "--out", str(out),
