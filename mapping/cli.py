@@ -10,7 +10,7 @@ __all__ = ["register", "run"]
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
-    from dashraker.mapping.config import AREA_MEASURES, COMPARISONS, DATAFLOWS
+    from dashraker.mapping.config import AREA_MEASURES, AREA_SCOPES, COMPARISONS, COMPRESSIONS, DATAFLOWS
 
     parser = subparsers.add_parser(
         "map",
@@ -45,8 +45,13 @@ def register(subparsers):
                         "or dnnsim (the TensorDash authors' simulator, README 'Dataflow') (default: the configuration's)")
     parser.add_argument("--area", choices=AREA_MEASURES, help="iso-area measure: asic (CMOS transistors from "
                         "'dashraker area') or fpga (LUTs from FPGA flow reports) (default: the configuration's)")
+    parser.add_argument("--area-scope", choices=AREA_SCOPES, help="silicon that area and leakage count: compute "
+                        "(the tiles' logic) or chip (also the tile buffers and the global buffer) (default: the "
+                        "configuration's)")
+    parser.add_argument("--compression", choices=COMPRESSIONS, help="memory traffic: none (dense) or zvc (zero-value "
+                        "compressed buffers and DRAM) (default: the configuration's memory.compression)")
     parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
-                        help="folder of cached 'dashraker area' figures (default build/area)")
+                        help="folder of cached 'dashraker area' figures, for leakage and iso-area (default build/area)")
     parser.add_argument("--fpga-reports", type=Path, help="folder searched for 'dashraker fpga' report.json files "
                         "of the mapped configurations (--area fpga)")
     parser.set_defaults(func=run)
@@ -88,9 +93,7 @@ def run(args):
         raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
     steps = step_list("--step", args.step)
     try:
-        configs = [load_config(args.config, design, args.device) for design in _designs(args.design)]
-        if args.dataflow:
-            configs = [dataclasses.replace(c, dataflow=args.dataflow) for c in configs]
+        configs = [override(load_config(args.config, design, args.device), args) for design in _designs(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
     if not args.trace.is_dir():
@@ -101,6 +104,8 @@ def run(args):
 
         check_output_folder(args.area_cache, "--area-cache")  # before the mapping and the synthesis
     with out:
+        _check_trace(args.trace, steps)  # bad input is refused before the tiles are synthesised
+        configs = with_silicon(configs, args.area_cache, not args.no_progress)
         rows = _map(args, configs, steps)
         sums = totals(rows)
         print(summary_table(rows, sums))
@@ -118,6 +123,41 @@ def run(args):
                 isoarea.plot(staging / isoarea.PLOT, iso_area["designs"], iso_area["measure"])
                 names.append(isoarea.PLOT)
     print("\nwrote " + ", ".join(str(out.path / name) for name in names))
+
+
+def override(config, args):
+    """``config`` with the command line's ``--dataflow``, ``--area-scope`` and ``--compression`` where given."""
+    if getattr(args, "dataflow", None):
+        config = dataclasses.replace(config, dataflow=args.dataflow)
+    if getattr(args, "area_scope", None):
+        config = dataclasses.replace(config, area_scope=args.area_scope)
+    if getattr(args, "compression", None):
+        config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, compression=args.compression))
+    return config
+
+
+def _check_trace(path, steps):
+    """The trace opens and holds ``steps``, or a ``CliError`` (as ``map_trace`` would say, before any work)."""
+    from dashraker.trace import TraceError, open_trace
+
+    try:
+        trace = open_trace(path)
+    except (TraceError, ValueError) as error:
+        raise CliError(str(error)) from None
+    missing = sorted(set(steps or ()) - set(trace.steps))
+    if missing:
+        raise CliError(f"{path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
+
+
+def with_silicon(configs, area_cache, progress):
+    """Every configuration with its tile's and the reference tile's transistors (for leakage), or a ``CliError``."""
+    from dashraker.fpga.area import AreaError
+    from dashraker.mapping import silicon
+
+    try:
+        return [silicon.resolve(config, area_cache, progress) for config in configs]
+    except AreaError as error:
+        raise CliError(f"leakage needs the tile's area: {error}") from None
 
 
 def _skipped(trace):
@@ -154,15 +194,16 @@ def _iso_area(args, configs, steps, sums):
     if (ref, "all") not in sums:
         raise CliError(f"--compare iso-area: map the reference design too (--design {ref},...)")
     try:
-        areas = {c.design.name: isoarea.tile_area(c, measure, args.area_cache, args.fpga_reports,
-                                                  not args.no_progress) for c in configs}
-        tiles_iso = isoarea.tile_counts(areas, ref, next(c.tiles for c in configs if c.design.name == ref))
+        budget = isoarea.budget(configs, measure, args.area_cache, args.fpga_reports, not args.no_progress)
     except isoarea.AreaMeasureError as error:
         raise CliError(str(error)) from None
-    changed = [dataclasses.replace(c, tiles=tiles_iso[c.design.name]) for c in configs
-               if c.tiles != tiles_iso[c.design.name]]
+    changed = [dataclasses.replace(c, tiles=budget.tiles_iso[c.design.name]) for c in configs
+               if c.tiles != budget.tiles_iso[c.design.name]]
     iso_sums = {**sums, **totals(_map(args, changed, steps))}
-    entries = isoarea.compare(sums, iso_sums, areas, {c.design.name: c.tiles for c in configs}, tiles_iso, ref)
-    print("\n" + isoarea.iso_table(entries, measure))
-    print("energy counts every action of every tile; leakage is not modelled (idle tiles cost nothing)")
-    return {"measure": measure, "unit": isoarea.MEASURES[measure], "reference": ref, "designs": entries}
+    entries = isoarea.compare(sums, iso_sums, budget.areas, {c.design.name: c.tiles for c in configs},
+                              budget.tiles_iso, ref, budget.fixed)
+    print("\n" + isoarea.iso_table(entries, measure, budget.scope))
+    print("energy counts every action of every tile and the leakage of all the configured silicon "
+          f"({budget.scope} scope)")
+    return {"measure": measure, "unit": isoarea.MEASURES[measure], "scope": budget.scope, "reference": ref,
+            "fixed_area": budget.fixed, "designs": entries}

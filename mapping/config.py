@@ -12,6 +12,8 @@ __all__ = [
     "MemoryConfig",
     "EnergyTable",
     "AcceleratorConfig",
+    "AREA_SCOPES",
+    "COMPRESSIONS",
     "default_config_path",
     "load_config",
     "load_energy_table",
@@ -23,6 +25,10 @@ GEOMETRY = ("tiles", "rows", "cols", "lanes")  # the array; a design's section m
 DATAFLOWS = ("default", "dnnsim")
 COMPARISONS = ("lanes", "iso-area")  # equal lanes (the configured tiles), or as many tiles as fit the reference's area
 AREA_MEASURES = ("asic", "fpga")
+# what the area counts (SPEC section 7b): the tiles' logic, or the tiles, their buffers and the global buffer
+AREA_SCOPES = ("compute", "chip")
+COMPRESSIONS = ("none", "zvc")  # memory traffic dense, or zero-value compressed (SPEC section 7)
+SILICON = ("transistor_um2", "leakage_nw", "sram_bit_cell_um2", "sram_array_efficiency")  # the table's silicon figures
 
 
 class ConfigError(ValueError):
@@ -36,16 +42,33 @@ class MemoryConfig:
     tile_buffer_kib: float
     global_buffer_kib: float
     dram_gbps: float
+    compression: str = COMPRESSIONS[0]  # "zvc": buffers and DRAM hold a bit mask per group and the non-zeros
+
+    def sram_bits(self, tiles):
+        """Bits of on-chip SRAM of ``tiles`` tiles: two tile buffers each and the global buffer."""
+        return round((2 * tiles * self.tile_buffer_kib + self.global_buffer_kib) * 8192)
 
 
 @dataclasses.dataclass(frozen=True)
 class EnergyTable:
-    """Energy per action in pJ (``entries``) and the SRAM size/energy points of the table file."""
+    """Energy per action in pJ (``entries``), the SRAM size/energy points and the ``silicon`` figures of the table
+    file (``SILICON``: area and leakage of a transistor, SRAM bit cell area and array efficiency)."""
 
     name: str
     path: str
     entries: dict
     sram_points: tuple  # ((kib, pj), ...) ascending
+    silicon: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def sram_bit_transistors(self):
+        """The area of one SRAM bit, with its share of the periphery, in transistors of logic."""
+        s = self.silicon
+        return s["sram_bit_cell_um2"] / s["sram_array_efficiency"] / s["transistor_um2"]
+
+    def leakage_pj(self, transistors, seconds):
+        """Static energy (pJ) of ``transistors`` (of logic, or their SRAM area) over ``seconds``."""
+        return transistors * self.silicon["leakage_nw"] * 1e-9 * seconds * 1e12
 
     def sram_pj(self, kib):
         """Energy of one 64-bit access to an SRAM of ``kib`` KiB: power law between the table's points."""
@@ -77,6 +100,11 @@ class AcceleratorConfig:
     area: str = AREA_MEASURES[0]
     dataflow: str = "default"  # mapping.dataflow.DATAFLOWS: pass formation (SPEC section 5, or DNNsim's)
     device: str = "cpu"  # where the cost models run: "cpu" (fused kernels) or a torch GPU device, e.g. "cuda"
+    area_scope: str = AREA_SCOPES[0]  # the silicon that area and leakage count: tiles, or tiles and SRAM
+    # Transistors of one tile of this design and of the reference design on the same array (``mapping.silicon``),
+    # for leakage; None until resolved (then the mapper charges no leakage and says so).
+    tile_transistors: int = None
+    reference_tile_transistors: int = None
 
     rows = property(lambda self: self.params["rows"])
     cols = property(lambda self: self.params["cols"])
@@ -87,7 +115,8 @@ class AcceleratorConfig:
         return {"path": self.path, "design": self.design.name, **self.params, "rounding": self.rounding,
                 "tiles": self.tiles, "clock_mhz": self.clock_mhz, "memory": dataclasses.asdict(self.memory),
                 "energy": {"name": self.energy.name, "path": self.energy.path}, "compare": self.compare,
-                "area": self.area, "dataflow": self.dataflow}
+                "area": self.area, "dataflow": self.dataflow, "area_scope": self.area_scope,
+                "tile_transistors": self.tile_transistors, "reference_tile_transistors": self.reference_tile_transistors}
 
 
 def default_config_path():
@@ -193,13 +222,25 @@ def load_energy_table(ref, base=None):
         else:
             entries[name] = entry.number("pj", minimum=0.0)
     required = {"mul_fp32", "mul_bf16", "add_fp32", "add_int32", "mux8_bit", "scheduler_lane", "term_encode",
-                "term_shift", "exponent_lane", "block_normalize", "dram_64b"}
+                "term_shift", "exponent_lane", "block_normalize", "dram_64b", "zvc_encode", "zvc_decode"}
     missing = sorted(required - set(entries))
     if missing:
         raise fields.error(f"entries.{missing[0]}", "missing")
     if not points:
         raise fields.error("entries.sram_64b", "missing (needs 'points' of {kib, pj})")
-    return EnergyTable(fields.text("name"), str(path), entries, points)
+    silicon = fields.section("silicon", required=True)
+    silicon.unknown(SILICON)
+    figures = {}
+    for name in SILICON:
+        entry = silicon.section(name, required=True)
+        if entry.text("source") not in sources:
+            raise entry.error("source", f"names no entry of 'sources' ({sorted(sources)})")
+        entry.text("node")
+        entry.text("per")
+        figures[name] = entry.number("value", minimum=1e-12)
+    if figures["sram_array_efficiency"] > 1:
+        raise silicon.error("sram_array_efficiency.value", f"must be at most 1, not {figures['sram_array_efficiency']}")
+    return EnergyTable(fields.text("name"), str(path), entries, points, figures)
 
 
 def _design_params(design, top, section):
@@ -268,7 +309,7 @@ def load_config(path=None, design=None, device="cpu"):
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
     top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
-                 "compare", "area", "dataflow"})
+                 "compare", "area", "dataflow", "area_scope"})
     name = design if design is not None else top.data.get("design")
     if name not in DESIGNS:
         raise top.error("design", f"must be one of {list(DESIGNS)}, not {name!r}")
@@ -282,7 +323,7 @@ def load_config(path=None, design=None, device="cpu"):
     if "tiles" not in geometry:
         raise top.error("tiles", "missing")
     memory = top.section("memory", required=True)
-    memory.unknown({"tile_buffer_kib", "global_buffer_kib", "dram_gbps"})
+    memory.unknown({"tile_buffer_kib", "global_buffer_kib", "dram_gbps", "compression"})
     return AcceleratorConfig(
         path=str(path),
         design=chosen,
@@ -294,10 +335,12 @@ def load_config(path=None, design=None, device="cpu"):
             tile_buffer_kib=memory.number("tile_buffer_kib", minimum=1e-6),
             global_buffer_kib=memory.number("global_buffer_kib", minimum=1e-6),
             dram_gbps=memory.number("dram_gbps", minimum=1e-9),
+            compression=memory.choice("compression", COMPRESSIONS, COMPRESSIONS[0]),
         ),
         energy=load_energy_table(top.text("energy_table"), path.parent),
         compare=top.choice("compare", COMPARISONS, COMPARISONS[0]),
         area=top.choice("area", AREA_MEASURES, AREA_MEASURES[0]),
         dataflow=top.choice("dataflow", DATAFLOWS, DATAFLOWS[0]),
         device=check_device(device),
+        area_scope=top.choice("area_scope", AREA_SCOPES, AREA_SCOPES[0]),
     )

@@ -14,10 +14,10 @@ import torch
 
 from dashraker.designs import reference
 from dashraker.designs.descriptor import Operands
-from dashraker.mapping import memory
+from dashraker.mapping import memory, silicon
 from dashraker.mapping.dataflow import operands, plan, problem_passes
 
-__all__ = ["spread", "map_op", "energy_pj", "COMPONENTS", "MEMORY"]
+__all__ = ["spread", "map_op", "energy_pj", "COMPONENTS", "MEMORY", "STATIC"]
 
 # Hardware-action counts -> energy table entry; the report's components are these keys.
 COMPONENTS = {
@@ -33,10 +33,14 @@ COMPONENTS = {
     "tile_sram_words": None,  # by tile buffer size
     "global_sram_words": None,  # by global buffer size
     "dram_words": "dram_64b",
+    "zvc_encodes": "zvc_encode",
+    "zvc_decodes": "zvc_decode",
 }
 
-# Components of the memory system; the others make up the core (PEs, schedulers, encoders).
-MEMORY = ("tile_sram_words", "global_sram_words", "dram_words")
+# Components of the memory system; the others but STATIC make up the core (PEs, schedulers, encoders).
+MEMORY = ("tile_sram_words", "global_sram_words", "dram_words", "zvc_encodes", "zvc_decodes")
+# Static energy (not a count of actions): the configured silicon's leakage over the operation's run time.
+STATIC = ("leakage",)
 
 def spread(pass_cycles, tiles):
     """Cycles of passes run round robin on ``tiles`` tiles: the busiest tile's total."""
@@ -159,10 +163,11 @@ def _dnnsim_carried(config, op_plan):
     giving a problem's per-pass cycles as DNNsim counts them (``mapping.dnnsim``: the leading all-zero steps jumped,
     one skip counter per layer, operation, group and sample, carried from pass to pass); else None."""
     params = config.params
-    if config.dataflow != "dnnsim" or config.design.cost.operands != "scheduled" or not {"lookahead", "pattern"} <= set(params):
+    if (config.dataflow != "dnnsim" or config.design.cost.operands is not Operands.SCHEDULED
+            or not {"lookahead", "pattern"} <= set(params)):
         return None
     from dashraker.mapping import dnnsim
-    from dashraker.models.tensordash import parse_pattern
+    from dashraker.models.interconnect import parse_pattern
 
     pattern, state = parse_pattern(params["pattern"]), {"call": None, "skip": 0}
     rows_outer = op_plan.scheduled == ("G" if op_plan.op == "bwd_input" else "A")  # windows / activations on rows
@@ -176,6 +181,42 @@ def _dnnsim_carried(config, op_plan):
         return result
 
     return cycles
+
+
+def _set_bytes(streams, size, value_bytes, limit=1 << 22):
+    """Zero-value compressed bytes of each set of ``size`` streams (``memory.zvc_bytes``)."""
+    sets = streams.num_sets(size)
+    nonzero = np.zeros(sets, np.int64)
+    per_batch = max(1, limit // (size * streams.steps * streams.lanes))
+    for first in range(0, sets, per_batch):
+        last = min(first + per_batch, sets)
+        block = streams.sets(size, first, last)
+        nonzero[first:last] = np.count_nonzero(block.reshape(last - first, -1), axis=1)
+    values = streams.used(size, np.arange(sets)) * streams.steps * streams.lanes
+    return memory.zvc_bytes(values, nonzero, value_bytes)
+
+
+def _tensor_bytes(plans, fmt, name, value_bytes):
+    """Zero-value compressed bytes of a whole operand tensor, cached in ``plans``."""
+    key = ("zvc", fmt, name)
+    if key not in plans:
+        array = plans[fmt][name]
+        plans[key] = int(memory.zvc_bytes(array.size, int(np.count_nonzero(array)), value_bytes))
+    return plans[key]
+
+
+def cycle_breakdown(config, counts, pass_cycles, cycles, fill):
+    """Where a term-serial design's cycles go (its cost model counts ``pe_cycles`` and ``terms``), adding up to
+    ``cycles`` exactly: per tile (the passes' cycles over the tiles), the cycles at the mean in-bound term
+    count of a lane, the extra of each PE's maximum over its lanes, the extra of the tile's lockstep (its
+    busiest PE); then the busiest tile's excess over the mean tile and the pipeline fill. ``skipped_terms``:
+    the terms of non-zero products skipped as out of bounds (not cycles: they cost none)."""
+    pes, tiles = config.rows * config.cols, config.tiles
+    work = int(np.sum(pass_cycles))
+    mean = counts["terms"] / (config.lanes * pes)
+    lanes = counts["pe_cycles"] / pes - mean
+    return {"mean_terms": mean / tiles, "lane_max": lanes / tiles, "lockstep": (work - mean - lanes) / tiles,
+            "tile_imbalance": cycles - fill - work / tiles, "fill": fill, "skipped_terms": int(counts["skipped_terms"])}
 
 
 def map_op(config, layer, tensors, op, plans=None):
@@ -197,6 +238,9 @@ def map_op(config, layer, tensors, op, plans=None):
     cost = config.design.cost
     per_problem = _evaluate(op_plan.problems, config) if cost.operands is not Operands.NONE else None
     carried = _dnnsim_carried(config, op_plan)
+    value_bytes = 2 if config.fmt == "bf16" else 4
+    zvc = config.memory.compression == "zvc"
+    set_bytes = {"row_bytes": [], "col_bytes": []}
     for index, problem in enumerate(op_plan.problems):
         row_sets, col_sets = problem.rows.num_sets(config.rows), problem.cols.num_sets(config.cols)
         row_set, col_set = np.divmod(np.arange(row_sets * col_sets), col_sets)
@@ -209,22 +253,37 @@ def map_op(config, layer, tensors, op, plans=None):
                 cycles = np.repeat(cycles, col_sets) if carried is None else carried(problem)
             partners = problem.cols.count if cost.operands is Operands.SCHEDULED else 1
             for name, values in found.items():
-                counts[name] += int(values.sum()) * partners
+                counts[name] = counts.get(name, 0) + int(values.sum()) * partners
         design_passes.add(cycles, problem.steps, rows, cols, row_set, col_set)
+        if zvc:
+            set_bytes["row_bytes"].append(_set_bytes(problem.rows, config.rows, value_bytes)[row_set])
+            set_bytes["col_bytes"].append(_set_bytes(problem.cols, config.cols, value_bytes)[col_set])
         dense_passes.add(problem.steps, problem.steps, rows, cols, row_set, col_set)
     arrays, dense = design_passes.arrays(), dense_passes.arrays()
     value_bits = 16 if config.fmt == "bf16" else 32
     counts.update(cost.pass_counts(config.params, arrays, value_bits))
-    traffic = memory.traffic(config, op_plan, arrays)
+    compressed = None
+    if zvc:
+        compressed = {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in set_bytes.items()}
+        compressed["operand_bytes"] = [_tensor_bytes(plans, fmt, name, value_bytes)
+                                       for name in (op_plan.scheduled, op_plan.partner)]
+    traffic = memory.traffic(config, op_plan, arrays, compressed)
     baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}
     counts.update(traffic.counts)
     cycles, dense_cycles = spread(arrays["cycles"], config.tiles), spread(dense["cycles"], config.tiles)
-    cycles += config.design.fill(config.params) if arrays["cycles"].size else 0  # the design's pipeline fill
+    fill = config.design.fill(config.params) if arrays["cycles"].size else 0
+    cycles += fill  # the design's pipeline fill
+    breakdown = None
+    if {"pe_cycles", "terms", "skipped_terms"} <= counts.keys():
+        breakdown = cycle_breakdown(config, counts, arrays["cycles"], cycles, fill)
     energy, baseline_energy = energy_pj(counts, config), energy_pj(baseline_counts, config)
     timing = memory.timing(config, cycles, traffic.dram_bytes)
     dense_timing = memory.timing(config, dense_cycles, traffic.dram_bytes)
+    leakage = silicon.leakage_pj(config, config.tile_transistors, timing["time_s"])
+    baseline_leakage = silicon.leakage_pj(config, config.reference_tile_transistors, dense_timing["time_s"])
+    energy["leakage"], baseline_energy["leakage"] = leakage or 0.0, baseline_leakage or 0.0
     total, baseline_total = sum(energy.values()), sum(baseline_energy.values())
-    core, baseline_core = (sum(v for k, v in e.items() if k not in MEMORY) for e in (energy, baseline_energy))
+    core, baseline_core = (sum(v for k, v in e.items() if k not in MEMORY + STATIC) for e in (energy, baseline_energy))
     return {
         "layer": layer.name,
         "op": op,
@@ -242,6 +301,11 @@ def map_op(config, layer, tensors, op, plans=None):
         **timing,
         "time_speedup": dense_timing["time_s"] / timing["time_s"] if timing["time_s"] else 1.0,
         "dram_bytes": traffic.dram_bytes,
+        "compression": config.memory.compression,
+        "area_scope": config.area_scope,
+        "silicon_transistors": (None if config.tile_transistors is None
+                                else round(silicon.silicon_transistors(config, config.tile_transistors))),
+        "leakage_pj": leakage,
         "energy_pj": total,
         "baseline_energy_pj": baseline_total,
         "energy_efficiency": baseline_total / total if total else 1.0,
@@ -249,5 +313,6 @@ def map_op(config, layer, tensors, op, plans=None):
         "baseline_core_energy_pj": baseline_core,
         "core_energy_efficiency": baseline_core / core if core else 1.0,
         "energy_breakdown_pj": energy,
+        "cycle_breakdown": breakdown,
         "counts": counts,
     }

@@ -6,16 +6,24 @@ LUTs from the FPGA flow's reports). Every other design keeps its configured tile
 (rows x cols PEs of its lanes) and gets ``floor(budget / its tile area)`` whole tiles;
 a design whose one tile exceeds the budget is refused. Speedup, energy efficiency and
 throughput per area are then against the reference as mapped in its own configuration.
-Energy counts every action of every tile (the extra tiles' too); leakage is not
-modelled, so idle silicon costs nothing.
+Energy counts every action of every tile (the extra tiles' too) and the leakage of all
+the configured silicon over the run time.
+
+Area scope (``area_scope``, SPEC section 7b): ``compute`` counts the tiles' logic;
+``chip`` also the SRAM the mapper configures, converted to transistors of the same area
+(``mapping.silicon``): each tile's two buffers go with the tile, and the global buffer is a
+fixed area that every design has (so it changes the areas and throughput per area reported,
+not the tile counts).
 """
 
+import dataclasses
 import io
 import json
 import math
 from pathlib import Path
 
-__all__ = ["MEASURES", "PLOT", "AreaMeasureError", "tile_area", "tile_counts", "compare", "iso_table", "plot"]
+__all__ = ["MEASURES", "PLOT", "AreaMeasureError", "Budget", "tile_area", "budget", "tile_counts", "compare",
+           "iso_table", "plot"]
 
 MEASURES = {"asic": "CMOS transistors", "fpga": "ECP5 LUT4s"}
 PLOT = "iso_area.png"  # the comparison's plot, beside the mapper's reports
@@ -57,6 +65,38 @@ def tile_area(config, measure, area_root="build/area", fpga_reports=None, progre
     raise AreaMeasureError(f"area measure must be one of {', '.join(MEASURES)}, not {measure!r}")
 
 
+@dataclasses.dataclass
+class Budget:
+    """An iso-area comparison's areas: per design one tile with what goes with it (``areas``), the ``fixed`` area
+    every design has, and the tiles each gets (``tiles_iso``)."""
+
+    scope: str
+    areas: dict
+    fixed: float
+    tiles_iso: dict
+
+
+def budget(configs, measure, area_root="build/area", fpga_reports=None, progress=True):
+    """The areas and iso-area tile counts of ``configs`` (one per design, the reference among them) under
+    ``measure`` and the configurations' area scope."""
+    from dashraker.designs import reference
+    from dashraker.mapping import silicon
+
+    scope = configs[0].area_scope
+    if scope == "chip" and measure != "asic":
+        raise AreaMeasureError("area scope chip counts SRAM in transistors: use the asic area measure")
+    areas, fixed = {}, 0.0
+    for config in configs:
+        area = tile_area(config, measure, area_root, fpga_reports, progress)
+        if scope == "chip":
+            tile_buffers, fixed = silicon.sram_transistors(config, 1)
+            area += tile_buffers
+        areas[config.design.name] = area
+    ref = reference().name
+    tiles = tile_counts(areas, ref, next(c.tiles for c in configs if c.design.name == ref))
+    return Budget(scope, areas, fixed, tiles)
+
+
 def tile_counts(areas, reference, reference_tiles):
     """Design name -> whole tiles that fit in ``reference_tiles`` tiles of ``reference``'s area (``areas``:
     design name -> area of one tile)."""
@@ -72,18 +112,18 @@ def tile_counts(areas, reference, reference_tiles):
     return counts
 
 
-def compare(equal, iso, areas, tiles_equal, tiles_iso, reference):
+def compare(equal, iso, areas, tiles_equal, tiles_iso, reference, fixed=0.0):
     """One entry per design: its areas and, at equal lanes and at iso-area, speedup, energy efficiency and
     throughput per area over the reference (all operations). ``equal``/``iso``: the mapper's ``totals`` of the
-    configured tiles and of the iso-area tile counts."""
+    configured tiles and of the iso-area tile counts; ``fixed``: the area every design has besides its tiles."""
     ref = equal[reference, "all"]
-    ref_area = tiles_equal[reference] * areas[reference]
+    ref_area = tiles_equal[reference] * areas[reference] + fixed
     entries = []
     for name in areas:
         entry = {"design": name, "tile_area": areas[name]}
         for label, sums, tiles in (("equal", equal, tiles_equal), ("iso", iso, tiles_iso)):
             total = sums[name, "all"]
-            area = tiles[name] * areas[name]
+            area = tiles[name] * areas[name] + fixed
             speedup = ref["cycles"] / total["cycles"] if total["cycles"] else math.inf
             entry.update({f"tiles_{label}": tiles[name], f"area_{label}": area, f"speedup_{label}": speedup,
                           f"energy_efficiency_{label}": ref["energy_pj"] / total["energy_pj"],
@@ -92,14 +132,16 @@ def compare(equal, iso, areas, tiles_equal, tiles_iso, reference):
     return entries
 
 
-def iso_table(entries, measure):
+def iso_table(entries, measure, scope="compute"):
     """The comparison as a fixed-width table."""
-    header = (f"{'design':<12} {'tile area':>12} {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}"
+    header = (f"{'design':<12} {'tile area':>14} {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}"
               f" | {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}")
-    lines = [f"area measure: {MEASURES[measure]} per tile; left: configured tiles (equal lanes), right: iso-area",
+    lines = [f"area measure: {MEASURES[measure]} per tile, {scope} scope"
+             f"{' (tile with its buffers; the global buffer beside)' if scope == 'chip' else ''}; "
+             "left: configured tiles (equal lanes), right: iso-area",
              header, "-" * len(header)]
     for e in entries:
-        lines.append(f"{e['design']:<12} {e['tile_area']:>12,} " + " | ".join(
+        lines.append(f"{e['design']:<12} {e['tile_area']:>14,.0f} " + " | ".join(
             f"{e[f'tiles_{k}']:>5} {e[f'speedup_{k}']:>7.2f}x {e[f'energy_efficiency_{k}']:>9.2f}x "
             f"{e[f'throughput_per_area_{k}']:>8.2f}x" for k in ("equal", "iso")))
     return "\n".join(lines)

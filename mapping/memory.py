@@ -1,6 +1,14 @@
 """The mapper's memory model: on-chip reuse, buffer and DRAM traffic, and whether an operation is memory-bound.
 
-Values move in the operand format (2 bytes for bf16, 4 for fp32), dense (no compression).
+Values move in the operand format (2 bytes for bf16, 4 for fp32), dense, or with
+``memory: {compression: zvc}`` zero-value compressed: a stream set (in the buffers) or a
+tensor (in DRAM) is stored as a bit mask of its values, one bit each, and its non-zero values,
+packed, so ``v`` values of which ``z`` are non-zero take ``ceil(v / 8) + z * value`` bytes,
+counted from the real values. Results
+(the PEs' fp32 sums, and the result tensor, whose values the trace does not hold) stay dense.
+Operands arrive compressed from DRAM and stay so in the global and tile buffers; each value the
+PEs read from a tile buffer is decoded (zeros re-expanded), each result the PEs write is encoded
+(``zvc_decodes``, ``zvc_encodes``).
 
 * Tile buffers. Each tile has a scheduled-operand buffer and a partner buffer of
   ``tile_buffer_kib`` each. A pass reads each of its row streams once (the value is
@@ -25,7 +33,7 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["Traffic", "traffic", "dram_bytes", "timing"]
+__all__ = ["Traffic", "traffic", "dram_bytes", "zvc_bytes", "timing"]
 
 
 @dataclasses.dataclass
@@ -34,6 +42,12 @@ class Traffic:
 
     counts: dict
     dram_bytes: int
+
+
+def zvc_bytes(values, nonzero, value_bytes):
+    """Bytes of ``values`` values (``nonzero`` of them non-zero) zero-value compressed: a mask of one bit per value,
+    in whole bytes, and the non-zero values. NumPy arrays or ints, element-wise."""
+    return -(-values // 8) + nonzero * value_bytes
 
 
 def dram_bytes(operand_bytes, result_bytes, buffer_bytes):
@@ -58,11 +72,18 @@ def _loads(keys, set_bytes, tiles, capacity):
     return int(set_bytes[loaded].sum()), int(set_bytes[loaded[first]].sum())
 
 
-def traffic(config, op_plan, arrays):
-    """Traffic of one operation: ``arrays`` holds per-pass ``steps``, ``rows``, ``cols``, ``row_key``, ``col_key``."""
+def traffic(config, op_plan, arrays, compressed=None):
+    """Traffic of one operation: ``arrays`` holds per-pass ``steps``, ``rows``, ``cols``, ``row_key``, ``col_key``.
+
+    ``compressed`` (with zero-value compression): per pass the bytes of its row set and column set
+    (``row_bytes``, ``col_bytes``) and the bytes of the scheduled and partner tensors (``operand_bytes``).
+    """
     value = 2 if config.fmt == "bf16" else 4
     stream = arrays["steps"] * config.lanes * value
     row_bytes, col_bytes = arrays["rows"] * stream, arrays["cols"] * stream
+    values_read = int((row_bytes.sum() + col_bytes.sum()) // value)
+    if compressed is not None:
+        row_bytes, col_bytes = compressed["row_bytes"], compressed["col_bytes"]
     capacity = config.memory.tile_buffer_kib * 1024
     (row_fills, row_reads), (col_fills, col_reads) = (
         _loads(arrays[key], size, config.tiles, capacity) for key, size in (("row_key", row_bytes), ("col_key", col_bytes))
@@ -71,6 +92,8 @@ def traffic(config, op_plan, arrays):
     tile_reads = int(row_bytes.sum() + col_bytes.sum())
     results = int((arrays["rows"] * arrays["cols"]).sum()) * 4
     operands = [op_plan.elements[op_plan.scheduled] * value, op_plan.elements[op_plan.partner] * value]
+    if compressed is not None:
+        operands = list(compressed["operand_bytes"])
     result_name = next(name for name in op_plan.elements if name not in (op_plan.scheduled, op_plan.partner))
     dram = dram_bytes(operands, op_plan.elements[result_name] * value, config.memory.global_buffer_kib * 1024)
     return Traffic(
@@ -78,6 +101,8 @@ def traffic(config, op_plan, arrays):
             "tile_sram_words": -(-(tile_reads + fills) // 8),
             "global_sram_words": -(-(global_reads + results + dram) // 8),
             "dram_words": -(-dram // 8),
+            "zvc_decodes": values_read if compressed is not None else 0,
+            "zvc_encodes": results // 4 if compressed is not None else 0,
         },
         dram_bytes=dram,
     )

@@ -15,7 +15,8 @@ _SCALAR_FIELDS = (
     "design", "step", "layer", "op", "scheduled", "partner", "zero_fraction_scheduled", "zero_fraction_partner",
     "problems", "passes", "values_scheduled", "dense_cycles", "cycles", "speedup", "compute_s", "dram_s", "time_s",
     "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
-    "core_energy_pj", "baseline_core_energy_pj", "core_energy_efficiency",
+    "core_energy_pj", "baseline_core_energy_pj", "core_energy_efficiency", "compression", "area_scope",
+    "silicon_transistors", "leakage_pj",
 )  # fmt: skip
 
 
@@ -23,14 +24,20 @@ def summary_table(rows, sums):
     """A fixed-width table per design: per layer and operation, then the totals per operation."""
     lines = []
     header = f"{'layer':<28} {'op':<10} {'sched':>5} {'dense cyc':>12} {'cycles':>12} {'speedup':>8} " \
-             f"{'energy uJ':>10} {'eff':>6} {'core eff':>8} {'bound':>6}"  # fmt: skip
+             f"{'energy uJ':>10} {'leak uJ':>8} {'eff':>6} {'core eff':>8} {'bound':>6}"  # fmt: skip
     for design in dict.fromkeys(row["design"] for row in rows):
-        lines += ["", f"== {design} ==", header, "-" * len(header)]
+        first = next(r for r in rows if r["design"] == design)
+        silicon = first.get("silicon_transistors")
+        leak = (f"leakage of {silicon:,} transistors" if silicon is not None else "leakage not modelled "
+                "(tile area unknown)")
+        lines += ["", f"== {design} == memory {first.get('compression', 'none')}, {first.get('area_scope', 'compute')} "
+                  f"scope, {leak}", header, "-" * len(header)]
         for r in (r for r in rows if r["design"] == design):
             name = r["layer"] if len({x["step"] for x in rows}) == 1 else f"{r['layer']}@{r['step']}"
             lines.append(
                 f"{name[:28]:<28} {r['op']:<10} {r['scheduled']:>5} {r['dense_cycles']:>12,} {r['cycles']:>12,} "
-                f"{r['speedup']:>7.2f}x {r['energy_pj'] / 1e6:>10.2f} {r['energy_efficiency']:>5.2f}x "
+                f"{r['speedup']:>7.2f}x {r['energy_pj'] / 1e6:>10.2f} {(r.get('leakage_pj') or 0) / 1e6:>8.2f} "
+                f"{r['energy_efficiency']:>5.2f}x "
                 f"{r['core_energy_efficiency']:>7.2f}x {'DRAM' if r['memory_bound'] else 'comp':>6}"
             )
         lines.append("-" * len(header))
@@ -39,14 +46,37 @@ def summary_table(rows, sums):
                 t = sums[design, op]
                 lines.append(
                     f"{'total':<28} {op:<10} {'':>5} {t['dense_cycles']:>12,} {t['cycles']:>12,} "
-                    f"{t['speedup']:>7.2f}x {t['energy_pj'] / 1e6:>10.2f} {t['energy_efficiency']:>5.2f}x "
+                    f"{t['speedup']:>7.2f}x {t['energy_pj'] / 1e6:>10.2f} "
+                    f"{t['energy_breakdown_pj'].get('leakage', 0) / 1e6:>8.2f} {t['energy_efficiency']:>5.2f}x "
                     f"{t['core_energy_efficiency']:>7.2f}x"
                 )
+        lines += _breakdown_lines([r for r in rows if r["design"] == design])
     return "\n".join(lines)
+
+
+def _breakdown_lines(rows):
+    """A design's cycle breakdown per layer and operation (term-serial designs), if it has one."""
+    rows = [r for r in rows if r.get("cycle_breakdown")]
+    if not rows:
+        return []
+    header = (f"{'layer':<28} {'op':<10} {'cycles':>12} {'mean terms':>12} {'lane max':>12} {'lockstep':>12} "
+              f"{'tile imbal':>10} {'fill':>5} {'skipped terms':>14}")
+    lines = ["", "cycle breakdown (per tile: cycles at the mean in-bound terms of a lane, + each PE's max over its "
+             "lanes, + the tile's lockstep; + the busiest tile's excess, + fill = cycles)", header, "-" * len(header)]
+    steps = len({r["step"] for r in rows})
+    for r in rows:
+        b, name = r["cycle_breakdown"], r["layer"] if steps == 1 else f"{r['layer']}@{r['step']}"
+        lines.append(f"{name[:28]:<28} {r['op']:<10} {r['cycles']:>12,} {b['mean_terms']:>12,.1f} {b['lane_max']:>12,.1f} "
+                     f"{b['lockstep']:>12,.1f} {b['tile_imbalance']:>10,.1f} {b['fill']:>5} {b['skipped_terms']:>14,}")
+    return lines
+
+
+BREAKDOWN = ("mean_terms", "lane_max", "lockstep", "tile_imbalance", "fill", "skipped_terms")  # engine.cycle_breakdown
 
 
 def _flat(row):
     flat = {field: row[field] for field in _SCALAR_FIELDS}
+    flat.update({f"cycles_{k}": (row.get("cycle_breakdown") or {}).get(k, "") for k in BREAKDOWN})
     flat.update({f"energy_{k}_pj": v for k, v in row["energy_breakdown_pj"].items()})
     flat.update({f"count_{k}": v for k, v in row["counts"].items()})
     return flat
@@ -56,7 +86,8 @@ def write_csv(path, rows):
     """One line per (design, step, layer, operation), energy per component and action counts as columns."""
     flat = [_flat(row) for row in rows]
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(flat[0]) if flat else list(_SCALAR_FIELDS))
+    fields = list(dict.fromkeys(key for row in flat for key in row)) or list(_SCALAR_FIELDS)  # designs count apart
+    writer = csv.DictWriter(text, fieldnames=fields, restval="")
     writer.writeheader()
     writer.writerows(flat)
     atomic_write(path, lambda file: file.write(text.getvalue().encode()))
@@ -67,7 +98,8 @@ def write_json(path, rows, sums, meta):
     save_json(path, {**meta, "rows": rows, "totals": [{"design": d, "op": op, **t} for (d, op), t in sums.items()]})
 
 
-def _save_figure(figure, path):
+def save_figure(figure, path):
+    """``figure`` as a PNG at ``path``, written atomically."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
     atomic_write(path, lambda file: file.write(buffer.getvalue()))
@@ -103,7 +135,7 @@ def plot_speedup(path, rows):
         ax.set_ylabel("speedup")
         ax.set_xticks(range(len(layers)), layers, rotation=60, ha="right", fontsize=7)
         ax.legend(fontsize=7)
-    _save_figure(figure, path)
+    save_figure(figure, path)
 
 
 def plot_energy(path, rows):
@@ -125,7 +157,7 @@ def plot_energy(path, rows):
         ax.set_ylabel("energy (uJ)")
         ax.set_xticks(range(len(layers)), layers, rotation=60, ha="right", fontsize=7)
         ax.legend(fontsize=7, ncol=2)
-    _save_figure(figure, path)
+    save_figure(figure, path)
 
 
 def write_reports(out, rows, sums, meta):

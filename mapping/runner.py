@@ -348,5 +348,8 @@ def totals(rows):
                 for component, value in row["energy_breakdown_pj"].items():
                     breakdown[component] = breakdown.get(component, 0.0) + value
             total["energy_breakdown_pj"] = breakdown
+            cycle_parts = [row["cycle_breakdown"] for row in group if row.get("cycle_breakdown")]
+            if cycle_parts:
+                total["cycle_breakdown"] = {key: sum(part[key] for part in cycle_parts) for key in cycle_parts[0]}
             out[design, op] = total
     return out

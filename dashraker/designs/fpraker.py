@@ -31,21 +31,26 @@ def _golden(params, scheduled_bits, partner_bits):
 
 def _evaluate(params, scheduled, partner, device="cpu"):
     """Per pass: the tile's cycles and in-bound terms (the golden model's, from its fused kernel: Numba's on the CPU,
-    the Triton one on a GPU), and the non-zero (term-encoded) scheduled values."""
+    the Triton one on a GPU), the non-zero (term-encoded) scheduled values, and for the cycle breakdown the
+    out-of-bounds terms skipped and the cycles of each PE alone, summed over steps and PEs."""
     if device == "cpu":
         from dashraker.models.kernels import fpraker
 
         result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
         return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
-                "term_encodes": fpraker.nonzero_values(scheduled)}
+                "term_encodes": fpraker.nonzero_values(scheduled), "skipped_terms": result.skipped_terms.numpy(),
+                "pe_cycles": result.pe_cycles.numpy()}
     import torch
 
     from dashraker.models.kernels import fpraker_cuda
 
     result = fpraker_cuda.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
     # one transfer back, so one wait on the GPU per call
-    cycles, terms, encodes = torch.stack((result.cycles, result.terms, scheduled.count_nonzero((1, 2, 3)))).cpu()
-    return {"cycles": cycles.numpy(), "terms": terms.numpy(), "term_encodes": encodes.numpy()}
+    cycles, terms, encodes, skipped, pe_cycles = torch.stack((result.cycles, result.terms,
+                                                              scheduled.count_nonzero((1, 2, 3)), result.skipped_terms,
+                                                              result.pe_cycles)).cpu()
+    return {"cycles": cycles.numpy(), "terms": terms.numpy(), "term_encodes": encodes.numpy(),
+            "skipped_terms": skipped.numpy(), "pe_cycles": pe_cycles.numpy()}
 
 
 def _pass_counts(params, arrays, value_bits):

@@ -169,7 +169,9 @@ class TileResult:
     ``outputs``: fp32 [passes, rows, cols]; ``cycles``: int64 [passes];
     ``terms`` / ``skipped_terms``: in-bound / out-of-bounds terms of live lanes,
     summed over the PEs and lanes of each pass, int64 [passes];
-    ``step_cycles``: int64 [passes, steps], the cost of each step.
+    ``step_cycles``: int64 [passes, steps], the cost of each step;
+    ``pe_cycles``: int64 [passes], the cycles each PE alone would take for each step (the
+    maximum over its lanes, or the all-zero step's cost), summed over the steps and PEs.
     """
 
     outputs: torch.Tensor
@@ -177,6 +179,7 @@ class TileResult:
     terms: torch.Tensor
     skipped_terms: torch.Tensor
     step_cycles: torch.Tensor
+    pe_cycles: torch.Tensor
 
 
 def _as_bits(bits, name):
@@ -321,7 +324,8 @@ def _tile_chunk(a_bits, b_bits, g, zero_block_cycles):
         bits = _specials(a, b, bits)
     step_cycles = step_cycles.T.contiguous()
     terms = terms.sum(0)
-    return TileResult(fp32_from_bits(bits), step_cycles.sum(-1), terms, total.sum(0) - terms, step_cycles)
+    return TileResult(fp32_from_bits(bits), step_cycles.sum(-1), terms, total.sum(0) - terms, step_cycles,
+                      pe_cycles.sum((0, 2, 3)))
 
 
 def _specials(a, b, bits):

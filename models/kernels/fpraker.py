@@ -133,10 +133,12 @@ def _run(a, b, shift, guard_bits, zero_block_cycles):
     step_cycles = np.zeros((passes, steps), np.int64)
     terms = np.zeros(passes, np.int64)
     skipped = np.zeros(passes, np.int64)
+    pe_cycles = np.zeros(passes, np.int64)
     tables = _lane_tables(guard_bits)
-    _tile(a, b, shift, guard_bits, zero_block_cycles, *tables, bits, step_cycles, terms, skipped)
+    _tile(a, b, shift, guard_bits, zero_block_cycles, *tables, bits, step_cycles, terms, skipped, pe_cycles)
     return TileResult(torch.from_numpy(bits.view(np.float32)), torch.from_numpy(step_cycles.sum(1)),
-                      torch.from_numpy(terms), torch.from_numpy(skipped), torch.from_numpy(step_cycles))
+                      torch.from_numpy(terms), torch.from_numpy(skipped), torch.from_numpy(step_cycles),
+                      torch.from_numpy(pe_cycles))
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -147,9 +149,10 @@ def _exponent(x):
 
 
 @numba.njit(nogil=True, cache=True)
-def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, bits, step_cycles, terms, skipped):
-    """Fill ``bits`` [P, R, C] (fp32 patterns), ``step_cycles`` [P, S], ``terms`` and ``skipped`` [P]; the operands'
-    bf16 patterns are ``a >> shift`` and ``b >> shift``."""
+def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, bits, step_cycles, terms, skipped,
+          pe_cycles):
+    """Fill ``bits`` [P, R, C] (fp32 patterns), ``step_cycles`` [P, S], ``terms``, ``skipped`` and ``pe_cycles`` [P];
+    the operands' bf16 patterns are ``a >> shift`` and ``b >> shift``."""
     passes, rows, steps, lanes = a.shape
     cols = b.shape[1]
     span = 26 + g
@@ -208,6 +211,7 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
                         bottom = min(bottom, e if e > _DEAD else -_NONE)
                     if top < _DEAD:  # no live lane: the accumulator stays as it is
                         step_cost = max(step_cost, zero_block_cycles)
+                        pe_cycles[p] += zero_block_cycles
                         continue
                     top = max(top, running[r, c])  # the running maximum E of the pass's product exponents
                     frame = top & ~_OFFSET
@@ -235,6 +239,7 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
                             most = max(most, entry & 7)
                             live_terms += a_terms[r, n] if b_value[c, n] != 0 else 0
                     step_cost = max(step_cost, most)
+                    pe_cycles[p] += most
                     accumulator[r, c] += total << (top & _OFFSET)  # into the frame, by the offset E - F
             step_cycles[p, s] = step_cost
         terms[p] = in_bound

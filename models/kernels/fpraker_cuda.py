@@ -201,4 +201,5 @@ def _run(a, b, shift, guard_bits, zero_block_cycles):
                 BLOCK=_BLOCK)
     step_cycles = pe_cycles.amax(-1).to(torch.int64)
     terms, live_terms = terms.sum(-1), live_terms.sum(-1)
-    return TileResult(bits.view(torch.float32), step_cycles.sum(-1), terms, live_terms - terms, step_cycles)
+    return TileResult(bits.view(torch.float32), step_cycles.sum(-1), terms, live_terms - terms, step_cycles,
+                      pe_cycles.sum((1, 2), dtype=torch.int64))

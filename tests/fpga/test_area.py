@@ -98,3 +98,87 @@ def test_every_area_part_names_instances_of_the_design(name):
     instances = [module.removeprefix("top.") for module in re.findall(r"^module \\?(\S+)", text, flags=re.M)]
     for part, pattern in design.area_parts.items():
         assert any(re.fullmatch(pattern, instance) for instance in instances), (part, pattern, instances)
+
+
+# Amaranth's style: a module per instance path, numbered names that differ between copies, connections sorted.
+COPIES = r"""module top(a, y, z, w);
+  input [3:0] a;
+  output [3:0] y;
+  output [3:0] z;
+  output [3:0] w;
+  \top.u0  u0 (
+    .\x$12 (a),
+    .y(y)
+  );
+  \top.u1  u1 (
+    .\x$40 (a),
+    .y(z)
+  );
+  \top.u2  u2 (
+    .\x$7 (a),
+    .y(w)
+  );
+endmodule
+
+module \top.u0 (\x$12 , y);
+  wire [3:0] \$5 ;
+  wire [3:0] \$6 ;
+  input [3:0] \x$12 ;
+  output [3:0] y;
+  assign \$6  = \x$12  + 4'h3;
+  assign \$5  = \$6  ^ \x$12 ;
+  assign y = \$5 ;
+endmodule
+
+module \top.u1 (\x$40 , y);
+  wire [3:0] \$10 ;
+  wire [3:0] \$9 ;
+  input [3:0] \x$40 ;
+  output [3:0] y;
+  assign \$9  = \x$40  + 4'h3;
+  assign \$10  = \$9  ^ \x$40 ;
+  assign y = \$10 ;
+endmodule
+
+module \top.u2 (\x$7 , y);
+  wire [3:0] \$1 ;
+  wire [3:0] \$2 ;
+  input [3:0] \x$7 ;
+  output [3:0] y;
+  assign \$1  = \x$7  + 4'h5;
+  assign \$2  = \$1  ^ \x$7 ;
+  assign y = \$2 ;
+endmodule
+"""
+
+
+def test_identical_modules_are_synthesised_once_and_counted_as_instances(tmp_path):
+    from dashraker.fpga.area import unique_modules
+
+    text, before, after = unique_modules(COPIES, "top")
+    assert (before, after) == (4, 3)  # u1 is u0 up to its numbered names; u2 adds 5, not 3
+    assert "module \\top.u1 " not in text and text.count("\\top.u0  u") == 2 and ".\\x$12 (a)" in text
+    whole = measure(COPIES, "top", tmp_path / "whole", progress=False)
+    once = measure(text, "top", tmp_path / "once", progress=False)
+    assert once["transistors"] == whole["transistors"] and once["cells"] == whole["cells"]
+    rows = {row["instance"]: row for row in once["instances"]}
+    assert rows["u0"]["count"] == 2 and rows["u2"]["count"] == 1
+    assert rows["u0"]["transistors"] * 2 + rows["u2"]["transistors"] == whole["transistors"]
+
+
+@pytest.mark.slow
+def test_a_small_tile_synthesised_once_per_module_matches_the_whole_tile(tmp_path):
+    """Baseline 2x1 PEs of 2 lanes: the PEs' submodules written once; Yosys's result for one module varies by a
+    few transistors with the design around it (6 of a multiplier's 7,362 at 2x2), so within 0.1%."""
+    from dashraker.fpga.area import unique_modules
+
+    design = DESIGNS["baseline"]
+    verilog = to_verilog(design.tile(design.params(rows=2, cols=1, lanes=2)), "dashraker_baseline")
+    text, before, after = unique_modules(verilog, "dashraker_baseline")
+    assert after < before
+    whole = parts(measure(verilog, "dashraker_baseline", tmp_path / "whole", progress=False), design.area_parts)
+    once = parts(measure(text, "dashraker_baseline", tmp_path / "once", progress=False), design.area_parts)
+    for name in whole:
+        assert once[name]["flip_flops"] == whole[name]["flip_flops"]
+        assert once[name].get("instances") == whole[name].get("instances")
+        assert once[name]["transistors"] == pytest.approx(whole[name]["transistors"], rel=1e-3)

@@ -1,0 +1,68 @@
+"""The silicon a configuration has: its tiles' logic and, at chip scope, its SRAM, in transistors (SPEC 7, 7b).
+
+Tiles are measured from their own RTL (``dashraker area``: CMOS transistors of Yosys's generic
+synthesis). SRAM (each tile's two buffers and the global buffer) is converted to transistors of
+the same area with the energy table's ``silicon`` figures: a bit cell's area over the array
+efficiency (its periphery), over the area of one transistor of logic. Leakage is the table's
+static power per transistor times this silicon times an operation's run time.
+"""
+
+import dataclasses
+
+__all__ = ["sram_transistors", "chip_parts", "silicon_transistors", "leakage_pj", "reference_params", "resolve"]
+
+
+def sram_transistors(config, tiles=None):
+    """(tile buffers of ``tiles`` tiles, global buffer) in transistors of the same area."""
+    tiles = config.tiles if tiles is None else tiles
+    per_bit = config.energy.sram_bit_transistors
+    memory = config.memory
+    return (2 * tiles * memory.tile_buffer_kib * 8192 * per_bit, memory.global_buffer_kib * 8192 * per_bit)
+
+
+def chip_parts(config, tile_transistors, tiles=None):
+    """The chip's silicon by part, in transistors and in um2 at the table's node: ``tiles`` (default: the
+    configuration's) tiles of logic, their buffers and the global buffer."""
+    tiles = config.tiles if tiles is None else tiles
+    tile_buffers, global_buffer = sram_transistors(config, tiles)
+    um2 = config.energy.silicon["transistor_um2"]
+    parts = {"tile_logic": tiles * tile_transistors, "tile_buffers": tile_buffers, "global_buffer": global_buffer}
+    parts["chip"] = sum(parts.values())
+    return {name: {"transistors": value, "um2": value * um2} for name, value in parts.items()}
+
+
+def silicon_transistors(config, tile_transistors, tiles=None):
+    """The silicon that leaks and that area counts under ``config.area_scope``: the tiles' logic ("compute"), or
+    also their buffers and the global buffer ("chip")."""
+    tiles = config.tiles if tiles is None else tiles
+    logic = tiles * tile_transistors
+    return logic + sum(sram_transistors(config, tiles)) if config.area_scope == "chip" else logic
+
+
+def leakage_pj(config, tile_transistors, seconds):
+    """Static energy (pJ) of the configuration's silicon over ``seconds``; None while the tile is not measured."""
+    if tile_transistors is None:
+        return None
+    return config.energy.leakage_pj(silicon_transistors(config, tile_transistors), seconds)
+
+
+def reference_params(config):
+    """The reference (dense) design's parameters on ``config``'s array: its geometry and format, the rest default."""
+    from dashraker.designs import reference
+
+    ref = reference()
+    names = {parameter.name for parameter in ref.parameters}
+    return ref.params(**{key: config.params[key] for key in ("rows", "cols", "lanes", "fmt") if key in names})
+
+
+def resolve(config, area_root="build/area", progress=True):
+    """``config`` with its tile's transistors and the reference's tile on the same array (cached ``dashraker area``
+    figures, synthesised if missing); raises ``fpga.area.AreaError``."""
+    from dashraker.designs import reference
+    from dashraker.fpga.area import design_area
+
+    tile = design_area(config.design, config.params, area_root, progress)["transistors"]
+    ref, params = reference(), reference_params(config)
+    same = config.design is ref and params == config.params
+    ref_tile = tile if same else design_area(ref, params, area_root, progress)["transistors"]
+    return dataclasses.replace(config, tile_transistors=tile, reference_tile_transistors=ref_tile)

@@ -1,0 +1,103 @@
+"""``dashraker study`` end to end on a real trace with small tiles (areas from real Yosys runs), and its refusals."""
+
+import json
+
+import pytest
+import yaml
+
+from dashraker.cli import main
+
+SMALL = {"tiles": 2, "rows": 1, "cols": 1, "lanes": 2, "tensordash": {"pattern": "T<2,0>"}, "fpraker": {"lanes": 2},
+         "memory": {"tile_buffer_kib": 1, "global_buffer_kib": 16}}
+
+
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory, mobilenet_trace):
+    folder = tmp_path_factory.mktemp("study")
+    config = folder / "small.yaml"
+    config.write_text(yaml.safe_dump(SMALL))
+    out = folder / "out"
+    status = main(["study", str(mobilenet_trace), "--config", str(config), "--out", str(out),
+                   "--area-cache", str(folder / "area"), "--jobs", "1", "--no-progress"])
+    return status, out, folder
+
+
+@pytest.mark.slow
+@pytest.mark.real_area
+def test_the_study_writes_one_report_with_every_accounting(small_study):
+    status, out, _ = small_study
+    assert status == 0 and sorted(p.name for p in out.iterdir()) == ["report.md", "study.json", "study.png"]
+    result = json.loads((out / "study.json").read_text())
+    (trace,) = result["traces"]
+    for key, figures in trace["scenarios"].items():
+        ref = figures["baseline"]
+        assert ref["speedup"] == ref["energy_efficiency"] == ref["throughput_per_area"] == 1.0, key
+        assert ref["tiles"] == 2 and ref["leakage_pj"] > 0
+    # the iso-area tiles are what fits the reference's area under each scope, and are what was mapped
+    for scope in ("compute", "chip"):
+        for name, tiles in result["tiles_iso"][scope].items():
+            assert trace["scenarios"][f"iso{'_chip' if scope == 'chip' else ''}"][name]["tiles"] == tiles
+    compute, chip = result["area"]["fpraker"]["compute"], result["area"]["fpraker"]["chip"]
+    assert chip > compute == 2 * result["designs"]["fpraker"]["tile_transistors"]
+    # compression changes the memory traffic, never the cycles
+    equal, zvc = trace["scenarios"]["equal_chip"], trace["scenarios"]["equal_chip_zvc"]
+    assert all(equal[name]["cycles"] == zvc[name]["cycles"] for name in equal)
+    assert zvc["baseline"]["dram_bytes"] < equal["baseline"]["dram_bytes"]  # MobileNet's activations hold zeros
+    text = (out / "report.md").read_text()
+    assert text.count("\n# ") == 0 and text.startswith("# Study")
+    for heading in ("## Silicon", "### The papers beside ours", "### The gap, axis by axis",
+                    "### Where fpraker's cycles go", "1.95x", "under 5%", "study.png"):
+        assert heading in text
+
+
+@pytest.mark.slow
+@pytest.mark.real_area
+def test_a_second_study_reuses_the_cached_areas(small_study, mobilenet_trace, capsys):
+    status, out, folder = small_study
+    assert main(["study", str(mobilenet_trace), "--config", str(folder / "small.yaml"), "--out", str(out),
+                 "--area-cache", str(folder / "area"), "--jobs", "1", "--no-progress", "--step", "1"]) == 0
+    assert "area " not in capsys.readouterr().err  # no synthesis ran
+
+
+def test_study_refusals_are_one_line(tmp_path, mobilenet_trace, capsys):
+    assert main(["study", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    assert "not a trace folder" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("memory: {compression: gzip}\n")
+    assert main(["study", str(mobilenet_trace), "--config", str(bad), "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "memory.compression" in err and len(err.strip().splitlines()) == 1
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    assert main(["study", str(mobilenet_trace), "--out", str(tmp_path / "full"), "--no-progress"]) == 2
+    assert "is not replaceable" in capsys.readouterr().err
+
+
+def test_scenario_figures_by_hand(tmp_path):
+    """Hand-made totals: the reference's own figures are 1.0, the other's are ratios; leakage is re-scoped."""
+    import dataclasses
+
+    from dashraker.mapping.config import load_config
+    from dashraker.mapping.study import SCENARIOS, scenario_figures
+
+    configs = {name: dataclasses.replace(load_config(None, name), tiles=2, tile_transistors=t, reference_tile_transistors=1000)
+               for name, t in (("baseline", 1000), ("fpraker", 250))}
+    nw = configs["baseline"].energy.silicon["leakage_nw"]
+    leak = {name: 2 * t * nw * 1e-9 * 1e-6 * 1e12 for name, t in (("baseline", 1000), ("fpraker", 250))}  # 1 us
+    sums = {(name, "all"): {"cycles": cycles, "time_s": 1e-6, "energy_pj": 100.0 + leak[name], "dram_bytes": 0,
+                            "core_energy_pj": core, "energy_breakdown_pj": {"leakage": leak[name]}}
+            for name, cycles, core in (("baseline", 1000, 40.0), ("fpraker", 4000, 20.0))}
+    equal = next(s for s in SCENARIOS if s.key == "equal")
+    figures = scenario_figures(equal, sums, configs, {"baseline": 2, "fpraker": 2}, "baseline")
+    assert figures["baseline"]["speedup"] == figures["baseline"]["energy_efficiency"] == 1.0
+    f = figures["fpraker"]
+    assert f["speedup"] == 0.25 and f["core_energy_efficiency"] == 2.0 and f["energy_efficiency_no_leakage"] == 1.0
+    assert f["energy_efficiency"] == pytest.approx((100 + leak["baseline"]) / (100 + leak["fpraker"]))
+    assert f["area_overhead"] == pytest.approx(-0.75) and f["throughput_per_area"] == pytest.approx(1.0)
+    chip = next(s for s in SCENARIOS if s.key == "equal_chip")
+    sram = 2 * 2 * 8 * 8192 + 1024 * 8192  # bits: two 8 KiB buffers per tile, a 1 MiB global buffer
+    per_bit = configs["baseline"].energy.sram_bit_transistors
+    f = scenario_figures(chip, sums, configs, {"baseline": 2, "fpraker": 2}, "baseline")["fpraker"]
+    assert f["leakage_pj"] == pytest.approx((500 + sram * per_bit) * nw * 1e-9 * 1e-6 * 1e12)
+    assert f["area_overhead"] == pytest.approx((500 + sram * per_bit) / (2000 + sram * per_bit) - 1)
