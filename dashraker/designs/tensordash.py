@@ -5,9 +5,21 @@ import numpy as np
 from dashraker.designs.baseline import ACCUMULATORS
 from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
 
-__all__ = ["TENSORDASH"]
+__all__ = ["TENSORDASH", "SCHEDULERS"]
 
 MAX_VALUES = 1 << 23  # scheduled values per reference-scheduler call
+
+# Row schedulers (SPEC section 3, amended 2026-11-27; models.tensordash): the greedy lane-group chain, the
+# authors' reference, or the separable request/grant allocator with 1 or 2 iterations per cycle, whose loop
+# depth does not grow with the lanes. Measured in docs/results/tensordash-scheduler.md.
+SCHEDULERS = ("greedy", "separable1", "separable2")
+SCHEDULER = Parameter(
+    "scheduler", "greedy",
+    "row scheduler. greedy: the authors' lane-group order, the most speedup, a loop as deep as the lane groups "
+    "(8 at 8 lanes: ECP5 about 72-82 MHz); separable1/separable2: a request/grant allocator of 1/2 rounds, a "
+    "loop as deep at any lane count, up to 19%%/6%% less whole-step speedup than greedy (ResNet-18 digits); "
+    "the dnnsim dataflow always uses greedy",
+    kind=str, choices=SCHEDULERS)
 
 
 def _pattern(text):
@@ -27,7 +39,8 @@ def _build(params):
     from dashraker.hw.tensordash import Tile
 
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
-                pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"])
+                pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"],
+                scheduler=params["scheduler"])
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -35,7 +48,7 @@ def _golden(params, scheduled_bits, partner_bits):
     from dashraker.models.numerics import fp32_bits, operand_values
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
-    schedule = tensordash.schedule(a.numpy(), _pattern(params["pattern"]), params["lookahead"])
+    schedule = tensordash.schedule(a.numpy(), _pattern(params["pattern"]), params["lookahead"], params["scheduler"])
     outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
@@ -47,7 +60,8 @@ def _evaluate(params, scheduled, partner, device="cpu"):
     reference's packed scheduler on a GPU, a few kernel launches per step, took 48 s on an H100."""
     from dashraker.models.kernels.tensordash import cycles_and_nonzero
 
-    cycles, nonzero = cycles_and_nonzero(scheduled, _pattern(params["pattern"]), params["lookahead"])
+    cycles, nonzero = cycles_and_nonzero(scheduled, _pattern(params["pattern"]), params["lookahead"],
+                                         params["scheduler"])
     return {"cycles": cycles, "mul": nonzero}
 
 
@@ -70,11 +84,13 @@ TENSORDASH = Design(
         Parameter("pattern", "T<2,5>", "interconnect offsets: 'T<2,5>', 'T<h,0>' or '(0,0),(1,0),(1,-1),...'",
                   kind=str, validate=_pattern),
         ACCUMULATORS,
+        SCHEDULER,
     ),
     packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),
     build=_build,
     golden=_golden,
     constraint=_constraint,
+    dataflow_params={"dnnsim": {"scheduler": "greedy"}},  # the authors' simulator schedules greedily
     cost=Cost(operands="scheduled", evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
                 "adder_tree": r"pe\d+_\d+\.mac\.tree", "accumulator": r"pe\d+_\d+\.mac\.accumulate",

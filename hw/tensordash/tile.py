@@ -48,6 +48,8 @@ class Tile(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L per PE, 0 for the fixed-point one (``MacUnit``).
+    scheduler : str
+        The row schedulers' algorithm, ``"greedy"`` or a separable allocator (``Scheduler``).
 
     Attributes
     ----------
@@ -68,10 +70,12 @@ class Tile(wiring.Component):
     """
 
     def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16",
-                 accumulators=TENSORDASH.parameter("accumulators").default):
+                 accumulators=TENSORDASH.parameter("accumulators").default,
+                 scheduler=TENSORDASH.parameter("scheduler").default):
         self.format = float_format(fmt)
         TENSORDASH.params(rows=rows, cols=cols, lanes=lanes, lookahead=lookahead, pattern=pattern, fmt=self.format.name,
-                          accumulators=accumulators)
+                          accumulators=accumulators, scheduler=scheduler)
+        self.scheduler = scheduler
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.accumulators = accumulators
@@ -85,7 +89,7 @@ class Tile(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.window = window = StagingWindow(
-            self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format)
+            self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format, self.scheduler)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
         # The queue counts a pass's end from the window's registered decision, a cycle late, so that the
         # scheduler's end-of-pass logic stays off its counter.

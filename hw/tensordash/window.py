@@ -68,7 +68,7 @@ class StagingWindow(wiring.Component):
 
     Parameters
     ----------
-    rows, cols, lanes, lookahead, pattern, fmt
+    rows, cols, lanes, lookahead, pattern, fmt, scheduler
         As ``Tile``.
 
     Attributes
@@ -111,8 +111,9 @@ class StagingWindow(wiring.Component):
         ``valid``, ``row_picks`` and ``col_window``.
     """
 
-    def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
+    def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16", scheduler="greedy"):
         self.pattern = check_parameters(lanes, lookahead, pattern)
+        self.scheduler = scheduler
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.format = float_format(fmt)
         self.store = StepStore(rows, cols, lanes, lookahead, self.format)
@@ -153,7 +154,8 @@ class StagingWindow(wiring.Component):
         # Row schedulers on the masked window.
         schedulers = []
         for r in range(self.rows):
-            scheduler = m.submodules[f"scheduler{r}"] = Scheduler(self.lanes, self.lookahead, self.pattern)
+            scheduler = m.submodules[f"scheduler{r}"] = Scheduler(self.lanes, self.lookahead, self.pattern,
+                                                                       self.scheduler)
             for j in range(width):
                 m.d.comb += scheduler.window[j].eq(Mux(in_pass[j], flags[j][r], 0))
             schedulers.append(scheduler)
