@@ -93,14 +93,14 @@ class WindowLoop(wiring.Component):
     the operand store and the row mux: what remains is the loop through the non-zero flags.
     """
 
-    def __init__(self, lanes):
-        self.lanes = lanes
+    def __init__(self, lanes, scheduler="greedy"):
+        self.lanes, self.scheduler = lanes, scheduler
         super().__init__({"steps": In(stream.Signature(chunk_layout(1, 1, lanes, 2, "bf16"))),
                           "results": Out(stream.Signature(data.ArrayLayout(1, 16)))})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.window = window = StagingWindow(1, 1, self.lanes, 2, DEFAULT_PATTERN, "bf16")
+        m.submodules.window = window = StagingWindow(1, 1, self.lanes, 2, DEFAULT_PATTERN, "bf16", self.scheduler)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
         selects = window.row_picks.as_value()
         folded = selects[:15]
@@ -134,6 +134,9 @@ UNITS = {
        for fmt in ("bf16", "fp32") for stages in (0, 2, 3, 4)},
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
     "window-loop-8": ("TensorDash window loop, 8 lanes T<2,5> H=2, one row", lambda: WindowLoop(8)),
+    **{f"window-loop-{lanes}-{scheduler}": (f"TensorDash window loop, {lanes} lanes T<2,5> H=2, one row, {scheduler}",
+                                            lambda lanes=lanes, scheduler=scheduler: WindowLoop(lanes, scheduler))
+       for lanes in (8, 16) for scheduler in ("separable1", "separable2")},
     "fixed-accumulator": ("128-bit fixed-point accumulator from 2^-64 (aligning shifter, add loop, rounding to fp32; "
                           "MacUnit's default)", lambda: AccumulatorAlone(FixedPointAccumulator)),
 }
@@ -160,7 +163,8 @@ def main():
     for name in names:
         title, build = UNITS[name]
         # Flat below the unit, so that logic whose outputs lead nowhere (the window's operand store) is dropped.
-        report = run_flow(build(), args.out / name, FlowOptions(device=args.device, keep_depth=1, seeds=args.seeds),
+        report = run_flow(build(), args.out / name,
+                          FlowOptions(device=args.device, keep_depth=1, seeds=args.seeds, jobs=args.seeds),
                           design=name, progress=False)
         parts = breakdown(report)
         path = report["critical_path"]

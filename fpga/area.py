@@ -304,7 +304,7 @@ def _chip(args, record):
     """The chip-scope figures of ``record``'s tile with the memory of ``--config``, printed and returned."""
     import dataclasses
 
-    from dashraker.cli import CliError
+    from dashraker.errors import CliError
     from dashraker.mapping import silicon
     from dashraker.mapping.config import ConfigError, load_config
 

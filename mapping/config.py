@@ -105,6 +105,15 @@ class AcceleratorConfig:
     # for leakage; None until resolved (then the mapper charges no leakage and says so).
     tile_transistors: int = None
     reference_tile_transistors: int = None
+    configured_params: dict = None  # ``params`` as the file gave them, before the dataflow preset's
+
+    def __post_init__(self):
+        """A dataflow preset fixes some design parameters whatever the file says (``Design.dataflow_params``:
+        DNNsim's always schedules TensorDash greedily); ``dataclasses.replace`` with another dataflow applies
+        that one's to the file's parameters."""
+        configured = self.params if self.configured_params is None else self.configured_params
+        object.__setattr__(self, "configured_params", configured)
+        object.__setattr__(self, "params", {**configured, **self.design.dataflow_params.get(self.dataflow, {})})
 
     rows = property(lambda self: self.params["rows"])
     cols = property(lambda self: self.params["cols"])

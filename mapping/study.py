@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from dashraker.cli import CliError
+from dashraker.errors import CliError
 
 __all__ = ["SCENARIOS", "PAPERS", "register", "run", "study", "scenario_figures", "report"]
 

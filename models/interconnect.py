@@ -21,7 +21,8 @@ import re
 
 import numpy as np
 
-__all__ = ["DEFAULT_PATTERN", "parse_pattern", "pattern_lookahead", "priority", "check_pattern", "lane_groups"]
+__all__ = ["DEFAULT_PATTERN", "parse_pattern", "pattern_lookahead", "priority", "check_pattern", "lane_groups",
+           "allocator_iterations"]
 
 DEFAULT_PATTERN = ((0, 0), (1, 0), (2, 0), (1, -1), (1, 1), (1, 3), (2, -2), (2, 2))
 
@@ -115,3 +116,13 @@ def lane_groups(lanes, pattern=DEFAULT_PATTERN):
         else:
             groups.append([lane])
     return groups
+
+
+def allocator_iterations(scheduler):
+    """Request/grant iterations per cycle of ``scheduler``: 0 for ``"greedy"``, n for ``"separable<n>"``."""
+    match = re.fullmatch(r"separable([1-9])", scheduler) if isinstance(scheduler, str) else None
+    if scheduler == "greedy":
+        return 0
+    if match is None:
+        raise ValueError(f"unknown scheduler {scheduler!r}; schedulers are 'greedy' and 'separable<n>' (n = 1..9)")
+    return int(match[1])

@@ -18,6 +18,28 @@ consumes 1 to H+1 steps. Steps past the end of a stream are zero.
 
 Priority and groups: ``models.interconnect``.
 
+Schedulers (SPEC section 3 as amended 2026-11-27; ``scheduler`` argument): the group-by-group
+order above is ``"greedy"``, the reference that reproduces the authors' simulator. Its loop
+in hardware is as deep as the number of groups, so the models also hold a separable
+request/grant allocator, ``"separable<n>"`` (n iterations in one cycle; the design registry
+offers ``separable1`` and ``separable2``), whose depth does not grow with N. Each cycle:
+
+1. every lane whose own slot ``(t, lane)`` is non-zero issues it (step t's slots are
+   candidates of their own lane only, so the head step always ends empty);
+2. iteration (n times): every lane still idle *requests* its first non-zero candidate
+   in the priority order (no lookaside to other requests); every requested slot
+   *grants* one requester, the one whose offset comes first in the priority order
+   (for T<2,5> a step-1 slot prefers the lane right of it, offset (1,-1), then its own
+   lane, then the lanes 1 and 3 left of it); a granted lane issues that value, the slot
+   becomes zero; the losers stay idle and request again in the next iteration, from
+   the slots still non-zero.
+
+Both keep the invariants: every non-zero issued exactly once from its own (step, lane),
+none lost, 1 to H+1 steps consumed per cycle. Neither is always faster than the other
+(the allocator's losers may idle where greedy would have found them a value, and a
+different choice changes which values are left for the next cycles). With a pattern
+without lookaside (``T<h,0>``) every slot has one candidate lane and all schedulers agree.
+
 ``schedule`` records the schedule with boolean lane arrays; ``cycles`` computes the
 same counts with the lanes packed into machine words, in torch on the CPU or a GPU (the
 mapper's GPU path); the mapper's CPU path runs the fused kernel ``models.kernels.tensordash``,
@@ -30,7 +52,8 @@ import numpy as np
 import torch
 
 from dashraker.models.baseline import accumulate, adder_tree
-from dashraker.models.interconnect import DEFAULT_PATTERN, check_pattern, lane_groups, priority
+from dashraker.models.interconnect import (DEFAULT_PATTERN, allocator_iterations, check_pattern, lane_groups,
+                                            priority)
 from dashraker.models.numerics import fp32_add, fp32_mul, quantize
 
 __all__ = [
@@ -117,21 +140,48 @@ def _run(window_state, lookahead, passes, steps, step_cycle):
     return count
 
 
-def schedule(operand, pattern=DEFAULT_PATTERN, lookahead=2):
-    """Schedule tile passes: ``operand`` ``[passes, rows, steps, lanes]`` (bool, or values) -> ``Schedule``."""
+def schedule(operand, pattern=DEFAULT_PATTERN, lookahead=2, scheduler="greedy"):
+    """Schedule tile passes: ``operand`` ``[passes, rows, steps, lanes]`` (bool, or values) -> ``Schedule``.
+
+    ``scheduler`` is ``"greedy"`` or ``"separable<n>"`` (module doc)."""
     flags = _streams(operand)
     passes, rows, steps, lanes = flags.shape
     pattern = check_pattern(lanes, pattern, lookahead)
+    iterations = allocator_iterations(scheduler)
     groups = lane_groups(lanes, pattern)
     order = priority(pattern)
     state = np.zeros((passes, steps + lookahead + 1, rows, lanes), dtype=bool)
     state[:, :steps] = flags.transpose(0, 2, 1, 3)
     select = np.full((passes, steps, rows, lanes), -1, dtype=np.int8)
     head = np.full((passes, steps), -1, dtype=np.int64)
+    lane = np.arange(lanes)
+
+    def allocate(window, chosen):
+        """The separable allocator (module doc) on ``window`` [A, H+1, rows, lanes], in place."""
+        own = window[:, 0]
+        chosen[own] = order[0]
+        idle = ~own
+        own[:] = False
+        for _ in range(iterations):
+            # Request: every idle lane asks for its first non-zero candidate.
+            request = np.full(idle.shape, -1, dtype=np.int8)
+            for k in order[1:]:
+                step, offset = pattern[k]
+                asks = idle & (request < 0) & window[:, step][..., (lane + offset) % lanes]
+                request[asks] = k
+            # Grant: a slot goes to its requester whose offset comes first; a granted slot becomes zero, so
+            # the later requesters of it see it empty and lose.
+            for k in order[1:]:
+                step, offset = pattern[k]
+                source = window[:, step]
+                granted = (request == k) & source[..., (lane + offset) % lanes]
+                source[..., (lane + offset) % lanes] &= ~granted
+                chosen[granted] = k
+                idle &= ~granted
 
     def step_cycle(active, cycle, first, window):
         chosen = np.full(window.shape[:1] + window.shape[2:], -1, dtype=np.int8)
-        for group in groups:
+        for group in groups if iterations == 0 else ():
             group = np.array(group)
             need = np.ones(window.shape[:1] + (rows, group.size), dtype=bool)
             for k in order:
@@ -141,6 +191,8 @@ def schedule(operand, pattern=DEFAULT_PATTERN, lookahead=2):
                 source[..., (group + offset) % lanes] &= ~take
                 chosen[..., group] = np.where(take, k, chosen[..., group])
                 need &= ~take
+        if iterations:
+            allocate(window, chosen)
         select[active, cycle] = chosen
         head[active, cycle] = first
         return window[:, 1:].any(axis=(2, 3))
@@ -158,7 +210,7 @@ def _rotate(words, offset, lanes):
     return ((words >> offset) | (words << (lanes - offset))) & ((1 << lanes) - 1)
 
 
-def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu"):
+def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu", scheduler="greedy"):
     """Cycle count per pass (int64 ``[passes]``), as ``schedule(...).cycles``, with lanes packed in words.
 
     The words are torch tensors on ``device`` (a torch device: a GPU runs all passes' row
@@ -167,8 +219,9 @@ def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu"):
     flags = _streams(operand)
     passes, rows, steps, lanes = flags.shape
     pattern = check_pattern(lanes, pattern, lookahead)
+    iterations = allocator_iterations(scheduler)
     if lanes >= 64:
-        return schedule(flags, pattern, lookahead).cycles
+        return schedule(flags, pattern, lookahead, scheduler).cycles
     groups = lane_groups(lanes, pattern)
     order = [pattern[k] for k in priority(pattern)]
     packed = np.packbits(flags, axis=-1, bitorder="little")
@@ -177,8 +230,24 @@ def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu"):
     state[:, :steps] = torch.from_numpy(packed.transpose(0, 2, 1).copy()).to(device)
     masks = [sum(1 << lane for lane in group) for group in groups]
 
+    def allocate(window):
+        """The separable allocator (module doc) on the words ``window`` [A, H+1, rows], in place."""
+        idle = ~window[:, 0] & ((1 << lanes) - 1)
+        window[:, 0] = 0
+        for _ in range(iterations):
+            requests, pending = [], idle
+            for step, offset in order[1:]:
+                requests.append(pending & _rotate(window[:, step], offset, lanes))
+                pending = pending & ~requests[-1]
+            for (step, offset), request in zip(order[1:], requests):
+                granted = _rotate(request, -offset, lanes) & window[:, step]
+                window[:, step] &= ~granted
+                idle = idle & ~_rotate(granted, offset, lanes)
+
     def step_cycle(active, cycle, first, window):
-        for mask in masks:
+        if iterations:
+            allocate(window)
+        for mask in masks if iterations == 0 else ():
             need = torch.full(window.shape[:1] + (rows,), mask, dtype=torch.int64, device=device)
             for step, offset in order:
                 take = need & _rotate(window[:, step], offset, lanes)

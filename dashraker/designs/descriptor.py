@@ -135,6 +135,9 @@ class Design:
         tile) that make up that part, for the per-part FPGA and ASIC breakdowns.
     reference : bool
         The dense design every other one is compared against.
+    dataflow_params : dict
+        Parameters a mapper dataflow preset fixes whatever the configuration says:
+        dataflow name -> {parameter name: value}.
     """
 
     name: str
@@ -149,6 +152,7 @@ class Design:
     constraint: Callable = None
     area_parts: dict = dataclasses.field(default_factory=dict)
     reference: bool = False
+    dataflow_params: dict = dataclasses.field(default_factory=dict)
 
     def __reduce__(self):
         """Pickled by name (worker processes look the descriptor up in their own registry)."""

@@ -8,9 +8,20 @@ from dashraker.hw.tensordash import Tile
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.models.interconnect import parse_pattern
 
-__all__ = ["TENSORDASH"]
+__all__ = ["TENSORDASH", "SCHEDULERS"]
 
 MAX_VALUES = 1 << 23  # scheduled values per reference-scheduler call
+
+# Row schedulers (SPEC section 3, amended 2026-11-27; models.tensordash): the greedy lane-group chain, the
+# authors' reference, or the separable request/grant allocator with 1 or 2 iterations per cycle, whose loop
+# depth does not grow with the lanes. Measured in docs/results/tensordash-scheduler.md.
+SCHEDULERS = ("greedy", "separable1", "separable2")
+SCHEDULER = Parameter(
+    "scheduler", "greedy",
+    "row scheduler. greedy: the authors' order, full speedup, a loop as deep as the lane groups (8 lanes: 15 "
+    "levels, 79.9 MHz alone on ECP5). separable2: 0.98-0.99x greedy's whole-step speedup, 11 levels, no clock "
+    "gained at 8 lanes (77.5 MHz); separable1: 0.89-0.97x, clock not measured (dnnsim: always greedy)",
+    kind=str, choices=SCHEDULERS)
 
 
 def _constraint(params):
@@ -20,7 +31,8 @@ def _constraint(params):
 
 def _build(params):
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
-                pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"])
+                pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"],
+                scheduler=params["scheduler"])
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -28,7 +40,7 @@ def _golden(params, scheduled_bits, partner_bits):
     from dashraker.models.numerics import fp32_bits, operand_values
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
-    schedule = tensordash.schedule(a.numpy(), parse_pattern(params["pattern"]), params["lookahead"])
+    schedule = tensordash.schedule(a.numpy(), parse_pattern(params["pattern"]), params["lookahead"], params["scheduler"])
     outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
@@ -40,7 +52,8 @@ def _evaluate(params, scheduled, partner, device="cpu"):
     reference's packed scheduler on a GPU, a few kernel launches per step, took 48 s on an H100."""
     from dashraker.models.kernels.tensordash import cycles_and_nonzero
 
-    cycles, nonzero = cycles_and_nonzero(scheduled, parse_pattern(params["pattern"]), params["lookahead"])
+    cycles, nonzero = cycles_and_nonzero(scheduled, parse_pattern(params["pattern"]), params["lookahead"],
+                                         params["scheduler"])
     return {"cycles": cycles, "mul": nonzero}
 
 
@@ -64,11 +77,13 @@ TENSORDASH = Design(
         Parameter("pattern", "T<2,5>", "interconnect offsets: 'T<2,5>', 'T<h,0>' or '(0,0),(1,0),(1,-1),...'",
                   kind=str, validate=parse_pattern),
         ACCUMULATORS,
+        SCHEDULER,
     ),
     packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),
     build=_build,
     golden=_golden,
     constraint=_constraint,
+    dataflow_params={"dnnsim": {"scheduler": "greedy"}},  # the authors' simulator schedules greedily
     cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
                 "adder_tree": r"pe\d+_\d+\.mac\.tree", "accumulator": r"pe\d+_\d+\.mac\.accumulate",

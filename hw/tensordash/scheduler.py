@@ -1,10 +1,11 @@
 """The TensorDash scheduler of one PE row: picks, for every lane, the value it issues this cycle (SPEC section 3)."""
 
-from amaranth.hdl import Const, Module, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.models.interconnect import lane_groups, parse_pattern, pattern_lookahead, priority
+from dashraker.models.interconnect import (allocator_iterations, lane_groups, parse_pattern, pattern_lookahead,
+                                            priority)
 
 __all__ = ["Scheduler", "select_layout", "check_parameters"]
 
@@ -31,11 +32,17 @@ def check_parameters(lanes, lookahead, pattern):
 class Scheduler(wiring.Component):
     """Combinational scheduler of one row over a window of H+1 steps.
 
-    Lanes are resolved group by group (``models.interconnect.lane_groups``); the lanes
-    of a group share no candidate slot, so they decide in parallel and the chain is
-    as deep as the number of groups (6 for N=16, T<2,5>), not N. A lane takes its own
-    slot if non-zero, else the first non-zero candidate in ``priority`` order; the
+    ``greedy``: lanes are resolved group by group (``models.interconnect.lane_groups``); the
+    lanes of a group share no candidate slot, so they decide in parallel and the chain is
+    as deep as the number of groups (6 for N=16, T<2,5>; 8 for N=8), not N. A lane takes
+    its own slot if non-zero, else the first non-zero candidate in ``priority`` order; the
     taken slot is cleared in ``remaining`` for the groups after it.
+
+    ``separable<n>``: every lane takes its own slot if non-zero; then n rounds of a
+    separable allocator (``models.tensordash``, module doc): each idle lane requests its
+    first non-zero candidate (a priority encoder over the pattern), each slot grants the
+    requester whose offset comes first in ``priority`` (a priority encoder over the at
+    most ``len(pattern) - 1`` lanes that can reach it). A round is as deep at any N.
 
     Parameters
     ----------
@@ -45,6 +52,8 @@ class Scheduler(wiring.Component):
         Lookahead H: the window holds steps t .. t+H.
     pattern : str or sequence of (step_offset, lane_offset)
         Interconnect pattern (``models.interconnect.parse_pattern``).
+    scheduler : str
+        ``"greedy"`` or ``"separable<n>"`` (``models.interconnect.allocator_iterations``).
 
     Ports
     -----
@@ -56,9 +65,10 @@ class Scheduler(wiring.Component):
         The window's flags once the issued values are taken (step 0 is always empty).
     """
 
-    def __init__(self, lanes, lookahead, pattern):
+    def __init__(self, lanes, lookahead, pattern, scheduler):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
+        self.scheduler, self.iterations = scheduler, allocator_iterations(scheduler)
         self.groups = lane_groups(lanes, self.pattern)
         flags = data.ArrayLayout(unsigned(lanes), lookahead + 1)
         super().__init__({
@@ -72,7 +82,9 @@ class Scheduler(wiring.Component):
         lanes = self.lanes
         state = {(step, lane): self.window[step][lane]
                  for step in range(self.lookahead + 1) for lane in range(lanes)}
-        for number, group in enumerate(self.groups):
+        if self.iterations:
+            self._allocate(m, state)
+        for number, group in enumerate(self.groups if not self.iterations else ()):
             cleared = {}
             for lane in group:
                 select = self.select[lane]
@@ -93,3 +105,51 @@ class Scheduler(wiring.Component):
             for lane in range(lanes):
                 m.d.comb += self.remaining[step][lane].eq(state[step, lane])
         return m
+
+    def _allocate(self, m, state):
+        """The separable allocator: own slots, then ``iterations`` request/grant rounds; ``state`` ends as the
+        remaining flags."""
+        lanes, pattern = self.lanes, self.pattern
+        own, *candidates = priority(pattern)
+        idle = {}
+        for lane in range(lanes):
+            with m.If(state[0, lane]):
+                m.d.comb += [self.select[lane].valid.eq(1), self.select[lane].index.eq(own)]
+            idle[lane] = ~state[0, lane]
+            state[0, lane] = Const(0, 1)
+        for round_ in range(self.iterations):
+            # Request: lane i asks for its first non-zero candidate (one-hot over the candidates).
+            requests = {}
+            for lane in range(lanes):
+                earlier = ~idle[lane]
+                for k in candidates:
+                    step, offset = pattern[k]
+                    request = Signal(name=f"round{round_}_lane{lane}_requests{k}")
+                    m.d.comb += request.eq(state[step, (lane + offset) % lanes] & ~earlier)
+                    requests[lane, k] = request
+                    earlier = earlier | state[step, (lane + offset) % lanes]
+            # Grant: slot (s, j) goes to its requester whose offset comes first in the priority order.
+            granted = {}
+            for k in candidates:
+                step, offset = pattern[k]
+                for lane in range(lanes):
+                    slot = (step, (lane + offset) % lanes)
+                    beaten = Const(0, 1)
+                    for earlier in candidates[:candidates.index(k)]:
+                        other_step, other_offset = pattern[earlier]
+                        if other_step == step:
+                            beaten = beaten | requests[(slot[1] - other_offset) % lanes, earlier]
+                    grant = Signal(name=f"round{round_}_lane{lane}_granted{k}")
+                    m.d.comb += grant.eq(requests[lane, k] & ~beaten)
+                    granted[lane, k] = grant
+                    with m.If(grant):
+                        m.d.comb += [self.select[lane].valid.eq(1), self.select[lane].index.eq(k)]
+            for lane in range(lanes):
+                idle[lane] = idle[lane] & ~Cat(granted[lane, k] for k in candidates).any()
+            for step in range(1, self.lookahead + 1):
+                for lane in range(lanes):
+                    takers = [granted[(lane - pattern[k][1]) % lanes, k] for k in candidates if pattern[k][0] == step]
+                    if takers:
+                        after = Signal(name=f"round{round_}_step{step}_lane{lane}")
+                        m.d.comb += after.eq(state[step, lane] & ~Cat(*takers).any())
+                        state[step, lane] = after

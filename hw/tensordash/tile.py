@@ -47,6 +47,8 @@ class Tile(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L per PE, 0 for the fixed-point one (``MacUnit``).
+    scheduler : str
+        The row schedulers' algorithm, ``"greedy"`` or a separable allocator (``Scheduler``).
 
     Attributes
     ----------
@@ -66,10 +68,11 @@ class Tile(wiring.Component):
         One transfer per pass, in order.
     """
 
-    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, accumulators):
+    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, accumulators, scheduler):
         self.format = float_format(fmt)
         check_count("rows", rows)
         check_count("cols", cols)
+        self.scheduler = scheduler
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.accumulators = accumulators
@@ -83,7 +86,7 @@ class Tile(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.window = window = StagingWindow(
-            self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format)
+            self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format, self.scheduler)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
         # The queue counts a pass's end from the window's registered decision, a cycle late, so that the
         # scheduler's end-of-pass logic stays off its counter.

@@ -67,7 +67,7 @@ class StagingWindow(wiring.Component):
 
     Parameters
     ----------
-    rows, cols, lanes, lookahead, pattern, fmt
+    rows, cols, lanes, lookahead, pattern, fmt, scheduler
         As ``Tile``.
 
     Attributes
@@ -110,8 +110,9 @@ class StagingWindow(wiring.Component):
         ``valid``, ``row_picks`` and ``col_window``.
     """
 
-    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt):
+    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, scheduler):
         self.pattern = check_parameters(lanes, lookahead, pattern)
+        self.scheduler = scheduler
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.format = float_format(fmt)
         self.store = StepStore(rows, cols, lanes, lookahead, self.format)
@@ -152,7 +153,8 @@ class StagingWindow(wiring.Component):
         # Row schedulers on the masked window.
         schedulers = []
         for r in range(self.rows):
-            scheduler = m.submodules[f"scheduler{r}"] = Scheduler(self.lanes, self.lookahead, self.pattern)
+            scheduler = m.submodules[f"scheduler{r}"] = Scheduler(self.lanes, self.lookahead, self.pattern,
+                                                                       self.scheduler)
             for j in range(width):
                 m.d.comb += scheduler.window[j].eq(Mux(in_pass[j], flags[j][r], 0))
             schedulers.append(scheduler)

@@ -10,7 +10,12 @@ rotates the lane masks of all of them at once (``_rotation``). Per cycle, the ow
 are taken first for every lane at once -- step 0 is a candidate of its own lane only, so
 its owner always takes it and the window's first step ends empty -- then the lanes left
 idle (``need``) try their group's candidates in priority order, group by group, stopping
-as soon as no lane of the group still needs a value. Lanes > 64 go to the reference.
+as soon as no lane of the group still needs a value. The separable allocator (``scheduler``
+``"separable<n>"``) replaces the groups by n request/grant rounds over the whole word: each idle
+lane's request is the first candidate whose rotated step word has its bit (one mask per
+candidate), then, candidate by candidate in priority order, a request is granted where its slot
+is still non-zero and the slot cleared, so a later requester of the slot finds it empty and
+loses. Lanes > 64 go to the reference.
 Patterns are checked by the reference's own ``_check``, so both refuse the same arguments.
 """
 
@@ -18,7 +23,7 @@ import numba
 import numpy as np
 
 from dashraker.models import tensordash as reference
-from dashraker.models.interconnect import DEFAULT_PATTERN, check_pattern, lane_groups, priority
+from dashraker.models.interconnect import DEFAULT_PATTERN, allocator_iterations, check_pattern, lane_groups, priority
 
 __all__ = ["cycles_and_nonzero"]
 
@@ -78,11 +83,13 @@ def _popcount(word):
 
 
 @numba.njit(nogil=True, cache=True)
-def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cycles, nonzero):
-    """Per pass p of ``bits`` [P, R, S, N] (non-zero where ``bits & test``): ``cycles[p]`` and ``nonzero[p]``."""
+def _kernel(bits, test, lookahead, iterations, fields, bounds, rotations, groups, valid, cycles, nonzero):
+    """Per pass p of ``bits`` [P, R, S, N] (non-zero where ``bits & test``): ``cycles[p]`` and ``nonzero[p]``;
+    ``iterations`` 0 schedules group by group (greedy), n > 0 by n rounds of the separable allocator."""
     passes, rows, length, lanes = bits.shape
     words = valid.size
     state = np.zeros((length + lookahead + 1) * words, np.uint64)
+    requests = np.zeros(rotations.shape[0], np.uint64)
     for p in range(passes):
         state[:] = 0
         count = np.uint64(0)
@@ -103,7 +110,23 @@ def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cyc
                 state[base + w] = 0
                 if idle == 0:
                     continue
-                for g in range(groups.size):
+                for _ in range(iterations):
+                    pending = idle
+                    for step in range(1, bounds.size):
+                        source = state[base + step * words + w]
+                        for k in range(bounds[step - 1], bounds[step]):
+                            requests[k] = pending & _rotate(source, rotations[k, 0], rotations[k, 1],
+                                                            rotations[k, 2], rotations[k, 3])
+                            pending &= ~requests[k]
+                    for step in range(1, bounds.size):
+                        slot = base + step * words + w
+                        for k in range(bounds[step - 1], bounds[step]):
+                            granted = state[slot] & _rotate(requests[k], rotations[k, 4], rotations[k, 5],
+                                                            rotations[k, 6], rotations[k, 7])
+                            state[slot] &= ~granted
+                            idle &= ~_rotate(granted, rotations[k, 0], rotations[k, 1], rotations[k, 2],
+                                             rotations[k, 3])
+                for g in range(groups.size if iterations == 0 else 0):
                     need = idle & groups[g]
                     for step in range(1, bounds.size):
                         if need == 0:
@@ -131,9 +154,10 @@ def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cyc
         cycles[p] = cycle
 
 
-def cycles_and_nonzero(operand, pattern=DEFAULT_PATTERN, lookahead=2):
+def cycles_and_nonzero(operand, pattern=DEFAULT_PATTERN, lookahead=2, scheduler="greedy"):
     """Per pass of ``operand`` [passes, rows, steps, lanes] (bool, or values as ``reference.nonzero`` reads them):
     ``(cycles, nonzero)``, int64 ``[passes]``: ``reference.cycles(...)`` and the non-zero values."""
+    iterations = allocator_iterations(scheduler)
     operand = np.asarray(operand)
     if operand.ndim != 4:
         raise ValueError(f"operand must be a [passes, rows, steps, lanes] array, not shape {operand.shape}")
@@ -145,7 +169,7 @@ def cycles_and_nonzero(operand, pattern=DEFAULT_PATTERN, lookahead=2):
         bits, test = np.ascontiguousarray(operand, np.float32).view(np.uint32), np.uint32(_EXPONENT)
     if lanes > _WORD:
         flags = (bits & test) != 0
-        return reference.cycles(flags, pattern, lookahead), np.count_nonzero(flags, axis=(1, 2, 3))
+        return reference.cycles(flags, pattern, lookahead, scheduler=scheduler), np.count_nonzero(flags, axis=(1, 2, 3))
     cycles, nonzero = np.zeros(passes, np.int64), np.zeros(passes, np.int64)
-    _kernel(bits, test, lookahead, *_tables(lanes, rows, pattern), cycles, nonzero)
+    _kernel(bits, test, lookahead, iterations, *_tables(lanes, rows, pattern), cycles, nonzero)
     return cycles, nonzero

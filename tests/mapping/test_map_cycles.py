@@ -201,9 +201,9 @@ def reference_models(monkeypatch):
     from dashraker.models import tensordash as reference
     from dashraker.models.kernels import tensordash as kernel
 
-    def reference_counts(operand, pattern, lookahead):
+    def reference_counts(operand, pattern, lookahead, scheduler):
         flags = reference.nonzero(operand)
-        return reference.cycles(flags, pattern, lookahead), np.count_nonzero(flags, axis=(1, 2, 3))
+        return reference.cycles(flags, pattern, lookahead, scheduler=scheduler), np.count_nonzero(flags, axis=(1, 2, 3))
 
     def reference_quantize(x, fmt, rounding):
         return numerics.quantize(torch.from_numpy(np.array(x, np.float32)), fmt, rounding).numpy()

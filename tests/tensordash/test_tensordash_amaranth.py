@@ -10,6 +10,7 @@ import torch
 from amaranth.sim import Simulator
 
 from dashraker.designs import TENSORDASH
+from dashraker.designs.tensordash import SCHEDULERS
 from dashraker.hw.tensordash import Scheduler
 from dashraker.models import interconnect
 from dashraker.models import tensordash as td
@@ -22,13 +23,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tensordash_stimulus import operands  # noqa: E402
 
 
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
 @pytest.mark.parametrize("lanes, pattern", [(16, "T<2,5>"), (8, "T<2,5>"), (6, "(0,0),(1,0),(1,-1),(1,2),(2,1)")])
-def test_scheduler_first_cycle_matches_reference(lanes, pattern):
+def test_scheduler_first_cycle_matches_reference(lanes, pattern, scheduler):
     lookahead = interconnect.pattern_lookahead(pattern)
-    dut = Scheduler(lanes, lookahead, pattern)
+    dut = Scheduler(lanes, lookahead, pattern, scheduler)
     rng = np.random.default_rng(lanes)
     windows = rng.random((300, 1, lookahead + 1, lanes)) < rng.random((300, 1, 1, 1))
-    sched = td.schedule(windows, pattern, lookahead)
+    sched = td.schedule(windows, pattern, lookahead, scheduler)
     step, lane = sched.source
     weights = 1 << np.arange(lanes)
 
@@ -73,7 +75,7 @@ def run_tile(tile, a, b, sizes=None, idle=0.0, backpressure=0.0, seed=0):
 
 
 def check_tile(tile, a, b, results):
-    sched = td.schedule(a.numpy(), tile.pattern, tile.lookahead)  # zero as the scheduler defines it
+    sched = td.schedule(a.numpy(), tile.pattern, tile.lookahead, tile.scheduler)  # zero as the scheduler defines it
     expected = fp32_bits(td.tile_outputs(sched, a, b, tile.format, tile.accumulators)).numpy()
     layout = tile.results.payload.shape()
     got = codec.decode(layout, codec.from_ints(results, layout.size))
@@ -108,4 +110,18 @@ def test_tile_with_short_passes_and_stalls(steps):
     a, b = operands("random75", passes=12, rows=2, cols=2, steps=steps, lanes=8, fmt="bf16", seed=steps)
     sizes = itertools.cycle([3, 1, 2, 3, 3, 2, 1])
     results, _ = run_tile(tile, a, b, sizes=sizes, idle=0.2, backpressure=0.5, seed=steps)
+    check_tile(tile, a, b, results)
+
+
+@pytest.mark.parametrize("scheduler", [name for name in SCHEDULERS if name != "greedy"])
+def test_allocator_tile_with_stalls_takes_its_reference_cycles(scheduler):
+    """The separable allocators' tile: outputs and cycles of their own reference model, full chunks back to back
+    (results exactly the passes' cycles apart), then partial chunks with idle and backpressure."""
+    tile = TENSORDASH.tile(TENSORDASH.params(rows=2, cols=1, lanes=8, scheduler=scheduler))
+    a, b = operands("random50", passes=6, rows=2, cols=1, steps=9, lanes=8, fmt="bf16", seed=11)
+    a[2] = 0
+    results, times = run_tile(tile, a, b)
+    cycles = check_tile(tile, a, b, results)
+    assert np.diff(times).tolist() == cycles[1:].tolist()
+    results, _ = run_tile(tile, a, b, sizes=itertools.cycle([3, 1, 2]), idle=0.3, backpressure=0.4, seed=2)
     check_tile(tile, a, b, results)

@@ -15,10 +15,18 @@ CONFIGS = {
     "td_2x2x16_t25_bf16": dict(rows=2, cols=2, lanes=16, lookahead=2, pattern="T<2,5>", fmt="bf16"),
     "td_1x3x8_h1_fp32": dict(rows=1, cols=3, lanes=8, lookahead=1, pattern="(0,0),(1,0),(1,-1),(1,2)", fmt="fp32"),
     "td_4x4x16_t25_bf16": dict(rows=4, cols=4, lanes=16, lookahead=2, pattern="T<2,5>", fmt="bf16"),
+    # The separable allocators (SPEC section 3, amended 2026-11-27): the FPGA tile's 8 lanes, and 16 lanes.
+    "td_1x2x8_sep2_bf16": dict(rows=1, cols=2, lanes=8, lookahead=2, pattern="T<2,5>", fmt="bf16",
+                               scheduler="separable2"),
+    "td_2x1x8_sep1_fp32": dict(rows=2, cols=1, lanes=8, lookahead=2, pattern="T<2,5>", fmt="fp32",
+                               scheduler="separable1"),
+    "td_2x2x16_sep2_bf16": dict(rows=2, cols=2, lanes=16, lookahead=2, pattern="T<2,5>", fmt="bf16",
+                                scheduler="separable2"),
 }
 # The quick suite runs each simulator once on the configuration it builds fastest
-# (Icarus elaborates large designs quickly, Verilator compiles small ones quickly).
-QUICK = {("td_2x2x8_t25_bf16", "icarus"), ("td_1x3x8_h1_fp32", "verilator")}
+# (Icarus elaborates large designs quickly, Verilator compiles small ones quickly), and once per allocator.
+QUICK = {("td_2x2x8_t25_bf16", "icarus"), ("td_1x3x8_h1_fp32", "verilator"), ("td_1x2x8_sep2_bf16", "icarus"),
+         ("td_2x1x8_sep1_fp32", "verilator")}
 
 
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))

@@ -16,7 +16,8 @@ def _generate(args, output):
 @pytest.mark.parametrize("args", [
     ["--lanes", "8", "--rows", "2", "--cols", "1", "--dtype", "bf16"],
     ["--lanes", "4", "--lookahead", "1", "--pattern", "(0,0),(1,0),(1,1)", "--dtype", "fp32"],
-], ids=["t25-bf16", "h1-fp32"])
+    ["--lanes", "8", "--scheduler", "separable2"],
+], ids=["t25-bf16", "h1-fp32", "separable2"])
 def test_cli_writes_lint_clean_verilog(args, tmp_path):
     output = tmp_path / "tensordash.v"
     done = _generate(args, output)
@@ -29,6 +30,7 @@ def test_cli_writes_lint_clean_verilog(args, tmp_path):
     (["--pattern", "T<2,4>"], "unknown named pattern 'T<2,4>'"),
     (["--lanes", "2"], "names one slot twice with 2 lanes"),
     (["--lookahead", "1"], "beyond lookahead 1"),
+    (["--scheduler", "fast"], "scheduler must be one of greedy, separable1, separable2, not 'fast'"),
 ])
 def test_cli_names_bad_parameters(args, message, tmp_path):
     done = _generate(args, tmp_path / "x.v")
