@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from dashraker.designs.baseline import ACCUMULATORS
+from dashraker.designs.baseline import ACCUMULATORS, DOT, check_dot, sum_counts
 from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
 
 __all__ = ["TENSORDASH"]
@@ -17,17 +17,19 @@ def _pattern(text):
 
 
 def _constraint(params):
-    """The generator's own check: the pattern fits the lookahead, its lane offsets stay distinct modulo N."""
+    """The generator's own check: the pattern fits the lookahead, its lane offsets stay distinct modulo N; the
+    fused dot product adds into the fixed-point accumulator."""
     from dashraker.hw.tensordash.scheduler import check_parameters
 
     check_parameters(params["lanes"], params["lookahead"], params["pattern"])
+    check_dot(params)
 
 
 def _build(params):
     from dashraker.hw.tensordash import Tile
 
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
-                pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"])
+                pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"], dot=params["dot"])
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -36,7 +38,7 @@ def _golden(params, scheduled_bits, partner_bits):
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
     schedule = tensordash.schedule(a.numpy(), _pattern(params["pattern"]), params["lookahead"])
-    outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"])
+    outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"], params["dot"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
 
@@ -54,9 +56,10 @@ def _evaluate(params, scheduled, partner, device="cpu"):
 def _pass_counts(params, arrays, value_bits):
     """Every PE lane adds each cycle; each row's scheduler and operand muxes and each PE's partner muxes switch."""
     lanes = params["lanes"]
-    lane_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum()) * lanes
+    pe_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum())
+    lane_cycles = pe_cycles * lanes
     row_lane_cycles = int((arrays["cycles"] * arrays["rows"]).sum()) * lanes
-    return {"add_fp32": lane_cycles, "mux_bits": (row_lane_cycles + lane_cycles) * value_bits,
+    return {**sum_counts(params, pe_cycles), "mux_bits": (row_lane_cycles + lane_cycles) * value_bits,
             "scheduler_lanes": row_lane_cycles}
 
 
@@ -70,6 +73,7 @@ TENSORDASH = Design(
         Parameter("pattern", "T<2,5>", "interconnect offsets: 'T<2,5>', 'T<h,0>' or '(0,0),(1,0),(1,-1),...'",
                   kind=str, validate=_pattern),
         ACCUMULATORS,
+        DOT,
     ),
     packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),
     build=_build,
@@ -77,7 +81,7 @@ TENSORDASH = Design(
     constraint=_constraint,
     cost=Cost(operands="scheduled", evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
-                "adder_tree": r"pe\d+_\d+\.mac\.tree", "accumulator": r"pe\d+_\d+\.mac\.accumulate",
+                "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot", "accumulator": r"pe\d+_\d+\.mac\.accumulate",
                 "partner_muxes": r"pe\d+_\d+\.partner_mux", "window": r"window", "scheduler": r"window\.scheduler\d+",
                 "store": r"window\.store", "row_muxes": r"window\.row_mux\d+"},
 )

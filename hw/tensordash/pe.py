@@ -30,6 +30,8 @@ class PE(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L, 0 for the fixed-point one (``MacUnit``).
+    dot : "tree" | "fused"
+        A step's sum: the fp32 adder tree or the fused dot product (``MacUnit``).
 
     Attributes
     ----------
@@ -56,12 +58,12 @@ class PE(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16", accumulators=1):
+    def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16", accumulators=1, dot="tree"):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
-        self.accumulators = accumulators
-        self.latency = mac_latency(lanes, self.format, accumulators)
+        self.accumulators, self.dot = accumulators, dot
+        self.latency = mac_latency(lanes, self.format, accumulators, dot)
         super().__init__({
             "valid": In(1),
             "last": In(1),
@@ -75,7 +77,7 @@ class PE(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.partner_mux = partner = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
-        m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators)
+        m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators, self.dot)
         m.d.comb += [
             partner.picks.eq(self.picks),
             partner.window.eq(self.b),

@@ -48,6 +48,8 @@ class Tile(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L per PE, 0 for the fixed-point one (``MacUnit``).
+    dot : "tree" | "fused"
+        A step's sum: the fp32 adder tree or the fused dot product (``MacUnit``).
 
     Attributes
     ----------
@@ -68,14 +70,14 @@ class Tile(wiring.Component):
     """
 
     def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16",
-                 accumulators=TENSORDASH.parameter("accumulators").default):
+                 accumulators=TENSORDASH.parameter("accumulators").default, dot=TENSORDASH.parameter("dot").default):
         self.format = float_format(fmt)
         TENSORDASH.params(rows=rows, cols=cols, lanes=lanes, lookahead=lookahead, pattern=pattern, fmt=self.format.name,
-                          accumulators=accumulators)
+                          accumulators=accumulators, dot=dot)
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
-        self.accumulators = accumulators
-        self.pipeline_latency = 1 + mac_latency(lanes, self.format, accumulators)
+        self.accumulators, self.dot = accumulators, dot
+        self.pipeline_latency = 1 + mac_latency(lanes, self.format, accumulators, dot)
         self.latency = self.pipeline_latency + QUEUE_LATENCY
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
@@ -98,13 +100,13 @@ class Tile(wiring.Component):
         count = Signal(CYCLE_BITS)
         with m.If(window.valid):
             m.d.sync += count.eq(Mux(window.last, 0, count + 1))
-        pe_delay = mac_latency(self.lanes, self.format, self.accumulators)
+        pe_delay = mac_latency(self.lanes, self.format, self.accumulators, self.dot)
         m.d.comb += queue.push.payload.cycles.eq(delayed(m, (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
 
         for r in range(self.rows):
             for c in range(self.cols):
                 pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.lookahead, self.pattern, self.format,
-                                                     self.accumulators)
+                                                     self.accumulators, self.dot)
                 m.d.comb += [
                     pe.valid.eq(window.valid),
                     pe.last.eq(window.last),
