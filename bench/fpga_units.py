@@ -133,8 +133,8 @@ UNITS = {
        for fmt in ("bf16", "fp32") for stages in (0, 2, 3, 4)},
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
     "window-loop-8": ("TensorDash window loop, 8 lanes T<2,5> H=2, one row", lambda: WindowLoop(8)),
-    "fixed-accumulator": ("128-bit fixed-point accumulator from 2^-64 (aligning shifter, add loop, rounding to fp32; "
-                          "MacUnit's default)", lambda: AccumulatorAlone(FixedPointAccumulator)),
+    "fixed-accumulator": ("384-bit fixed-point accumulator from 2^-192 (aligning stages, a 4-segment add loop, "
+                          "carry resolution, rounding to fp32; MacUnit's default)", lambda: AccumulatorAlone(FixedPointAccumulator)),
 }
 
 

@@ -52,8 +52,10 @@ def _pass_counts(params, arrays, value_bits):
 
 def sum_counts(params, pe_cycles):
     """The step sums' actions over ``pe_cycles`` PE-cycles: an fp32 add per lane (N - 1 tree nodes and the
-    accumulator), or the fused dot product's lanes (exponent, alignment, integer tree node) and frame adds."""
-    if params["dot"] == "fused":
+    accumulator), or the fused dot product's lanes (exponent, alignment, integer tree node) and frame adds. The
+    mapper also costs a design's dense reference with the design's own ``params``: one without ``dot`` (FPRaker)
+    is compared with the tree."""
+    if params.get("dot", DOT.default) == "fused":
         return {"fused_lanes": pe_cycles * params["lanes"], "frame_adds": pe_cycles}
     return {"add_fp32": pe_cycles * params["lanes"]}
 

@@ -15,10 +15,12 @@ CONFIGS = {
     "td_2x2x16_t25_bf16": dict(rows=2, cols=2, lanes=16, lookahead=2, pattern="T<2,5>", fmt="bf16"),
     "td_1x3x8_h1_fp32": dict(rows=1, cols=3, lanes=8, lookahead=1, pattern="(0,0),(1,0),(1,-1),(1,2)", fmt="fp32"),
     "td_4x4x16_t25_bf16": dict(rows=4, cols=4, lanes=16, lookahead=2, pattern="T<2,5>", fmt="bf16"),
+    "td_1x2x8_t25_bf16_fused": dict(rows=1, cols=2, lanes=8, lookahead=2, pattern="T<2,5>", fmt="bf16", dot="fused"),
 }
 # The quick suite runs each simulator once on the configuration it builds fastest
 # (Icarus elaborates large designs quickly, Verilator compiles small ones quickly).
-QUICK = {("td_2x2x8_t25_bf16", "icarus"), ("td_1x3x8_h1_fp32", "verilator")}
+QUICK = {("td_2x2x8_t25_bf16", "icarus"), ("td_1x3x8_h1_fp32", "verilator"), ("td_1x2x8_t25_bf16_fused", "icarus"),
+         ("td_1x2x8_t25_bf16_fused", "verilator")}
 
 
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
