@@ -16,8 +16,9 @@ SEGMENTS = 4  # the frame's add, cut into this many carry chains (96 bits each),
 SHIFT_BITS = 9  # an addend's place in the frame: its unit's exponent minus the frame's (0 to 383)
 EXPONENT_BITS = 10  # signed biased exponents of the frame's places (its top, 2^191, is 318)
 # Cycles from a pass's last addend entering to its result: two aligning stages, the add loop, the carries'
-# resolution (a stage per segment above the first), the rounding stages and the result register.
-FIXED_ACCUMULATOR_LATENCY = 2 + 1 + (SEGMENTS - 1) + INTEGER_ROUNDER_LATENCY + 1
+# resolution (a stage per segment above the first), the magnitude (a stage per segment), the rounding stages and
+# the result register.
+FIXED_ACCUMULATOR_LATENCY = 2 + 1 + (SEGMENTS - 1) + SEGMENTS + INTEGER_ROUNDER_LATENCY + 1
 FP32_SHIFT = 150 + FIXED_POINT_FRAME[1]  # an fp32 number's place: its biased exponent minus this
 
 # What a pass's specials make of its result; NONE: its rounded sum.
@@ -48,7 +49,8 @@ class FixedPointAccumulator(wiring.Component):
     the add, the only loop, cut into ``SEGMENTS`` carry chains of 96 bits, each carry
     out kept in a register and added into the next segment in the next cycle (the
     total is the segments plus those carries); at the end of a pass the carries are
-    resolved, a segment per stage; then six registered rounding stages
+    resolved, a segment per stage; the total's magnitude (inverted where negative, its
+    +1 carried through the segments a stage each); then six registered rounding stages
     (``IntegerRounder``) and the result register.
     IEEE's specials stay sticky over the pass: a NaN or Infs of both signs give the
     canonical NaN, an Inf of one sign that Inf.
@@ -160,10 +162,25 @@ class FixedPointAccumulator(wiring.Component):
                          next_valid.eq(valid)]
             resolved, pending, carry, kind, valid = stage, kept, next_carry, next_kind, next_valid
 
+        # The magnitude: the total inverted where negative, the +1 of its negation carried up a segment per stage
+        # (a 384-bit negation in one stage bounded the clock at 60 MHz on ECP5).
+        negative = resolved[-1][-1]
+        magnitude = [part ^ negative.replicate(segment) for part in resolved]
+        carry = negative
+        for index in range(SEGMENTS):
+            added = magnitude[index] + carry
+            stage = [Signal(segment, name=f"magnitude{index}_{part}") for part in range(SEGMENTS)]
+            next_carry, next_negative, next_kind, next_valid = (Signal(name=f"magnitude_carry{index}"), Signal(),
+                                                                Signal(range(4)), Signal())
+            m.d.sync += [register.eq(value) for register, value in zip(stage, magnitude)]
+            m.d.sync += [stage[index].eq(added[:segment]), next_carry.eq(added[segment]),
+                         next_negative.eq(negative), next_kind.eq(kind), next_valid.eq(valid)]
+            magnitude, carry, negative, kind, valid = stage, next_carry, next_negative, next_kind, next_valid
+
         # Rounding: six registered stages (``IntegerRounder``), the pass's kind beside the value.
-        m.submodules.rounder = rounder = IntegerRounder(width, EXPONENT_BITS, range(4))
-        m.d.comb += [rounder.valid.eq(valid), rounder.value.eq(Cat(*resolved)), rounder.top.eq(top),
-                     rounder.tag.eq(kind)]
+        m.submodules.rounder = rounder = IntegerRounder(width, EXPONENT_BITS, range(4), magnitude=True)
+        m.d.comb += [rounder.valid.eq(valid), rounder.value.eq(Cat(*magnitude)), rounder.negative.eq(negative),
+                     rounder.top.eq(top), rounder.tag.eq(kind)]
         exponent = rounder.exponent
         m.d.sync += self.result_valid.eq(rounder.result_valid)
         with m.If(rounder.result_valid):
