@@ -81,7 +81,8 @@ TENSORDASH = Design(
     constraint=_constraint,
     cost=Cost(operands="scheduled", evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
-                "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot", "accumulator": r"pe\d+_\d+\.mac\.accumulate",
+                "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot",
+                "accumulator": r"pe\d+_\d+\.mac\.accumulate",
                 "partner_muxes": r"pe\d+_\d+\.partner_mux", "window": r"window", "scheduler": r"window\.scheduler\d+",
                 "store": r"window\.store", "row_muxes": r"window\.row_mux\d+"},
 )

@@ -151,7 +151,8 @@ class FixedPointAccumulator(wiring.Component):
 
         # The carries resolved, a segment per stage: segment i takes the carry kept below it and the carry out
         # of the previous stage's add (the top segment's carry out is dropped: two's complement wraps).
-        resolved, pending, carry, kind, valid = passed, passed_carries, Const(0, 1), _kind(passed_specials), passed_valid
+        resolved, pending, carry = passed, passed_carries, Const(0, 1)
+        kind, valid = _kind(passed_specials), passed_valid
         for index in range(1, SEGMENTS):
             added = resolved[index] + pending[index - 1] + carry
             stage = [Signal(segment, name=f"resolved{index}_{part}") for part in range(SEGMENTS)]

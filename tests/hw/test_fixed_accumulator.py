@@ -27,7 +27,8 @@ def bits(value):
 def passes(seed, count=150):
     """Passes of 1 to 12 tree sums: normal, spread over fp32's range, edge values, ties at fp32's LSB."""
     rng = random.Random(seed)
-    draws = [lambda: rng.gauss(0, 1), lambda: rng.gauss(0, 1) * 2.0 ** rng.randint(-130, 127), lambda: rng.choice(EDGES)]
+    draws = [lambda: rng.gauss(0, 1), lambda: rng.gauss(0, 1) * 2.0 ** rng.randint(-130, 127),
+             lambda: rng.choice(EDGES)]
     return [[fp32(rng.choice(draws)()) for _ in range(rng.randint(1, 12))] for _ in range(count)]
 
 
@@ -37,7 +38,8 @@ def test_unit_matches_the_model():
     # the edge cases whole: all zeros, every special alone and mixed, sums past fp32's largest and below its smallest
     stimulus += [[0.0] * 5, [-0.0], [math.inf, 1.0], [-math.inf, -math.inf], [math.inf, -math.inf], [math.nan, 1.0],
                  [3.4e38, 3.4e38], [-3.4e38, -3.4e38], [3.4e38, 3.4e38, -3.4e38], [2.0**70, math.inf],
-                 [2.0**-125, -1.5 * 2.0**-126], [-(2.0**-125), 1.5 * 2.0**-126], [1.0, 2.0**-24], [1.0 + 2.0**-23, 2.0**-24]]
+                 [2.0**-125, -1.5 * 2.0**-126], [-(2.0**-125), 1.5 * 2.0**-126], [1.0, 2.0**-24],
+                 [1.0 + 2.0**-23, 2.0**-24]]
     expected = [bits(value) if not math.isnan(value) else CANONICAL_NAN
                 for value in (fixed_point_accumulate(torch.tensor([sums]))[0].item() for sums in stimulus)]
     dut = FixedPointAccumulator()

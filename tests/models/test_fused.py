@@ -110,8 +110,8 @@ def _random_operands(rng, fmt, steps, lanes, spread):
 
 def test_accumulator_is_exact_over_fp32s_whole_range():
     rng = np.random.default_rng(1)
-    cases = [[float(np.float32(rng.standard_normal() * 2.0 ** rng.integers(-140, 128))) for _ in range(rng.integers(1, 12))]
-             for _ in range(300)]
+    cases = [[float(np.float32(rng.standard_normal() * 2.0 ** rng.integers(-140, 128)))
+              for _ in range(rng.integers(1, 12))] for _ in range(300)]
     edges = [2.0**-126, -(2.0**-126), 2.0**-125, 3.4e38, -3.4e38, 2.0**127, 1.0, 2.0**-24, 2.0**-149, -0.0, 0.0,
              math.inf, -math.inf, math.nan]
     cases += [list(rng.choice(edges, rng.integers(1, 6))) for _ in range(200)]

@@ -138,8 +138,8 @@ def test_fixed_point_accumulation_rounds_the_exact_sum_once():
     assert fixed_point_accumulate(torch.tensor([[1.0, 2.0**-24, 2.0**-24]])).item() == 1.0 + 2.0**-23
     assert fp32_bits(fixed_point_accumulate(torch.tensor([[-0.0, -0.0], [3.0, -3.0]]))).tolist() == [0, 0]
     # specials stay sticky, as IEEE's sums of them; a total past fp32's largest number is an Inf of its sign
-    got = fixed_point_accumulate(torch.tensor([[1.0, math.inf, 0.0], [-math.inf, 2.0**70, 0.0], [math.inf, -math.inf, 0.0],
-                                               [math.nan, 1.0, 0.0], [2.0**127, 2.0**127, 0.0],
+    got = fixed_point_accumulate(torch.tensor([[1.0, math.inf, 0.0], [-math.inf, 2.0**70, 0.0],
+                                               [math.inf, -math.inf, 0.0], [math.nan, 1.0, 0.0], [2.0**127, 2.0**127, 0.0],
                                                [-(2.0**127), -(2.0**127), 0.0], [2.0**127, 2.0**127, -(2.0**127)]]))
     assert got[:2].tolist() == [math.inf, -math.inf] and got[2:4].isnan().all()
     assert got[4:].tolist() == [math.inf, -math.inf, 2.0**127]
