@@ -98,9 +98,9 @@ def errors(x, w, lanes, guards):
 
 def _table(rows, columns, extra=None):
     titles = [title for name in columns for title in (f"{name} med", "max")]
-    print(f"{'case':28}" + "".join(f"{title:>14}" for title in titles) + (f"{extra:>6}" if extra else ""))
+    print(f"{'case':28}" + "".join(f"{title:>15}" for title in titles) + (f"{extra:>6}" if extra else ""))
     for name, figures in rows:
-        print(f"{name:28}" + "".join(f"{value:>14.1e}" for column in columns for value in figures[column])
+        print(f"{name:28}" + "".join(f"{value:>15.1e}" for column in columns for value in figures[column])
               + (f"{figures[extra]:>6}" if extra else ""))
 
 
