@@ -137,8 +137,9 @@ UNITS = {
     **{f"window-loop-{lanes}-{scheduler}": (f"TensorDash window loop, {lanes} lanes T<2,5> H=2, one row, {scheduler}",
                                             lambda lanes=lanes, scheduler=scheduler: WindowLoop(lanes, scheduler))
        for lanes in (8, 16) for scheduler in ("separable1", "separable2")},
-    "fixed-accumulator": ("128-bit fixed-point accumulator from 2^-64 (aligning shifter, add loop, rounding to fp32; "
-                          "MacUnit's default)", lambda: AccumulatorAlone(FixedPointAccumulator)),
+    "fixed-accumulator": ("384-bit fixed-point accumulator from 2^-192 (aligning stages, a 4-segment add loop, "
+                          "carry resolution, rounding to fp32; MacUnit's default)",
+                          lambda: AccumulatorAlone(FixedPointAccumulator)),
 }
 
 

@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass
 
-__all__ = ["FloatFormat", "BF16", "FP32", "FORMATS", "FIXED_POINT_FRAME", "FPRAKER_MAX_TERMS", "FPRAKER_ACCUMULATOR_BITS",
-           "FPRAKER_FRAME_BITS", "float_format"]
+__all__ = ["FloatFormat", "BF16", "FP32", "FORMATS", "FIXED_POINT_FRAME", "FUSED_GUARD_BITS", "FPRAKER_MAX_TERMS",
+           "FPRAKER_ACCUMULATOR_BITS", "FPRAKER_FRAME_BITS", "float_format"]
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,14 @@ FP32 = FloatFormat("fp32", 8, 23)
 FORMATS = {f.name: f for f in (BF16, FP32)}
 
 # The fixed-point accumulator's frame (SPEC section 2): (bits, exponent of the least significant bit's weight).
-# 128 bits from 2^-64 hold every sum below 2^63 whose parts are multiples of 2^-64.
-FIXED_POINT_FRAME = (128, -64)
+# 384 bits from 2^-192 hold exactly every fp32 number (the least significant bit of the smallest normal weighs
+# 2^-149) and every fused step sum (down to 2^-189, guard_bits <= 15), and any total below 2^191 in magnitude: a
+# pass of fewer than 2^(63 - log2 N) steps of finite sums (each below N * 2^128) can never leave it.
+FIXED_POINT_FRAME = (384, -192)
+
+# The fused dot product's window (SPEC section 2, amended 2026-11-27): its places below the products' own 2p bits
+# (bf16: 16 + 8 = 24 bits below the step's largest product's top place), chosen from bench/accumulation_error.py.
+FUSED_GUARD_BITS = 8
 
 # FPRaker's arithmetic (SPEC section 4, models/fpraker/golden.py): at most 5 signed terms per bf16 significand, a
 # 64-bit two's complement accumulator whose frame moves in steps of 2**3 bits.

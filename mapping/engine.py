@@ -24,6 +24,8 @@ COMPONENTS = {
     "mul": None,  # mul_bf16 or mul_fp32, by operand format
     "add_fp32": "add_fp32",
     "add_int32": "add_int32",
+    "fused_lanes": "fused_lane",
+    "frame_adds": "frame_add",
     "mux_bits": "mux8_bit",
     "scheduler_lanes": "scheduler_lane",
     "term_encodes": "term_encode",

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dashraker.models.baseline import accumulate, adder_tree
+from dashraker.models.baseline import accumulate, accumulate_addends, adder_tree, fused_steps
 from dashraker.models.interconnect import (DEFAULT_PATTERN, allocator_iterations, check_pattern, lane_groups,
                                             priority)
 from dashraker.models.numerics import fp32_add, fp32_mul, quantize
@@ -258,7 +258,7 @@ def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu", schedule
     return _run(state, lookahead, passes, steps, step_cycle).cpu().numpy()
 
 
-def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1):
+def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1, dot="tree"):
     """PE outputs of tile passes run on a schedule, in the project's fp32 arithmetic.
 
     ``scheduled`` ``[passes, rows, steps, lanes]`` and ``partner`` ``[passes, cols,
@@ -270,8 +270,12 @@ def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1):
     are summed by the same tree at the end of the pass (``baseline.accumulate``).
     With ``accumulators`` 0 the pass's sums go to the fixed-point accumulator
     (``baseline.fixed_point_accumulate``), where the +0.0 of a cycle past the pass's
-    end adds nothing. Returns fp32 ``[passes, rows, cols]``.
+    end adds nothing. With ``dot="fused"`` (``accumulators`` 0) each cycle's N products are the fused dot
+    product (``baseline.fused_steps``; an idle lane's +0.0 contributes nothing), added into the fixed-point
+    accumulator with the other cycles' (``baseline.accumulate_addends``). Returns fp32 ``[passes, rows, cols]``.
     """
+    if dot == "fused" and accumulators != 0:
+        raise ValueError(f"the fused dot product adds into the fixed-point accumulator (0), not {accumulators}")
     a = quantize(torch.as_tensor(scheduled, dtype=torch.float32), fmt)
     b = quantize(torch.as_tensor(partner, dtype=torch.float32), fmt)
     passes, rows, steps, lanes = a.shape
@@ -294,9 +298,18 @@ def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1):
         s, i = step[:, cycle], lane[:, cycle]  # [passes, rows, lanes]
         a_issued = a[pass_index, row_index, s, i]  # [passes, rows, lanes]
         b_issued = b[pass_index[..., None], torch.arange(b.shape[1])[None, None, :, None], s[:, :, None], i[:, :, None]]
-        products = fp32_mul(a_issued[:, :, None], b_issued)  # [passes, rows, cols, lanes]
         running.append(torch.as_tensor(cycle < sched.cycles)[:, None, None])
+        if dot == "fused":
+            addends = fused_steps(a_issued[:, :, None].expand_as(b_issued), b_issued, fmt)
+            sums.append([torch.where(running[-1], part, torch.zeros_like(part)) for part in addends])
+            continue
+        products = fp32_mul(a_issued[:, :, None], b_issued)  # [passes, rows, cols, lanes]
         sums.append(torch.where(running[-1], adder_tree(products), 0.0))
+    if dot == "fused":
+        if not sums:
+            zeros = torch.zeros(passes, rows, b.shape[1], 0, dtype=torch.int64)
+            return accumulate_addends([zeros] * 3 + [zeros.bool()] * 3)
+        return accumulate_addends([torch.stack(parts, dim=-1) for parts in zip(*sums)])
     if accumulators == 0:
         return accumulate(torch.stack(sums, dim=-1) if sums else torch.zeros(passes, rows, b.shape[1], 0), 0)
     partials = torch.zeros(passes, rows, b.shape[1], accumulators)

@@ -32,6 +32,9 @@ def test_every_design_builds_with_its_defaults():
     ("tensordash", {"pattern": "(0,0),(1,x)"}, "cannot read offset"),
     ("tensordash", {"lookahead": 1}, "beyond lookahead 1"),  # T<2,5> reaches step 2
     ("tensordash", {"lanes": 4}, "names one slot twice with 4 lanes"),
+    ("baseline", {"dot": "exact"}, "dot must be one of tree, fused, not 'exact'"),
+    ("baseline", {"dot": "fused", "accumulators": 6}, "dot 'fused' adds into the fixed-point accumulator"),
+    ("tensordash", {"dot": "fused", "accumulators": 1}, "accumulators must be 0, not 1"),
 ])
 def test_parameters_are_checked_once_for_every_caller(name, overrides, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -58,6 +61,20 @@ def test_lookup_and_pickling_by_name():
     with pytest.raises(ValueError, match="unknown design 'eyeriss'; choose from baseline, tensordash, fpraker"):
         design("eyeriss")
     assert pickle.loads(pickle.dumps(DESIGNS["fpraker"])) is DESIGNS["fpraker"]
+
+
+def test_fused_dot_counts_its_own_actions():
+    """With ``dot: fused`` a PE-cycle is N fused lanes and one frame add instead of N fp32 adds; a design without
+    ``dot`` (FPRaker) is compared with the tree."""
+    arrays = {name: np.array(value) for name, value in
+              {"cycles": [3, 4], "steps": [3, 4], "rows": [2, 2], "cols": [1, 1]}.items()}
+    baseline, tensordash = DESIGNS["baseline"], DESIGNS["tensordash"]
+    assert baseline.cost.pass_counts(baseline.params(lanes=8, dot="fused"), arrays, 16) == {
+        "mul": 112, "fused_lanes": 112, "frame_adds": 14}
+    assert baseline.cost.pass_counts(baseline.params(lanes=8), arrays, 16) == {"mul": 112, "add_fp32": 112}
+    counts = tensordash.cost.pass_counts(tensordash.params(dot="fused"), arrays, 16)
+    assert (counts["fused_lanes"], counts["frame_adds"]) == (224, 14) and "add_fp32" not in counts
+    assert "add_fp32" in baseline.cost.pass_counts(DESIGNS["fpraker"].params(), arrays, 16)
 
 
 def test_dense_cost_is_the_steps():

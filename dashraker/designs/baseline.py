@@ -5,18 +5,30 @@ import numpy as np
 from dashraker.designs.descriptor import Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.baseline import Tile
 
-__all__ = ["BASELINE", "ACCUMULATORS"]
+__all__ = ["BASELINE", "ACCUMULATORS", "DOT", "check_dot"]
 
-# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: by default (0) the 128-bit
-# fixed-point accumulator rounded once per pass, the smallest and closest to fp64 (README "Accumulation order");
+# The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: by default (0) the 384-bit
+# fixed-point accumulator rounded once per pass, exact over fp32's whole range (docs/guides/fused-dot.md);
 # L >= 1 interleaved fp32 partials, L = 6 the fewest whose loop takes the 5-stage adder, 1 the one-cycle loop.
-ACCUMULATORS = Parameter("accumulators", 0, "interleaved partial fp32 accumulators L per PE (0: one 128-bit "
+ACCUMULATORS = Parameter("accumulators", 0, "interleaved partial fp32 accumulators L per PE (0: one 384-bit "
                          "fixed-point accumulator; 1: the one-cycle fp32 loop)", minimum=0, maximum=16)
+# A step's sum (SPEC section 2, amended 2026-11-27), shared with TensorDash's PEs: the fp32 adder tree, or the fused
+# dot product (exact products aligned in a window, an integer adder tree, into the fixed-point accumulator).
+DOT = Parameter("dot", "tree", "a step's sum: 'tree' (fp32 adder tree) or 'fused' (exact products aligned to the "
+                "step's largest in a window, summed as integers into the fixed-point accumulator)", kind=str,
+                choices=("tree", "fused"))
+
+
+def check_dot(params):
+    """The fused dot product adds into the fixed-point accumulator only."""
+    if params["dot"] == "fused" and params["accumulators"] != 0:
+        raise ValueError(f"dot 'fused' adds into the fixed-point accumulator: accumulators must be 0, not "
+                         f"{params['accumulators']}")
 
 
 def _build(params):
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], fmt=params["fmt"],
-                accumulators=params["accumulators"])
+                accumulators=params["accumulators"], dot=params["dot"])
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -26,26 +38,38 @@ def _golden(params, scheduled_bits, partner_bits):
     from dashraker.models.numerics import fp32_bits, operand_values
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
-    outputs = torch.stack([dense_tile(a[p], b[p], params["fmt"], params["accumulators"]) for p in range(a.shape[0])])
+    outputs = torch.stack([dense_tile(a[p], b[p], params["fmt"], params["accumulators"], params["dot"])
+                           for p in range(a.shape[0])])
     return fp32_bits(outputs).numpy().astype(np.uint32), None
 
 
 def _pass_counts(params, arrays, value_bits):
     """Every lane of every PE multiplies and adds in every cycle."""
-    lane_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum()) * params["lanes"]
-    return {"mul": lane_cycles, "add_fp32": lane_cycles}
+    pe_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum())
+    return {"mul": pe_cycles * params["lanes"], **sum_counts(params, pe_cycles)}
+
+
+def sum_counts(params, pe_cycles):
+    """The step sums' actions over ``pe_cycles`` PE-cycles: an fp32 add per lane (N - 1 tree nodes and the
+    accumulator), or the fused dot product's lanes (exponent, alignment, integer tree node) and frame adds. The
+    mapper also costs a design's dense reference with the design's own ``params``: one without ``dot`` (FPRaker)
+    is compared with the tree."""
+    if params.get("dot", DOT.default) == "fused":
+        return {"fused_lanes": pe_cycles * params["lanes"], "frame_adds": pe_cycles}
+    return {"add_fp32": pe_cycles * params["lanes"]}
 
 
 BASELINE = Design(
     name="baseline",
     summary="the dense tile: N bit-parallel MAC lanes per PE, one step per cycle",
     parameters=(*tile_parameters(("bf16", "fp32")), Parameter("lanes", 16, "MAC lanes N per PE", minimum=1),
-                ACCUMULATORS),
+                ACCUMULATORS, DOT),
     packages=("dashraker.hw.baseline", "dashraker.models.baseline"),
     build=_build,
     golden=_golden,
+    constraint=check_dot,
     cost=Cost(operands=Operands.NONE, pass_counts=_pass_counts),
     area_parts={"pe": r"pe\d+_\d+", "multipliers": r"pe\d+_\d+\.mul\d+", "adder_tree": r"pe\d+_\d+\.tree",
-                "accumulator": r"pe\d+_\d+\.accumulate"},
+                "fused_tree": r"pe\d+_\d+\.dot", "accumulator": r"pe\d+_\d+\.accumulate"},
     reference=True,
 )

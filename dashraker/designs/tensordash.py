@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from dashraker.designs.baseline import ACCUMULATORS
+from dashraker.designs.baseline import ACCUMULATORS, DOT, check_dot, sum_counts
 from dashraker.designs.descriptor import Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.tensordash import Tile
 from dashraker.hw.tensordash.scheduler import check_parameters
@@ -25,14 +25,16 @@ SCHEDULER = Parameter(
 
 
 def _constraint(params):
-    """The generator's own check: the pattern fits the lookahead, its lane offsets stay distinct modulo N."""
+    """The generator's own check: the pattern fits the lookahead, its lane offsets stay distinct modulo N; the
+    fused dot product adds into the fixed-point accumulator."""
     check_parameters(params["lanes"], params["lookahead"], params["pattern"])
+    check_dot(params)
 
 
 def _build(params):
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
                 pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"],
-                scheduler=params["scheduler"])
+                scheduler=params["scheduler"], dot=params["dot"])
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -41,7 +43,7 @@ def _golden(params, scheduled_bits, partner_bits):
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
     schedule = tensordash.schedule(a.numpy(), parse_pattern(params["pattern"]), params["lookahead"], params["scheduler"])
-    outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"])
+    outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"], params["dot"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
 
@@ -60,9 +62,10 @@ def _evaluate(params, scheduled, partner, device="cpu"):
 def _pass_counts(params, arrays, value_bits):
     """Every PE lane adds each cycle; each row's scheduler and operand muxes and each PE's partner muxes switch."""
     lanes = params["lanes"]
-    lane_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum()) * lanes
+    pe_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum())
+    lane_cycles = pe_cycles * lanes
     row_lane_cycles = int((arrays["cycles"] * arrays["rows"]).sum()) * lanes
-    return {"add_fp32": lane_cycles, "mux_bits": (row_lane_cycles + lane_cycles) * value_bits,
+    return {**sum_counts(params, pe_cycles), "mux_bits": (row_lane_cycles + lane_cycles) * value_bits,
             "scheduler_lanes": row_lane_cycles}
 
 
@@ -78,6 +81,7 @@ TENSORDASH = Design(
                   kind=str, validate=parse_pattern),
         ACCUMULATORS,
         SCHEDULER,
+        DOT,
     ),
     packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),
     build=_build,
@@ -86,7 +90,8 @@ TENSORDASH = Design(
     dataflow_params={"dnnsim": {"scheduler": "greedy"}},  # the authors' simulator schedules greedily
     cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
-                "adder_tree": r"pe\d+_\d+\.mac\.tree", "accumulator": r"pe\d+_\d+\.mac\.accumulate",
+                "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot",
+                "accumulator": r"pe\d+_\d+\.mac\.accumulate",
                 "partner_muxes": r"pe\d+_\d+\.partner_mux", "window": r"window", "scheduler": r"window\.scheduler\d+",
                 "store": r"window\.store", "row_muxes": r"window\.row_mux\d+"},
 )

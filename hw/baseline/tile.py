@@ -33,12 +33,14 @@ class Tile(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L per PE, 0 for the fixed-point one (``MacUnit``).
+    dot : "tree" | "fused"
+        A step's sum: the fp32 adder tree or the fused dot product (``MacUnit``).
 
     Attributes
     ----------
     pipeline_latency : int
         Cycles from accepting a pass's last step to its result leaving the PEs:
-        ``mac_latency(lanes, fmt, accumulators)``.
+        ``mac_latency(lanes, fmt, accumulators, dot)``.
     latency : int
         Cycles from accepting a pass's last step to its result being valid at an empty
         queue's output: ``pipeline_latency + QUEUE_LATENCY``.
@@ -51,12 +53,12 @@ class Tile(wiring.Component):
         One transfer per pass: every PE's accumulator in ``outputs``.
     """
 
-    def __init__(self, rows, cols, lanes, fmt, accumulators):
+    def __init__(self, rows, cols, lanes, fmt, accumulators, dot):
         self.format = float_format(fmt)
         check_count("rows", rows)
         check_count("cols", cols)
-        self.rows, self.cols, self.lanes, self.accumulators = rows, cols, lanes, accumulators
-        self.pipeline_latency = mac_latency(lanes, self.format, accumulators)
+        self.rows, self.cols, self.lanes, self.accumulators, self.dot = rows, cols, lanes, accumulators, dot
+        self.pipeline_latency = mac_latency(lanes, self.format, accumulators, dot)
         self.latency = self.pipeline_latency + QUEUE_LATENCY
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, fmt))),
@@ -72,7 +74,7 @@ class Tile(wiring.Component):
         step = self.steps.payload
         for row in range(self.rows):
             for col in range(self.cols):
-                pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format, self.accumulators)
+                pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format, self.accumulators, self.dot)
                 m.d.comb += [
                     pe.valid.eq(accept),
                     pe.last.eq(step.last),

@@ -1,41 +1,66 @@
-"""The fixed-point accumulator of a PE: a pass's fp32 sums added exactly in a wide frame, rounded once (SPEC 2)."""
+"""The fixed-point accumulator of a PE: a pass's sums added exactly in a frame wide enough for every fp32 number,
+rounded once (SPEC section 2)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import FIXED_POINT_FRAME
 from dashraker.hw.numerics.accumulator import ACCUMULATOR_SIGNATURE
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan, significand
 from dashraker.hw.numerics.integer_rounder import INTEGER_ROUNDER_LATENCY, IntegerRounder
 
-__all__ = ["FixedPointAccumulator", "FIXED_ACCUMULATOR_LATENCY"]
+__all__ = ["FixedPointAccumulator", "FIXED_ACCUMULATOR_LATENCY", "SEGMENTS", "SHIFT_BITS", "addend_layout"]
 
-# Cycles from a pass's last sum entering to its result: aligning, negating, the add
-# loop, then the rounding stages and the result register.
-FIXED_ACCUMULATOR_LATENCY = 3 + INTEGER_ROUNDER_LATENCY + 1
-EXPONENT_BITS = 9  # signed biased exponents of the frame's places (the top is below 255)
+SEGMENTS = 4  # the frame's add, cut into this many carry chains (96 bits each), each carry kept for the next cycle
+SHIFT_BITS = 9  # an addend's place in the frame: its unit's exponent minus the frame's (0 to 383)
+EXPONENT_BITS = 10  # signed biased exponents of the frame's places (its top, 2^191, is 318)
+# Cycles from a pass's last addend entering to its result: two aligning stages, the add loop, the carries'
+# resolution (a stage per segment above the first), the magnitude (a stage per segment), the rounding stages and
+# the result register.
+FIXED_ACCUMULATOR_LATENCY = 2 + 1 + (SEGMENTS - 1) + SEGMENTS + INTEGER_ROUNDER_LATENCY + 1
+FP32_SHIFT = 150 + FIXED_POINT_FRAME[1]  # an fp32 number's place: its biased exponent minus this
 
 # What a pass's specials make of its result; NONE: its rounded sum.
-SPECIALS = data.StructLayout({"nan": 1, "pos_inf": 1, "neg_inf": 1, "out": 1})
+SPECIALS = data.StructLayout({"nan": 1, "pos_inf": 1, "neg_inf": 1})
 NONE, NAN, POS_INF, NEG_INF = range(4)
+
+
+def addend_layout(magnitude_bits):
+    """One addend: ``magnitude * 2**(shift + lsb)`` with its sign (lsb: the frame's, ``FIXED_POINT_FRAME``), and
+    the specials of its step (their magnitude is 0)."""
+    return data.StructLayout({"magnitude": magnitude_bits, "shift": SHIFT_BITS, "sign": 1, "specials": SPECIALS})
 
 
 class FixedPointAccumulator(wiring.Component):
     """Adds the sums of a pass exactly in a two's complement frame and rounds the total once to fp32.
 
-    The frame (``FIXED_POINT_FRAME``: 128 bits, least significant bit 2^-64) is the
-    golden ``models.baseline.fixed_point_accumulate``'s. A registered shifter aligns
-    each sum to the frame (bits below it dropped, towards zero) and a second stage
-    negates it where it is negative, so the frame's add is the only one-cycle loop
-    (about 110 MHz alone on ECP5, where the fp32 adder's loop gave 44). A pass's total
-    goes through six registered rounding stages: magnitude; leading and trailing
-    zeros of each 16 bits, then of the whole; normalisation by 16 places, then by the
-    rest; rounding to nearest even.
-    IEEE's specials stay sticky over the pass: a NaN or Infs of both signs give the
-    canonical NaN, an Inf of one sign that Inf; without them, a sum of 2^63 or more in
-    magnitude or a running total leaving the frame gives the canonical NaN.
+    The frame (``FIXED_POINT_FRAME``: 384 bits, least significant bit 2^-192) holds every
+    fp32 number and every fused step sum exactly and any total below 2^191, so the
+    result is the pass's exact sum rounded once, as the golden
+    ``models.baseline.accumulate_addends`` (bit for bit): to nearest even, +-Inf past
+    fp32's largest number, a zero of the total's sign below 2^-126 (FTZ), +0.0 for a
+    zero total. No finite pass of fewer than 2^(63 - log2 N) steps can leave the frame;
+    a longer one would wrap around (the golden model refuses it).
 
-    Its ports are the ``Accumulator``'s, so ``MacUnit`` takes either.
+    Stages: the addend's magnitude shifted by its place's low 4 bits; placed in the
+    frame by the high 5 (one of 24 places 16 bits apart: an AND-OR of a few terms per
+    bit, no barrel shifter) and inverted where negative (its +1 is the add's carry in);
+    the add, the only loop, cut into ``SEGMENTS`` carry chains of 96 bits, each carry
+    out kept in a register and added into the next segment in the next cycle (the
+    total is the segments plus those carries); at the end of a pass the carries are
+    resolved, a segment per stage; the total's magnitude (inverted where negative, its
+    +1 carried through the segments a stage each); then six registered rounding stages
+    (``IntegerRounder``) and the result register.
+    IEEE's specials stay sticky over the pass: a NaN or Infs of both signs give the
+    canonical NaN, an Inf of one sign that Inf.
+
+    Parameters
+    ----------
+    magnitude_bits : int or None
+        None: the ports are the ``Accumulator``'s (an fp32 ``sum`` per step), so ``MacUnit``
+        takes either; else an ``addend`` port of ``addend_layout(magnitude_bits)`` (the
+        fused dot product's step sums, ``FusedTree``).
 
     Attributes
     ----------
@@ -44,78 +69,130 @@ class FixedPointAccumulator(wiring.Component):
 
     Ports
     -----
-    valid, last, sum, result, result_valid
+    valid, last, result, result_valid
         As ``Accumulator``'s.
+    sum : In(FP32_LAYOUT)
+        Without ``magnitude_bits``: the step's fp32 sum.
+    addend : In(addend_layout(magnitude_bits))
+        With ``magnitude_bits``: the step's sum.
     """
 
-    def __init__(self):
+    def __init__(self, magnitude_bits=None):
         self.latency = FIXED_ACCUMULATOR_LATENCY
-        super().__init__(ACCUMULATOR_SIGNATURE)
+        self.magnitude_bits = magnitude_bits
+        if magnitude_bits is None:
+            signature = ACCUMULATOR_SIGNATURE
+        else:
+            signature = wiring.Signature({"valid": In(1), "last": In(1), "addend": In(addend_layout(magnitude_bits)),
+                                          "result": Out(FP32_LAYOUT), "result_valid": Out(1)})
+        super().__init__(signature)
 
     def elaborate(self, platform):
         m = Module()
         width, lsb = FIXED_POINT_FRAME
-        top = width + 126 + lsb  # biased exponent of the frame's limit 2^(width - 1 + lsb)
-        # The frame lies inside fp32's normal numbers, so a rounded total neither overflows nor flushes.
-        assert -126 <= lsb and top < 255
-        value = self.sum
+        segment = width // SEGMENTS
+        top = width - 1 + lsb + 127  # biased exponent of the frame's top place
+        assert width % (16 * SEGMENTS) == 0 and top < 512
 
-        # Align: the significand times 2^(exp - 150 - lsb), a right shift of it placed above the frame
-        # (an exponent past the frame wraps the distance: its sum is marked out anyway).
-        shifted = Signal(width)
-        shifted_sign = Signal()
-        shifted_specials = Signal(SPECIALS)
-        shifted_flags = Signal(2)  # (valid, last) beside the data, stage by stage
-        distance = Signal(range(width + 150 + lsb + 1))
-        special = value.exp == 255
-        m.d.comb += distance.eq(width + 150 + lsb - value.exp)
-        m.d.sync += [
-            shifted.eq((Cat(Const(0, width), significand(value)) >> distance)[:width]),
-            shifted_sign.eq(value.sign),
-            shifted_specials.eq(Cat(special & (value.frac != 0), special & (value.frac == 0) & ~value.sign,
-                                    special & (value.frac == 0) & value.sign, ~special & (value.exp >= top))),
-            shifted_flags.eq(Cat(self.valid, self.last)),
-        ]
+        if self.magnitude_bits is None:  # an fp32 sum: its significand at its place
+            addend = Signal(addend_layout(24))
+            value = self.sum
+            special = value.exp == 255
+            m.d.comb += [addend.magnitude.eq(Mux(special, 0, significand(value))),
+                         addend.shift.eq(value.exp - FP32_SHIFT), addend.sign.eq(value.sign),
+                         addend.specials.eq(Cat(special & (value.frac != 0), special & (value.frac == 0) & ~value.sign,
+                                                special & (value.frac == 0) & value.sign))]
+        else:
+            addend = self.addend
 
-        # Negate where negative: a carry chain of its own, out of the loop.
-        aligned = Signal(signed(width))
+        # Align, first by the place's low 4 bits, then by 16 times its high bits into the frame, inverted where
+        # negative (two's complement: the inversion here, its +1 the add's carry in).
+        fine = Signal(len(addend.magnitude) + 15)
+        coarse = Signal(SHIFT_BITS - 4)
+        fine_sign = Signal()
+        fine_specials = Signal(SPECIALS)
+        fine_flags = Signal(2)  # (valid, last) beside the data, stage by stage
+        m.d.sync += [fine.eq(addend.magnitude << addend.shift[:4]), coarse.eq(addend.shift[4:]),
+                     fine_sign.eq(addend.sign), fine_specials.eq(addend.specials),
+                     fine_flags.eq(Cat(self.valid, self.last))]
+        placed = 0
+        for place in range(width // 16):
+            placed = placed | Mux(coarse == place, Cat(Const(0, 16 * place), fine)[:width], 0)
+        aligned = Signal(width)
+        aligned_sign = Signal()
         aligned_specials = Signal(SPECIALS)
         aligned_valid, aligned_last = aligned_flags = Signal(2)
-        m.d.sync += [aligned.eq(Mux(shifted_sign, -shifted, shifted)), aligned_specials.eq(shifted_specials),
-                     aligned_flags.eq(shifted_flags)]
+        m.d.sync += [aligned.eq(placed ^ fine_sign.replicate(width)), aligned_sign.eq(fine_sign),
+                     aligned_specials.eq(fine_specials), aligned_flags.eq(fine_flags)]
 
-        # The loop: the running total and the pass's sticky specials; the pass's last sum hands them on.
-        total = Signal(signed(width))
+        # The loop: segments and their carries, and the pass's sticky specials; the pass's last sum hands them on.
+        segments = [Signal(segment, name=f"segment{index}") for index in range(SEGMENTS)]
+        carries = [Signal(name=f"carry{index}") for index in range(SEGMENTS - 1)]
+        sums = [Signal(segment + 1, name=f"sum{index}") for index in range(SEGMENTS)]
+        for index, (total, carry_in) in enumerate(zip(segments, [aligned_sign, *carries])):
+            m.d.comb += sums[index].eq(total + aligned[index * segment:(index + 1) * segment] + carry_in)
         total_specials = Signal(SPECIALS)
-        added = Signal(signed(width + 1))
         specials = Signal(SPECIALS)
-        m.d.comb += added.eq(total + aligned)
-        for name in ("nan", "pos_inf", "neg_inf"):
-            m.d.comb += specials[name].eq(total_specials[name] | aligned_specials[name])
-        # a carry into the sign bit: the running total left the frame
-        m.d.comb += specials.out.eq(total_specials.out | aligned_specials.out | (added[width] != added[width - 1]))
-        passed = Signal(signed(width))
-        passed_kind = Signal(range(4))
+        m.d.comb += specials.eq(total_specials.as_value() | aligned_specials.as_value())
+        passed = [Signal(segment, name=f"passed{index}") for index in range(SEGMENTS)]
+        passed_carries = [Signal(name=f"passed_carry{index}") for index in range(SEGMENTS - 1)]
+        passed_specials = Signal(SPECIALS)
         passed_valid = Signal()
         m.d.sync += passed_valid.eq(aligned_valid & aligned_last)
         with m.If(aligned_valid & aligned_last):
-            m.d.sync += [total.eq(0), total_specials.eq(0), passed.eq(added[:width]),
-                         passed_kind.eq(_kind(specials))]
+            m.d.sync += [total.eq(0) for total in [*segments, *carries]]
+            m.d.sync += [total_specials.eq(0), passed_specials.eq(specials)]
+            m.d.sync += [register.eq(value[:segment]) for register, value in zip(passed, sums)]
+            m.d.sync += [register.eq(value[segment]) for register, value in zip(passed_carries, sums)]
         with m.Elif(aligned_valid):
-            m.d.sync += [total.eq(added[:width]), total_specials.eq(specials)]
+            m.d.sync += [register.eq(value[:segment]) for register, value in zip(segments, sums)]
+            m.d.sync += [register.eq(value[segment]) for register, value in zip(carries, sums)]
+            m.d.sync += total_specials.eq(specials)
+
+        # The carries resolved, a segment per stage: segment i takes the carry kept below it and the carry out
+        # of the previous stage's add (the top segment's carry out is dropped: two's complement wraps).
+        resolved, pending, carry = passed, passed_carries, Const(0, 1)
+        kind, valid = _kind(passed_specials), passed_valid
+        for index in range(1, SEGMENTS):
+            added = resolved[index] + pending[index - 1] + carry
+            stage = [Signal(segment, name=f"resolved{index}_{part}") for part in range(SEGMENTS)]
+            kept = [Signal(name=f"kept{index}_{part}") for part in range(SEGMENTS - 1)]
+            next_carry, next_kind, next_valid = Signal(name=f"carry_out{index}"), Signal(range(4)), Signal()
+            m.d.sync += [register.eq(value) for register, value in zip([*stage, *kept], [*resolved, *pending])]
+            m.d.sync += [stage[index].eq(added[:segment]), next_carry.eq(added[segment]), next_kind.eq(kind),
+                         next_valid.eq(valid)]
+            resolved, pending, carry, kind, valid = stage, kept, next_carry, next_kind, next_valid
+
+        # The magnitude: the total inverted where negative, the +1 of its negation carried up a segment per stage
+        # (a 384-bit negation in one stage bounded the clock at 60 MHz on ECP5).
+        negative = resolved[-1][-1]
+        magnitude = [part ^ negative.replicate(segment) for part in resolved]
+        carry = negative
+        for index in range(SEGMENTS):
+            added = magnitude[index] + carry
+            stage = [Signal(segment, name=f"magnitude{index}_{part}") for part in range(SEGMENTS)]
+            next_carry, next_negative, next_kind, next_valid = (Signal(name=f"magnitude_carry{index}"), Signal(),
+                                                                Signal(range(4)), Signal())
+            m.d.sync += [register.eq(value) for register, value in zip(stage, magnitude)]
+            m.d.sync += [stage[index].eq(added[:segment]), next_carry.eq(added[segment]),
+                         next_negative.eq(negative), next_kind.eq(kind), next_valid.eq(valid)]
+            magnitude, carry, negative, kind, valid = stage, next_carry, next_negative, next_kind, next_valid
 
         # Rounding: six registered stages (``IntegerRounder``), the pass's kind beside the value.
-        m.submodules.rounder = rounder = IntegerRounder(width, EXPONENT_BITS, range(4))
-        m.d.comb += [rounder.valid.eq(passed_valid), rounder.value.eq(passed), rounder.top.eq(top),
-                     rounder.tag.eq(passed_kind)]
-        rounded = Signal(FP32_LAYOUT)
-        m.d.comb += [rounded.sign.eq(rounder.sign), rounded.exp.eq(rounder.exponent), rounded.frac.eq(rounder.mantissa[:23])]
-        rounded_kind, rounded_valid = rounder.result_tag, rounder.result_valid
-        m.d.sync += self.result_valid.eq(rounded_valid)
-        with m.If(rounded_valid):
-            with m.Switch(rounded_kind):
+        m.submodules.rounder = rounder = IntegerRounder(width, EXPONENT_BITS, range(4), magnitude=True)
+        m.d.comb += [rounder.valid.eq(valid), rounder.value.eq(Cat(*magnitude)), rounder.negative.eq(negative),
+                     rounder.top.eq(top), rounder.tag.eq(kind)]
+        exponent = rounder.exponent
+        m.d.sync += self.result_valid.eq(rounder.result_valid)
+        with m.If(rounder.result_valid):
+            with m.Switch(rounder.result_tag):
                 with m.Case(NONE):
-                    m.d.sync += self.result.eq(rounded)
+                    with m.If(exponent >= 255):
+                        m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), rounder.sign))
+                    with m.Elif(exponent <= 0):  # zero, or below fp32's normal numbers: flushed
+                        m.d.sync += self.result.eq(Cat(Const(0, 31), rounder.sign))
+                    with m.Else():
+                        m.d.sync += self.result.eq(Cat(rounder.mantissa[:23], exponent[:8], rounder.sign))
                 with m.Case(NAN):
                     m.d.sync += self.result.eq(canonical_nan())
                 with m.Case(POS_INF):
@@ -128,5 +205,4 @@ class FixedPointAccumulator(wiring.Component):
 def _kind(specials):
     """What a pass's sticky specials make of its result: NONE, NAN, POS_INF or NEG_INF."""
     both = specials.pos_inf & specials.neg_inf
-    return Mux(specials.nan | both, NAN,
-               Mux(specials.pos_inf, POS_INF, Mux(specials.neg_inf, NEG_INF, Mux(specials.out, NAN, NONE))))
+    return Mux(specials.nan | both, NAN, Mux(specials.pos_inf, POS_INF, Mux(specials.neg_inf, NEG_INF, NONE)))

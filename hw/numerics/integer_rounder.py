@@ -35,11 +35,16 @@ class IntegerRounder(wiring.Component):
         Bits of the signed ``top``.
     tag_shape : shape
         Whatever travels with the value.
+    magnitude : bool
+        ``value`` is a magnitude (unsigned) and ``negative`` its sign: a wide value's negation, whose carry
+        chain would bound the clock in this first stage, is then the user's to pipeline.
 
     Ports
     -----
     valid, value, top, tag : In
         A value, the biased exponent of its bit ``width - 1``'s place, its tag.
+    negative : In(1)
+        With ``magnitude``: the value is negative.
     result_valid : Out(1)
         ``INTEGER_ROUNDER_LATENCY`` clock edges after ``valid``.
     sign : Out(1)
@@ -52,12 +57,13 @@ class IntegerRounder(wiring.Component):
         The value's tag.
     """
 
-    def __init__(self, width, exponent_bits, tag_shape):
+    def __init__(self, width, exponent_bits, tag_shape, magnitude=False):
         if not isinstance(width, int) or width < 40:
             raise ValueError(f"width must be an integer of at least 40, not {width!r}")
-        self.width = width
+        self.width, self.magnitude = width, magnitude
         super().__init__({
-            "valid": In(1), "value": In(signed(width)), "top": In(signed(exponent_bits)), "tag": In(tag_shape),
+            "valid": In(1), "value": In(width if magnitude else signed(width)), "negative": In(1),
+            "top": In(signed(exponent_bits)), "tag": In(tag_shape),
             "result_valid": Out(1), "sign": Out(1), "exponent": Out(signed(exponent_bits + 1)), "mantissa": Out(24),
             "result_tag": Out(tag_shape),
         })
@@ -66,8 +72,11 @@ class IntegerRounder(wiring.Component):
         m = Module()
         width = self.width
         value = self.value
-        sign, magnitude, top, tag, valid = _registered(
-            m, value < 0, Mux(value < 0, -value, value).as_unsigned()[:width], self.top, self.tag, self.valid)
+        if self.magnitude:
+            negative, magnitude = self.negative, value
+        else:
+            negative, magnitude = value < 0, Mux(value < 0, -value, value).as_unsigned()[:width]
+        sign, magnitude, top, tag, valid = _registered(m, negative, magnitude, self.top, self.tag, self.valid)
         chunked = _registered(m, sign, magnitude, top, tag, valid)
         chunked_zeros = registered_leading_zeros(m, magnitude)
         chunked_trailing = registered_leading_zeros(m, magnitude[::-1])

@@ -4,12 +4,13 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.formats import float_format
+from dashraker.formats import FUSED_GUARD_BITS, float_format
 from dashraker.hw.numerics.accumulator import Accumulator, accumulator_latency
 from dashraker.hw.numerics.adder_tree import AdderTree, tree_levels
 from dashraker.hw.numerics.fixed_accumulator import FIXED_ACCUMULATOR_LATENCY, FixedPointAccumulator
 from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout
 from dashraker.hw.numerics.fp_mul import FPMultiplier
+from dashraker.hw.numerics.fused_dot import ExactMultiplier, FusedTree, fused_latency
 from dashraker.hw.numerics.pipeline import delayed
 
 __all__ = ["MacUnit", "mac_latency", "mac_stages", "ADDER_STAGES"]
@@ -38,9 +39,12 @@ def mac_stages(fmt, accumulators):
     return 3 + fp32, max(adder, 1), adder
 
 
-def mac_latency(lanes, fmt, accumulators):
+def mac_latency(lanes, fmt, accumulators, dot):
     """Cycles from a step entering a ``MacUnit`` to the result of the pass it ends: its operand registers, then
-    the ``mac_stages``."""
+    the ``mac_stages``, or with ``dot="fused"`` the fused dot product's (``fused_latency``) and the fixed-point
+    accumulator's."""
+    if dot == "fused":
+        return 1 + fused_latency(lanes) + FIXED_ACCUMULATOR_LATENCY
     multiplier, tree, accumulator = mac_stages(fmt, accumulators)
     accumulated = FIXED_ACCUMULATOR_LATENCY if accumulators == 0 else accumulator_latency(accumulators, accumulator)
     return 1 + multiplier + tree_levels(lanes) * tree + accumulated
@@ -77,11 +81,18 @@ class MacUnit(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L, or 0 for the fixed-point accumulator.
+    dot : "tree" | "fused"
+        The step's sum: the fp32 adder tree, or the fused dot product (SPEC section 2,
+        amended 2026-11-27): an ``ExactMultiplier`` per lane (``mul{i}``) and the
+        ``FusedTree`` (``dot``), whose unrounded step sums the fixed-point accumulator
+        (L = 0 only) adds.
+    guard_bits : int
+        With ``dot="fused"``, the window's places below the products' 2p bits (``FusedTree``).
 
     Attributes
     ----------
     latency : int
-        ``mac_latency(lanes, fmt, accumulators)``: with L = 1, ``3 + ceil(log2(lanes))``
+        ``mac_latency(lanes, fmt, accumulators, dot)``: with L = 1, ``3 + ceil(log2(lanes))``
         (fp32 one more).
 
     Ports
@@ -98,14 +109,19 @@ class MacUnit(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, lanes, fmt, accumulators):
+    def __init__(self, lanes, fmt, accumulators, dot, guard_bits=FUSED_GUARD_BITS):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"MAC lanes must be a positive integer, not {lanes!r}")
         if not isinstance(accumulators, int) or accumulators < 0:
             raise ValueError(f"MAC accumulators must be a non-negative integer, not {accumulators!r}")
-        self.lanes, self.accumulators = lanes, accumulators
+        if dot not in ("tree", "fused"):
+            raise ValueError(f"MAC dot must be 'tree' or 'fused', not {dot!r}")
+        if dot == "fused" and accumulators != 0:
+            raise ValueError(f"the fused dot product adds into the fixed-point accumulator (accumulators 0), "
+                             f"not {accumulators} fp32 accumulators")
+        self.lanes, self.accumulators, self.dot, self.guard_bits = lanes, accumulators, dot, guard_bits
         self.format = float_format(fmt)
-        self.latency = mac_latency(lanes, self.format, accumulators)
+        self.latency = mac_latency(lanes, self.format, accumulators, dot)
         operands = data.ArrayLayout(FloatLayout(self.format), lanes)
         super().__init__({
             "valid": In(1),
@@ -118,13 +134,27 @@ class MacUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        a, b = Signal.like(self.a, name="a_registered"), Signal.like(self.b, name="b_registered")
+        m.d.sync += [a.eq(self.a), b.eq(self.b)]
+        if self.dot == "fused":
+            m.submodules.dot = dot = FusedTree(self.lanes, self.format, self.guard_bits)
+            m.submodules.accumulate = accumulate = FixedPointAccumulator(dot.magnitude_bits)
+            for lane in range(self.lanes):
+                mul = m.submodules[f"mul{lane}"] = ExactMultiplier(self.format)
+                m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), dot.products[lane].eq(mul.product)]
+            stages = 1 + fused_latency(self.lanes)
+            m.d.comb += [
+                accumulate.valid.eq(delayed(m, self.valid, stages, "valid")),
+                accumulate.last.eq(delayed(m, self.last, stages, "last")),
+                accumulate.addend.eq(dot.addend),
+                self.result.eq(accumulate.result),
+                self.result_valid.eq(accumulate.result_valid),
+            ]
+            return m
         multiplier, tree_stages, accumulator = mac_stages(self.format, self.accumulators)
         m.submodules.tree = tree = AdderTree(self.lanes, tree_stages)
         m.submodules.accumulate = accumulate = (FixedPointAccumulator() if self.accumulators == 0
                                                 else Accumulator(self.accumulators, accumulator))
-
-        a, b = Signal.like(self.a, name="a_registered"), Signal.like(self.b, name="b_registered")
-        m.d.sync += [a.eq(self.a), b.eq(self.b)]
         for lane in range(self.lanes):
             mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
             m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), tree.operands[lane].eq(mul.product)]

@@ -29,6 +29,8 @@ class PE(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L, 0 for the fixed-point one (``MacUnit``).
+    dot : "tree" | "fused"
+        A step's sum: the fp32 adder tree or the fused dot product (``MacUnit``).
 
     Attributes
     ----------
@@ -55,12 +57,12 @@ class PE(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, lanes, lookahead, pattern, fmt, accumulators):
+    def __init__(self, lanes, lookahead, pattern, fmt, accumulators, dot):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
-        self.accumulators = accumulators
-        self.latency = mac_latency(lanes, self.format, accumulators)
+        self.accumulators, self.dot = accumulators, dot
+        self.latency = mac_latency(lanes, self.format, accumulators, dot)
         super().__init__({
             "valid": In(1),
             "last": In(1),
@@ -74,7 +76,7 @@ class PE(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.partner_mux = partner = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
-        m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators)
+        m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators, self.dot)
         m.d.comb += [
             partner.picks.eq(self.picks),
             partner.window.eq(self.b),

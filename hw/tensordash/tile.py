@@ -49,6 +49,8 @@ class Tile(wiring.Component):
         Interleaved partial fp32 accumulators L per PE, 0 for the fixed-point one (``MacUnit``).
     scheduler : str
         The row schedulers' algorithm, ``"greedy"`` or a separable allocator (``Scheduler``).
+    dot : "tree" | "fused"
+        A step's sum: the fp32 adder tree or the fused dot product (``MacUnit``).
 
     Attributes
     ----------
@@ -68,15 +70,15 @@ class Tile(wiring.Component):
         One transfer per pass, in order.
     """
 
-    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, accumulators, scheduler):
+    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, accumulators, scheduler, dot):
         self.format = float_format(fmt)
         check_count("rows", rows)
         check_count("cols", cols)
         self.scheduler = scheduler
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
-        self.accumulators = accumulators
-        self.pipeline_latency = 1 + mac_latency(lanes, self.format, accumulators)
+        self.accumulators, self.dot = accumulators, dot
+        self.pipeline_latency = 1 + mac_latency(lanes, self.format, accumulators, dot)
         self.latency = self.pipeline_latency + QUEUE_LATENCY
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
@@ -99,13 +101,13 @@ class Tile(wiring.Component):
         count = Signal(CYCLE_BITS)
         with m.If(window.valid):
             m.d.sync += count.eq(Mux(window.last, 0, count + 1))
-        pe_delay = mac_latency(self.lanes, self.format, self.accumulators)
+        pe_delay = mac_latency(self.lanes, self.format, self.accumulators, self.dot)
         m.d.comb += queue.push.payload.cycles.eq(delayed(m, (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
 
         for r in range(self.rows):
             for c in range(self.cols):
                 pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.lookahead, self.pattern, self.format,
-                                                     self.accumulators)
+                                                     self.accumulators, self.dot)
                 m.d.comb += [
                     pe.valid.eq(window.valid),
                     pe.last.eq(window.last),

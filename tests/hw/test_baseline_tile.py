@@ -1,5 +1,6 @@
 """The dense baseline tile, bit- and cycle-exact against the golden model on both simulators, with the default
-fixed-point accumulator, interleaved partials (L = 6, L = 3) and the one-cycle loop (L = 1)."""
+fixed-point accumulator, interleaved partials (L = 6, L = 3) and the one-cycle loop (L = 1), and the fused dot
+product."""
 
 from pathlib import Path
 
@@ -19,12 +20,14 @@ CONFIGS = {
     "tile_2x2x4_fp32_loop": dict(rows=2, cols=2, lanes=4, fmt="fp32", accumulators=1),
     "pe_3_bf16_l3": dict(rows=1, cols=1, lanes=3, fmt="bf16", accumulators=3),
     "tile_4x4x16_bf16": dict(rows=4, cols=4, lanes=16, fmt="bf16"),
+    "pe_8_bf16_fused": dict(rows=1, cols=1, lanes=8, fmt="bf16", dot="fused"),
+    "tile_2x2x3_fp32_fused": dict(rows=2, cols=2, lanes=3, fmt="fp32", dot="fused"),
 }
 
 
 # Each accumulation order on both simulators, the partials in a tile on Icarus only (it elaborates tiles quickly).
 QUICK = {(name, simulator) for name in ("pe_16_bf16", "pe_8_bf16_loop") for simulator in ("icarus", "verilator")}
-QUICK |= {("tile_2x3x4_fp32_l6", "icarus")}
+QUICK |= {("tile_2x3x4_fp32_l6", "icarus"), ("pe_8_bf16_fused", "icarus"), ("pe_8_bf16_fused", "verilator")}
 
 
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))

@@ -47,6 +47,24 @@ def test_baseline_cycles_by_hand(tmp_path, layer_case):
     assert result["speedup"] == 1.0 and result["energy_efficiency"] == 1.0
 
 
+def test_fused_dot_is_charged_to_the_design_and_its_dense_reference(tmp_path, layer_case):
+    """With ``dot: fused`` a PE-cycle costs N fused lanes and a frame add instead of N fp32 adds, on the design
+    and on the dense baseline it is compared with; cycles are the tree's."""
+    layer, tensors, _ = layer_case(n=1, c=20, m=5, size=4, padding=1)
+    table = config_file(tmp_path, "baseline").energy.entries
+    config = config_file(tmp_path, "baseline", tiles=3, rows=4, cols=4, lanes=16, **{"baseline.dot": "fused"})
+    result = map_op(config, layer, tensors, "fwd")
+    assert (result["dense_cycles"], result["cycles"]) == (54, 54) and result["energy_efficiency"] == 1.0
+    pe_cycles = 18 * (4 * 16 + 4 * 4)  # 18 steps on 4 row sets x (4 columns, then the fifth filter alone)
+    assert result["counts"]["fused_lanes"] == pe_cycles * 16 and result["counts"]["frame_adds"] == pe_cycles
+    assert result["counts"]["add_fp32"] == 0
+    breakdown = result["energy_breakdown_pj"]
+    assert breakdown["frame_adds"] == pytest.approx(pe_cycles * table["frame_add"])
+    tensordash = map_op(config_file(tmp_path, "tensordash", tiles=3, rows=4, cols=4, lanes=16,
+                                    **{"tensordash.dot": "fused"}), layer, tensors, "fwd")
+    assert tensordash["baseline_energy_pj"] == pytest.approx(result["baseline_energy_pj"])
+
+
 @pytest.mark.parametrize(
     "nonzero_steps, expected",
     [

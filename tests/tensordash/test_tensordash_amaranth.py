@@ -76,7 +76,7 @@ def run_tile(tile, a, b, sizes=None, idle=0.0, backpressure=0.0, seed=0):
 
 def check_tile(tile, a, b, results):
     sched = td.schedule(a.numpy(), tile.pattern, tile.lookahead, tile.scheduler)  # zero as the scheduler defines it
-    expected = fp32_bits(td.tile_outputs(sched, a, b, tile.format, tile.accumulators)).numpy()
+    expected = fp32_bits(td.tile_outputs(sched, a, b, tile.format, tile.accumulators, tile.dot)).numpy()
     layout = tile.results.payload.shape()
     got = codec.decode(layout, codec.from_ints(results, layout.size))
     np.testing.assert_array_equal(got["cycles"], sched.cycles, err_msg="RTL cycles against the reference's")
