@@ -48,5 +48,6 @@ BASELINE = Design(
     cost=Cost(operands="none", pass_counts=_pass_counts),
     area_parts={"pe": r"pe\d+_\d+", "multipliers": r"pe\d+_\d+\.mul\d+", "adder_tree": r"pe\d+_\d+\.tree",
                 "accumulator": r"pe\d+_\d+\.accumulate"},
+    energy_parts={"multipliers": "mul", "adder_tree": "add_fp32", "accumulator": "add_fp32"},
     reference=True,
 )

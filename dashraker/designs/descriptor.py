@@ -131,6 +131,9 @@ class Design:
     area_parts : dict
         Area hook: part name -> regular expression of the instance paths (below the
         tile) that make up that part, for the per-part FPGA and ASIC breakdowns.
+    energy_parts : dict
+        Part of ``area_parts`` -> the mapper's energy component (``mapping.engine.COMPONENTS``) whose actions
+        that part performs: what ``dashraker energy --calibrate`` fits the energy table's entries to.
     reference : bool
         The dense design every other one is compared against.
     """
@@ -146,6 +149,7 @@ class Design:
     fill: Callable = lambda params: 0
     constraint: Callable = None
     area_parts: dict = dataclasses.field(default_factory=dict)
+    energy_parts: dict = dataclasses.field(default_factory=dict)
     reference: bool = False
 
     def __reduce__(self):

@@ -20,8 +20,19 @@ class _Counter(Elaboratable):
         return m
 
 
+class _Adder(Elaboratable):
+    def __init__(self, width):
+        self.x, self.y, self.sum = Signal(width), Signal(width), Signal(width + 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.sum.eq(self.x + self.y)
+        return m
+
+
 class _Loaded(Elaboratable):
-    """A register loaded from ``data`` each cycle; a counter beside it, as a second instance."""
+    """A register loaded from ``data`` each cycle; a counter beside it, as a second instance; an adder of the
+    register and its previous value, a third."""
 
     def __init__(self, width, counter_bits):
         self.data = Signal(width)
@@ -31,6 +42,10 @@ class _Loaded(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.counter = counter = _Counter(len(self.count))
+        m.submodules.adder = adder = _Adder(len(self.data))
+        held = Signal.like(self.q)  # the register's previous value: both operands change at the clock edge
+        m.d.sync += held.eq(self.q)
+        m.d.comb += [adder.x.eq(self.q), adder.y.eq(held)]
         m.d.sync += self.q.eq(self.data)
         m.d.comb += self.count.eq(counter.count)
         return m
@@ -93,13 +108,25 @@ def test_instances_apart(loaded):
     model.zero()
     model.tick(32)
     counts = model.counts()
-    assert set(counts) == {"", "counter"}
-    for name, module in (("counter", "loaded.counter"), ("", None)):
+    assert set(counts) == {"", "counter", "adder"}
+    for name, module in (("counter", "loaded.counter"), ("adder", "loaded.adder"), ("", None)):
         nets = {net: bits for net, bits in model.nets(module).items() if net not in ("clk", "rst")}
         assert counts[name].toggles == sum(map(sum, nets.values())) and counts[name].bits == sum(map(len, nets.values()))
     assert model.nets("loaded.counter")["clk"] == [64]  # two edges a cycle, charged as clocking instead
     # the counter's register alone: 32 + 16 + 8 + 4 + 2; its next value and the top's copy of it toggle too
     assert counts["counter"].toggles > 62 and counts[""].toggles >= 62
+
+
+def test_adder_activity_with_random_operands(loaded):
+    """The energy table's activity rule: an adder's net bits toggle in about half of the operations with random
+    operands (a new random value each cycle, added to the previous one; both registers change at the clock edge)."""
+    model, rng, cycles = loaded, np.random.default_rng(1), 2000
+    model.zero()
+    for value in rng.integers(0, 256, cycles):
+        model.io.data = int(value)
+        model.tick()
+    adder = model.counts()["adder"]
+    assert 0.45 < adder.toggles / (adder.bits * cycles) < 0.55
 
 
 def test_per_instance_reads_points():
