@@ -23,10 +23,10 @@ import re
 
 import numpy as np
 
-from dashraker.mapping.engine import MEMORY, energy_pj
+from dashraker.mapping.engine import COMPONENTS, MEMORY, energy_pj
 
 __all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "macs", "Sample", "run_passes",
-           "sample_passes", "synthetic_passes", "calibrated_entries"]
+           "sample_passes", "synthetic_passes", "table_entry", "calibrated_entries"]
 
 ACTIVITY_ENTRIES = ("transistor_toggle", "flip_flop_clock")
 
@@ -135,12 +135,16 @@ class Sample:
         return {**dataclasses.asdict(self), "activity_pj": self.activity_pj, "table_core_pj": self.table_core_pj}
 
 
-def run_passes(cosim, area, config, groups, layer, op, progress=None):
-    """Run ``groups`` (an iterable of (scheduled, partner, rows_used, cols_used) of equal steps each) on ``cosim``
+def run_passes(cosim, area, config, groups, layer, op, progress=None, prime=False):
+    """Run ``groups`` (a list of (scheduled, partner, rows_used, cols_used) of equal steps each) on ``cosim``
     (built with toggles) from zeroed counts; returns a ``Sample`` with the activity energy per part and the table's
-    energy of the same passes (``config``: the energy table, format and memory sizes)."""
+    energy of the same passes (``config``: the energy table, format and memory sizes). With ``prime`` the first
+    group runs once uncounted first, so that the counts are those of a steady stream of such passes (not of the
+    switch from whatever ran before)."""
     design, params = cosim.design, cosim.params
     sample = Sample(design.name, layer, op)
+    if prime and groups:
+        cosim.run(*groups[0][:2])
     cosim.zero_toggles()
     for scheduled, partner, rows_used, cols_used in groups:
         run = cosim.run(scheduled, partner)
@@ -205,20 +209,23 @@ def synthetic_passes(kind, rows, cols, lanes, passes, steps, fmt="bf16", seed=0)
     yield a, b, np.full(passes, rows), np.full(passes, cols)
 
 
+def table_entry(component, fmt):
+    """The energy table's entry of a mapper component (the multiplier's by operand format)."""
+    return COMPONENTS[component] or f"mul_{fmt}"
+
+
 def calibrated_entries(samples, energy_parts, fmt):
     """Per energy-table entry that some design's ``energy_parts`` attributes a part to: the activity energy of those
     parts over the mapper's count of the action, pooled over ``samples`` (``Sample``s of designs by name in
     ``energy_parts``: {design: {part: component}}). Returns {entry: (pJ, activity pJ, count, designs)}."""
-    from dashraker.mapping.engine import COMPONENTS
-
     pooled = {}
     for sample in samples:
         for part, component in energy_parts.get(sample.design, {}).items():
-            entry = COMPONENTS[component] or f"mul_{fmt}"
+            entry = table_entry(component, fmt)
             energy, count, designs = pooled.get(entry, (0.0, 0, set()))
             pooled[entry] = (energy + sample.parts[part]["energy_pj"], count, designs | {sample.design})
         for component in set(energy_parts.get(sample.design, {}).values()):
-            entry = COMPONENTS[component] or f"mul_{fmt}"
+            entry = table_entry(component, fmt)
             energy, count, designs = pooled[entry]
             pooled[entry] = (energy, count + sample.counts.get(component, 0), designs)
     return {entry: (energy / count, energy, count, sorted(designs))
