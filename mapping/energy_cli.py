@@ -201,7 +201,8 @@ def report(samples, trace, step, designs):
     """The Markdown report: per design and operation, activity and table energy per MAC; per design, by part."""
     lines = [f"Energy per MAC (fJ), trace {trace} step {step}: activity (RTL toggles) against table (core actions)",
              "", "| design | operation | passes | MACs | zeros (scheduled) | activity fJ/MAC | of it clock | "
-             "table fJ/MAC | activity / table |", "|---|---|---|---|---|---|---|---|---|"]
+             "table fJ/MAC | activity / table | multiplier toggles per useful MAC |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     groups = {}
     for sample in samples:
         key = (sample.design, sample.op if sample.op != "synthetic" else sample.layer)
@@ -212,7 +213,7 @@ def report(samples, trace, step, designs):
         lines.append(f"| {design} | {op} | {merged['passes']} | {merged['macs']:,} | {merged['zeros']:.1%} "
                      f"| {1e3 * _per_mac(merged['activity'], merged['macs']):.1f} "
                      f"| {merged['clock'] / merged['activity'] if merged['activity'] else 0:.0%} "
-                     f"| {1e3 * _per_mac(merged['table'], merged['macs']):.1f} | {ratio} |")
+                     f"| {1e3 * _per_mac(merged['table'], merged['macs']):.1f} | {ratio} | {merged['mul_toggles']} |")
     for design, _ in designs:
         members = [s for s in samples if s.design == design.name and s.op != "synthetic"]
         if not members:
@@ -233,10 +234,13 @@ def report(samples, trace, step, designs):
 
 def _merge(samples):
     values = sum(s.scheduled_values for s in samples)
+    useful = sum(s.useful_macs for s in samples)
+    toggles = sum(s.parts["multipliers"]["toggles"] for s in samples) if "multipliers" in samples[0].parts else None
+    mul_toggles = "-" if toggles is None or not useful else f"{toggles / useful:.1f}"
     return {"passes": sum(s.passes for s in samples), "macs": sum(s.macs for s in samples),
             "zeros": sum(s.scheduled_zeros for s in samples) / values if values else 0.0,
             "activity": sum(s.activity_pj for s in samples), "clock": sum(s.parts["tile"]["clock_pj"] for s in samples),
-            "table": sum(s.table_core_pj for s in samples)}
+            "table": sum(s.table_core_pj for s in samples), "mul_toggles": mul_toggles}
 
 
 def write_calibrated(path, table, samples, designs, trace, commit):
