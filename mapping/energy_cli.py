@@ -43,6 +43,9 @@ def register(subparsers):
                         help="energy table: a packaged name or a YAML path (default horowitz45)")
     parser.add_argument("--calibrate", type=Path, default=None,
                         help="write an energy table (YAML) whose per-action entries are fitted to this activity")
+    parser.add_argument("--add-report", type=Path, action="append", default=[], metavar="DIR",
+                        help="an earlier report (--out folder) of other designs on the same trace and step, whose "
+                             "samples join --calibrate's fit (repeatable)")
     parser.add_argument("--out", type=Path, default=None, help=f"folder for {' and '.join(REPORTS)}")
     add_design_flags(parser, "1x1 tile, as `dashraker area`")
     parser.add_argument("--build", type=Path, default=Path("build/cosim"),
@@ -142,6 +145,9 @@ def _run(args):
                        f"{' and '.join(activity.ACTIVITY_ENTRIES)})")
     designs = _designs(args)
     step, work = _work(args, trace)
+    if args.add_report and args.calibrate is None:
+        raise CliError("--add-report joins samples to --calibrate's fit: give --calibrate too")
+    earlier = [sample for folder in args.add_report for sample in read_report(folder, args.trace, step, designs)]
     if args.calibrate is not None:
         check_output_file(args.calibrate, "--calibrate")
     out = OutputFolder(args.out, "--out", is_energy_output, "give a new folder or an earlier energy report") \
@@ -189,8 +195,34 @@ def _run(args):
             (staging / "energy.md").write_text(text + "\n")
         print(f"\nwrote {out.path / REPORTS[0]}, {out.path / REPORTS[1]}")
     if args.calibrate is not None:
-        fitted = write_calibrated(args.calibrate, table, samples, designs, args.trace, meta["commit"])
+        from dashraker.designs import design as find_design
+
+        others = [(find_design(name), None) for name in dict.fromkeys(s.design for s in earlier)]
+        fitted = write_calibrated(args.calibrate, table, samples + earlier, designs + others, args.trace,
+                                  meta["commit"])
         print(f"wrote {args.calibrate}: " + ", ".join(f"{name} {pj:.4g} pJ" for name, (pj, *_) in fitted.items()))
+
+
+def read_report(folder, trace, step, designs):
+    """The samples of an earlier ``energy.json`` in ``folder``: of the same trace and step, of other designs."""
+    import json
+
+    from dashraker.mapping.activity import Sample
+
+    path = Path(folder) / REPORTS[0]
+    try:
+        report = json.loads(path.read_text())
+        samples = [Sample(**{key: value for key, value in raw.items() if key in Sample.__dataclass_fields__})
+                   for raw in report["samples"]]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CliError(f"{path}: not a readable energy report ({error})") from None
+    if Path(report.get("trace", "")).resolve() != Path(trace).resolve() or report.get("step") != step:
+        raise CliError(f"{path}: a report of {report.get('trace')} step {report.get('step')}, not of {trace} "
+                       f"step {step}")
+    mine = {design.name for design, _ in designs}
+    if any(sample.design in mine for sample in samples):
+        raise CliError(f"{path}: holds designs this run measures too ({', '.join(sorted(mine))})")
+    return samples
 
 
 def _per_mac(pj, macs):
@@ -251,7 +283,7 @@ def write_calibrated(path, table, samples, designs, trace, commit):
     from dashraker.mapping import activity
     from dashraker.outputs import atomic_write
 
-    fmt = designs[0][1]["fmt"]
+    fmt = designs[0][1]["fmt"]  # the run's own designs first; earlier reports' come with params None
     fitted = activity.calibrated_entries([s for s in samples if s.op != "synthetic"],
                                          {design.name: design.energy_parts for design, _ in designs}, fmt)
     if not fitted:

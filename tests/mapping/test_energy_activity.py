@@ -123,3 +123,29 @@ def test_cli_end_to_end(small_trace, build_cache, tmp_path, capsys):
     assert fwd["passes"] == 3 and fwd["activity_pj"] > 0 and fwd["table_core_pj"] > 0
     assert load_energy_table(str(fitted)).entries["mul_bf16"] > 0
     assert main(args) == 0  # an earlier report is replaced
+
+
+def test_earlier_reports_join_the_fit(tmp_path):
+    """``--add-report``'s samples: read back from an ``energy.json`` of the same trace and step, refused otherwise."""
+    import json
+
+    from dashraker.cli import CliError
+    from dashraker.designs import design
+    from dashraker.mapping.energy_cli import read_report
+
+    sample = Sample("fpraker", "fc", "fwd", passes=2, counts={"terms": 10},
+                    parts={"lanes": {"energy_pj": 5.0}, "encoder": {"energy_pj": 1.0}, "tile": {"energy_pj": 9.0},
+                           "exponent_unit": {"energy_pj": 1.0}, "rounder": {"energy_pj": 1.0}})
+    folder = tmp_path / "earlier"
+    folder.mkdir()
+    (folder / "energy.json").write_text(json.dumps({"trace": str(tmp_path / "t"), "step": 3,
+                                                    "samples": [sample.as_dict() for sample in [sample]]}))
+    base = design("baseline")
+    (read,) = read_report(folder, tmp_path / "t", 3, [(base, base.params())])
+    assert read == sample
+    with pytest.raises(CliError, match="not of"):
+        read_report(folder, tmp_path / "t", 4, [(base, base.params())])
+    with pytest.raises(CliError, match="holds designs this run measures too"):
+        read_report(folder, tmp_path / "t", 3, [(design("fpraker"), {})])
+    fitted = calibrated_entries([read], {"fpraker": design("fpraker").energy_parts}, "bf16")
+    assert fitted["term_shift"][0] == pytest.approx(0.5)
