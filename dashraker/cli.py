@@ -17,6 +17,7 @@ COMMANDS = {
     "fpga": "dashraker.fpga.cli",
     "area": "dashraker.fpga.area",
     "cosim": "dashraker.sim.cosim_cli",
+    "energy": "dashraker.mapping.energy_cli",
     "demo": "dashraker.demo",
 }
 

@@ -30,6 +30,7 @@ import numpy as np
 from dashraker.designs import design as find_design
 from dashraker.hw.tile_stream import payload_layout
 from dashraker.sim import codec
+from dashraker.sim import toggles as toggles_module
 from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
 
 __all__ = ["Cosim", "TileRun", "CosimBuildError"]
@@ -161,6 +162,45 @@ def _run(command, what):
         raise CosimBuildError(f"{what} failed ({' '.join(map(str, command[:3]))} ...):\n{tail}")
 
 
+def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=(), what=None, params=None):
+    """Compile Verilog into a pyverilator model cached at ``build_dir`` (a folder swapped in whole when done).
+
+    ``write(work)`` writes the Verilog into the work folder and returns its path; ``extend(wrapper_text)`` returns
+    pyverilator's C++ wrapper with this project's C functions appended; ``args`` are extra Verilator options.
+    The model's shared library is ``build_dir / f"V{top}"``.
+    """
+    from pyverilator import PyVerilator
+
+    what = what or top
+    build_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{build_dir.name}.", dir=build_dir.parent))
+    try:
+        source = write(work)
+        with _debian_verilator():
+            try:
+                with _output_to(work / "verilator.log"):
+                    PyVerilator.build(str(source), preceding_files=str(LINT_WAIVERS), build_dir=str(work),
+                                      gen_only=True, quiet=True,
+                                      args=["--prefix", f"V{top}", "--top-module", top,
+                                            "--x-assign", "fast", "--x-initial", "fast", "-O3", *args])
+            except subprocess.CalledProcessError as error:
+                raise CosimBuildError(f"{what}: Verilator failed on {source} "
+                                      f"(see {work / 'verilator.log'})") from error
+            wrapper = work / "pyverilator_wrapper.cpp"
+            wrapper.write_text(extend(wrapper.read_text()))
+            _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{top}.mk",
+                  "LDFLAGS=-fPIC -shared", f"OPT_FAST={optimize}", f"OPT_GLOBAL={optimize}"], f"{what}: C++ build")
+        (work / "params.json").write_text(json.dumps(params or {"top": top}, indent=1))
+        try:
+            os.replace(work, build_dir)
+        except OSError:
+            if not (build_dir / f"V{top}").exists():  # not another process's finished build
+                raise
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
 class Cosim:
     """A design's tile compiled with pyverilator, driven a whole batch of passes per call.
 
@@ -177,6 +217,10 @@ class Cosim:
     optimize : str
         C++ optimisation flag of the model (default ``-O2``; ``-O0`` compiles several times faster,
         for short runs).
+    toggles : bool
+        Build the model with Verilator's toggle coverage (``dashraker.sim.toggles``), so that ``toggle_counts``
+        gives every instance's net toggles since ``zero_toggles`` (default False: a separate build, and the model
+        without it runs as before).
 
     Attributes
     ----------
@@ -185,16 +229,17 @@ class Cosim:
     built : bool, whether this instance compiled the model (False: reused a cached one).
     """
 
-    def __init__(self, design, params=None, build_root="build/cosim", jobs=2, optimize="-O2"):
+    def __init__(self, design, params=None, build_root="build/cosim", jobs=2, optimize="-O2", toggles=False):
         self.design = find_design(design) if isinstance(design, str) else design
         self.params = self.design.params(**(params or {}))
         self.tile = self.design.tile(self.params)
         self.in_layout = payload_layout(self.tile, "steps")
         self.out_layout = payload_layout(self.tile, "results")
         self.optimize = optimize
+        self.toggles = bool(toggles)
+        extra = {"opt": optimize, **({"toggles": toggles_module.VERSION} if self.toggles else {})}
         # absolute: the C++ build runs make in its own folder, where a relative path would name nothing
-        self.build_dir = Path(build_root).resolve() / self.design.cache_name(self.params, _EXTENSION_VERSION,
-                                                                             opt=optimize)
+        self.build_dir = Path(build_root).resolve() / self.design.cache_name(self.params, _EXTENSION_VERSION, **extra)
         self.top = f"{self.design.name}_tile"
         self.built = False
         so_file = self.build_dir / f"V{self.top}"
@@ -206,45 +251,25 @@ class Cosim:
         self._load(so_file)
 
     def _build(self, jobs):
-        from pyverilator import PyVerilator
-
         from dashraker.hw.verilog import write_verilog
 
-        self.build_dir.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{self.build_dir.name}.", dir=self.build_dir.parent))
-        try:
-            source = write_verilog(self.tile, work / f"{self.top}.v", self.top)
-            with _debian_verilator():
-                try:
-                    with _output_to(work / "verilator.log"):
-                        PyVerilator.build(str(source), preceding_files=str(LINT_WAIVERS), build_dir=str(work),
-                                          gen_only=True, quiet=True,
-                                          args=["--prefix", f"V{self.top}", "--top-module", self.top,
-                                                "--x-assign", "fast", "--x-initial", "fast", "-O3"])
-                except subprocess.CalledProcessError as error:
-                    raise CosimBuildError(f"{self.design.name}: Verilator failed on {source} "
-                                          f"(see {work / 'verilator.log'})") from error
-                wrapper = work / "pyverilator_wrapper.cpp"
-                text = wrapper.read_text()
-                ports = {**_wrapper_ports(text, "inputs"), **_wrapper_ports(text, "outputs")}
-                wrapper.write_text(text + _EXTENSION.format(
-                    top=f"V{self.top}",
-                    set_payload=_port_code(*ports["steps__payload"], setter=True),
-                    get_payload=_port_code(*ports["results__payload"], setter=False),
-                    in_valid=ports["steps__valid"][0], in_ready=ports["steps__ready"][0],
-                    out_valid=ports["results__valid"][0], out_ready=ports["results__ready"][0],
-                ))
-                _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{self.top}.mk",
-                      "LDFLAGS=-fPIC -shared", f"OPT_FAST={self.optimize}", f"OPT_GLOBAL={self.optimize}"], f"{self.design.name}: C++ build")
-            (work / "params.json").write_text(json.dumps({"design": self.design.name, **self.params}, indent=1))
-            try:
-                os.replace(work, self.build_dir)
-            except OSError:
-                if not (self.build_dir / f"V{self.top}").exists():  # not another process's finished build
-                    raise
-        finally:
-            if work.exists():
-                shutil.rmtree(work, ignore_errors=True)
+        def extend(text):
+            ports = {**_wrapper_ports(text, "inputs"), **_wrapper_ports(text, "outputs")}
+            code = _EXTENSION.format(
+                top=f"V{self.top}",
+                set_payload=_port_code(*ports["steps__payload"], setter=True),
+                get_payload=_port_code(*ports["results__payload"], setter=False),
+                in_valid=ports["steps__valid"][0], in_ready=ports["steps__ready"][0],
+                out_valid=ports["results__valid"][0], out_ready=ports["results__ready"][0],
+            )
+            return text + code + (toggles_module.EXTENSION if self.toggles else "")
+
+        def write(work):
+            return write_verilog(self.tile, work / f"{self.top}.v", self.top)
+
+        compile_model(write, self.top, self.build_dir, extend, self.optimize, jobs,
+                      args=toggles_module.VERILATOR_ARGS if self.toggles else (), what=self.design.name,
+                      params={"design": self.design.name, **self.params})
 
     def _load(self, so_file):
         from pyverilator import PyVerilator
@@ -261,6 +286,21 @@ class Cosim:
         self._stream = stream
         self.sim.lib.cosim_reset.argtypes = [ctypes.c_void_p, ctypes.c_int]
         self.sim.lib.cosim_reset(self.sim.model, 2)
+
+    def zero_toggles(self):
+        """Start counting toggles afresh (a model built with ``toggles``)."""
+        self._require_toggles()
+        self.sim.lib.cosim_toggles_zero()
+
+    def toggle_counts(self):
+        """Net toggles per instance since ``zero_toggles``: ``{instance path below the tile: Toggles}`` (the
+        tile's own nets under ""), clock and reset excluded; see ``dashraker.sim.toggles``."""
+        self._require_toggles()
+        return toggles_module.read_counts(self.sim.lib, self.top)
+
+    def _require_toggles(self):
+        if not self.toggles:
+            raise ValueError(f"{self.design.name}: this model was built without toggle counting (Cosim(..., toggles=True))")
 
     def bits(self, values):
         """Operand bit patterns (uint32) of fp32 values already in the operand format."""

@@ -25,9 +25,24 @@ def register(subparsers):
     parser.add_argument("--step", type=int, default=None, help="recorded step (default: the last)")
     parser.add_argument("--rounding", choices=["nearest", "truncate"], default="nearest",
                         help="fp32 -> bf16 conversion of the trace (default nearest)")
+    add_design_flags(parser, f"{_TILE_DEFAULTS['rows']}x{_TILE_DEFAULTS['cols']} tile")
+    parser.add_argument("--force-size", action="store_true",
+                        help="go ahead with a tile past the size guard of `dashraker verilog` (512 lanes)")
+    parser.add_argument("--build", default="build/cosim", help="folder of cached RTL builds (default build/cosim)")
+    parser.add_argument("--opt-level", type=int, choices=range(4), default=2,
+                        help="C++ optimisation level of the model (default 2; 0 compiles fastest)")
+    parser.add_argument("--json", default=None, help="also write the summary to this JSON file")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=_run)
+
+
+def add_design_flags(parser, tile):
+    """Every design's parameters as flags (each once, saying which designs have it); unset ones are None."""
+    from dashraker.designs import DESIGNS
+
     group = parser.add_argument_group(
-        "design parameters (default: the design's, as `dashraker verilog DESIGN`, but a "
-        f"{_TILE_DEFAULTS['rows']}x{_TILE_DEFAULTS['cols']} tile); each applies to the designs that have it")
+        f"design parameters (default: the design's, as `dashraker verilog DESIGN`, but a {tile}); "
+        "each applies to the designs that have it")
     flags = {}
     for design in DESIGNS.values():
         for parameter in design.parameters:
@@ -37,14 +52,24 @@ def register(subparsers):
         group.add_argument(parameter.option, dest=parameter.name, metavar=parameter.key.upper(),
                            type=parameter.kind if parameter.choices is None else type(parameter.choices[0]),
                            help=help_text)
-    parser.add_argument("--force-size", action="store_true",
-                        help="go ahead with a tile past the size guard of `dashraker verilog` (512 lanes)")
-    parser.add_argument("--build", default="build/cosim", help="folder of cached RTL builds (default build/cosim)")
-    parser.add_argument("--opt-level", type=int, choices=range(4), default=2,
-                        help="C++ optimisation level of the model (default 2; 0 compiles fastest)")
-    parser.add_argument("--json", default=None, help="also write the summary to this JSON file")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.set_defaults(func=_run)
+
+
+def given_params(args, design, strict=True):
+    """The parameters of ``design`` given as flags, checked (``CliError``); with ``strict`` a flag of another
+    design's parameter is refused, else ignored."""
+    from dashraker.designs import DESIGNS
+    from dashraker.designs.cli import check_flag
+
+    known = {parameter.name: parameter for parameter in design.parameters}
+    options = {parameter.name: parameter.option for d in DESIGNS.values() for parameter in d.parameters}
+    given = {name: getattr(args, name) for name in options if getattr(args, name, None) is not None}
+    for name in sorted(set(given) - set(known)):
+        if strict:
+            raise CliError(f"{options[name]} does not apply to design {design.name}")
+        del given[name]
+    for name, value in given.items():
+        check_flag(known[name], value)
+    return given
 
 
 def _layer(trace, name, op):
@@ -83,9 +108,8 @@ def summary_lines(report, cosim):
 def _run(args):
     from tqdm import tqdm
 
-    from dashraker.designs import DESIGNS
     from dashraker.designs import design as find_design
-    from dashraker.designs.cli import check_flag, check_size
+    from dashraker.designs.cli import check_size
     from dashraker.outputs import check_output_file
     from dashraker.sim.cosim import Cosim, CosimBuildError
     from dashraker.sim.cosim_check import OPS, cosimulate
@@ -104,13 +128,7 @@ def _run(args):
     if step not in trace.steps:
         raise CliError(f"{trace.path}: step {step} is not recorded; recorded steps are {trace.steps}")
     design = find_design(args.design)
-    known = {parameter.name: parameter for parameter in design.parameters}
-    options = {parameter.name: parameter.option for d in DESIGNS.values() for parameter in d.parameters}
-    given = {name: getattr(args, name) for name in options if getattr(args, name, None) is not None}
-    for name in sorted(set(given) - set(known)):
-        raise CliError(f"{options[name]} does not apply to design {design.name}")
-    for name, value in given.items():
-        check_flag(known[name], value)
+    given = given_params(args, design)
     try:  # minutes of building and simulating, or worse, before a tile too large would fail
         check_size(design, design.params(**{**_TILE_DEFAULTS, **given}), args.force_size)
     except ValueError as error:

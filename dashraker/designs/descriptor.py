@@ -133,6 +133,9 @@ class Design:
     area_parts : dict
         Area hook: part name -> regular expression of the instance paths (below the
         tile) that make up that part, for the per-part FPGA and ASIC breakdowns.
+    energy_parts : dict
+        Part of ``area_parts`` -> the mapper's energy component (``mapping.engine.COMPONENTS``) whose actions
+        that part performs: what ``dashraker energy --calibrate`` fits the energy table's entries to.
     reference : bool
         The dense design every other one is compared against.
     dataflow_params : dict
@@ -151,6 +154,7 @@ class Design:
     fill: Callable = lambda params: 0
     constraint: Callable = None
     area_parts: dict = dataclasses.field(default_factory=dict)
+    energy_parts: dict = dataclasses.field(default_factory=dict)
     reference: bool = False
     dataflow_params: dict = dataclasses.field(default_factory=dict)
 

@@ -83,4 +83,6 @@ FPRAKER = Design(
                 "exponent_unit": r"front_end\.exponent_unit\d+_\d+", "bounds": r"front_end\.bounds\d+_\d+",
                 "decoder": r"front_end\.decoder\d+_\d+", "encoder": r"front_end\.decoder\d+_\d+\.encoder\d+",
                 "output": r"output", "rounder": r"output\.rounder\d+_\d+", "sequencer": r"sequencer\d+_\d+"},
+    energy_parts={"lanes": "terms", "encoder": "term_encodes", "exponent_unit": "exponent_lanes",
+                  "rounder": "block_ends"},
 )

@@ -1,0 +1,308 @@
+"""``dashraker energy TRACE --design D``: energy per MAC from the RTL's own switching beside the mapper's table.
+
+For sampled passes of every layer operation (or one layer's), each design's tile is
+co-simulated with toggle counting (``Cosim(toggles=True)``); ``mapping.activity`` turns the
+toggles and ``dashraker area``'s per-instance transistors and flip-flops into energy per
+part, and the mapper's cost model and energy table give the table-based energy of the same
+passes. ``--calibrate FILE`` writes an energy table whose per-action entries are fitted to
+this activity, which ``map`` takes as ``energy_table``.
+"""
+
+from pathlib import Path
+
+from dashraker.errors import CliError
+
+__all__ = ["register", "REPORTS"]
+
+REPORTS = ("energy.json", "energy.md")
+SYNTHETIC_STEPS = 16  # steps of each synthetic pass (--synthetic)
+
+
+def register(subparsers):
+    from dashraker.designs import DESIGNS
+    from dashraker.sim.cosim_cli import add_design_flags
+
+    parser = subparsers.add_parser(
+        "energy", help="energy per MAC from the RTL's switching activity beside the mapper's energy table",
+        description="Co-simulate sampled passes of a trace's layer operations on each design's tile with toggle "
+                    "counting and report activity-based energy per MAC by part (toggles x switched capacitance "
+                    "from the instance's transistors, plus clocked flip-flops) beside the mapper's table-based "
+                    "energy of the same passes. --calibrate writes an energy table fitted to this activity.")
+    parser.add_argument("trace", type=Path, help="trace folder (dashraker trace record)")
+    parser.add_argument("--design", required=True, choices=[*DESIGNS, "all"])
+    parser.add_argument("--passes", type=int, default=8,
+                        help="passes K per layer operation, spread evenly over its passes (default 8)")
+    parser.add_argument("--layer", default=None, help="only this layer (default: every layer)")
+    parser.add_argument("--step", type=int, default=None, help="recorded step (default: the last)")
+    parser.add_argument("--rounding", choices=["nearest", "truncate"], default="nearest",
+                        help="fp32 -> bf16 conversion of the trace (default nearest)")
+    parser.add_argument("--synthetic", action="store_true",
+                        help=f"also K dense random passes and K all-zero passes ({SYNTHETIC_STEPS} steps) per design, "
+                             "each measured after one uncounted run of the same passes")
+    parser.add_argument("--energy-table", default="horowitz45",
+                        help="energy table: a packaged name or a YAML path (default horowitz45)")
+    parser.add_argument("--calibrate", type=Path, default=None,
+                        help="write an energy table (YAML) whose per-action entries are fitted to this activity")
+    parser.add_argument("--add-report", type=Path, action="append", default=[], metavar="DIR",
+                        help="an earlier report (--out folder) of other designs on the same trace and step, whose "
+                             "samples join --calibrate's fit (repeatable)")
+    parser.add_argument("--out", type=Path, default=None, help=f"folder for {' and '.join(REPORTS)}")
+    add_design_flags(parser, "1x1 tile, as `dashraker area`")
+    parser.add_argument("--build", type=Path, default=Path("build/cosim"),
+                        help="folder of cached RTL builds (default build/cosim)")
+    parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
+                        help="folder of cached area figures (default build/area)")
+    parser.add_argument("--opt-level", type=int, choices=range(4), default=0,
+                        help="C++ optimisation level of the models (default 0: short runs, fastest build)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=_run)
+
+
+def is_energy_output(path):
+    """Whether the folder holds only this command's reports (what a new run may replace)."""
+    return {entry.name for entry in Path(path).iterdir()} <= set(REPORTS)
+
+
+def _designs(args):
+    from dashraker.designs import DESIGNS
+    from dashraker.sim.cosim_cli import given_params
+
+    names = list(DESIGNS) if args.design == "all" else [args.design]
+    chosen = []
+    for name in names:
+        design = DESIGNS[name]
+        given = given_params(args, design, strict=args.design != "all")
+        try:
+            chosen.append((design, design.params(**given)))
+        except ValueError as error:
+            raise CliError(f"{name}: {error}") from None
+    return chosen
+
+
+def _work(args, trace):
+    """(layer, op, tensors) of the layers asked for, tensors read and checked before any build."""
+    from dashraker.mapping.runner import layer_ops
+    from dashraker.trace import TraceError
+
+    step = trace.steps[-1] if args.step is None else args.step
+    if step not in trace.steps:
+        raise CliError(f"{trace.path}: step {step} is not recorded; recorded steps are {trace.steps}")
+    names = [layer.name for layer in trace.layers]
+    if args.layer is not None and args.layer not in names:
+        raise CliError(f"{trace.path}: no layer {args.layer!r}; layers are {', '.join(names)}")
+    work = []
+    for index, layer in enumerate(trace.layers):
+        if args.layer is not None and layer.name != args.layer:
+            continue
+        try:
+            tensors = trace.load(layer.name, step)
+        except TraceError as error:
+            raise CliError(str(error)) from None
+        work += [(layer, op, tensors) for op in layer_ops(index, layer)]
+    return step, work
+
+
+def _commit():
+    """The project's commit, with ``+changes`` where its work tree differs from it; "unknown" outside git."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown commit"
+    return head + ("+changes" if dirty else "")
+
+
+def _run(args):
+    import dataclasses
+
+    from tqdm import tqdm
+
+    from dashraker.fpga.area import AreaError, design_area
+    from dashraker.mapping import activity
+    from dashraker.mapping.config import ConfigError, load_config, load_energy_table
+    from dashraker.outputs import OutputFolder, check_output_file
+    from dashraker.sim.cosim import Cosim, CosimBuildError
+    from dashraker.trace import TraceError, open_trace
+
+    if args.passes < 1:
+        raise CliError(f"--passes must be positive, not {args.passes}")
+    try:
+        trace = open_trace(args.trace)
+    except TraceError as error:
+        raise CliError(str(error)) from None
+    try:
+        table = load_energy_table(args.energy_table)
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    missing = [name for name in activity.ACTIVITY_ENTRIES if name not in table.entries]
+    if missing:
+        raise CliError(f"{table.path}: entries.{missing[0]}: missing (the activity model needs "
+                       f"{' and '.join(activity.ACTIVITY_ENTRIES)})")
+    designs = _designs(args)
+    step, work = _work(args, trace)
+    if args.add_report and args.calibrate is None:
+        raise CliError("--add-report joins samples to --calibrate's fit: give --calibrate too")
+    earlier = [sample for folder in args.add_report for sample in read_report(folder, args.trace, step, designs)]
+    if args.calibrate is not None:
+        check_output_file(args.calibrate, "--calibrate")
+    out = OutputFolder(args.out, "--out", is_energy_output, "give a new folder or an earlier energy report") \
+        if args.out is not None else None
+
+    plans = []  # per design: its params, config and the sampled pass groups of each layer operation
+    for design, params in designs:
+        config = dataclasses.replace(load_config(None, design.name), params=params, energy=table)
+        jobs = [(layer.name, op, list(activity.sample_passes(layer, tensors, op, params["rows"], params["cols"],
+                                                             params["lanes"], args.passes, params["fmt"],
+                                                             args.rounding)))
+                for layer, op, tensors in work]
+        if args.synthetic:
+            jobs += [(kind, "synthetic", list(activity.synthetic_passes(kind, params["rows"], params["cols"],
+                                                                      params["lanes"], args.passes, SYNTHETIC_STEPS,
+                                                                      params["fmt"])))
+                     for kind in ("random", "zeros")]
+        plans.append((design, params, config, jobs))
+    total = sum(len(group[0]) for *_, jobs in plans for _, _, groups in jobs for group in groups)
+
+    samples, areas = [], {}
+    with tqdm(total=total, desc="energy", unit="pass", disable=args.no_progress) as bar:
+        for design, params, config, jobs in plans:
+            try:
+                area = areas[design.name] = design_area(design, params, args.area_cache, not args.no_progress)
+                bar.set_postfix_str(f"{design.name}: building the RTL model" , refresh=True)
+                cosim = Cosim(design, params, build_root=args.build, optimize=f"-O{args.opt_level}", toggles=True)
+            except (AreaError, CosimBuildError, ValueError) as error:
+                raise CliError(str(error)) from None
+            bar.set_postfix_str(design.name, refresh=True)
+            for layer, op, groups in jobs:
+                if groups:
+                    samples.append(activity.run_passes(cosim, area, config, groups, layer, op, progress=bar,
+                                                       prime=op == "synthetic"))
+    text = report(samples, args.trace, step, designs)
+    print(text)
+    meta = {"trace": str(args.trace), "step": step, "commit": _commit(), "energy_table": table.path,
+            "designs": {design.name: params for design, params in designs},
+            "area_transistors": {name: area["transistors"] for name, area in areas.items()}}
+    if out is not None:
+        from dashraker.trace.store import save_json
+
+        with out, out.staging() as staging:
+            save_json(staging / "energy.json", {**meta, "samples": [sample.as_dict() for sample in samples]})
+            (staging / "energy.md").write_text(text + "\n")
+        print(f"\nwrote {out.path / REPORTS[0]}, {out.path / REPORTS[1]}")
+    if args.calibrate is not None:
+        from dashraker.designs import design as find_design
+
+        others = [(find_design(name), None) for name in dict.fromkeys(s.design for s in earlier)]
+        fitted = write_calibrated(args.calibrate, table, samples + earlier, designs + others, args.trace,
+                                  meta["commit"])
+        print(f"wrote {args.calibrate}: " + ", ".join(f"{name} {pj:.4g} pJ" for name, (pj, *_) in fitted.items()))
+
+
+def read_report(folder, trace, step, designs):
+    """The samples of an earlier ``energy.json`` in ``folder``: of the same trace and step, of other designs."""
+    import json
+
+    from dashraker.mapping.activity import Sample
+
+    path = Path(folder) / REPORTS[0]
+    try:
+        report = json.loads(path.read_text())
+        samples = [Sample(**{key: value for key, value in raw.items() if key in Sample.__dataclass_fields__})
+                   for raw in report["samples"]]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CliError(f"{path}: not a readable energy report ({error})") from None
+    if Path(report.get("trace", "")).resolve() != Path(trace).resolve() or report.get("step") != step:
+        raise CliError(f"{path}: a report of {report.get('trace')} step {report.get('step')}, not of {trace} "
+                       f"step {step}")
+    mine = {design.name for design, _ in designs}
+    if any(sample.design in mine for sample in samples):
+        raise CliError(f"{path}: holds designs this run measures too ({', '.join(sorted(mine))})")
+    return samples
+
+
+def _per_mac(pj, macs):
+    return pj / macs if macs else 0.0
+
+
+def report(samples, trace, step, designs):
+    """The Markdown report: per design and operation, activity and table energy per MAC; per design, by part."""
+    lines = [f"Energy per MAC (fJ), trace {trace} step {step}: activity (RTL toggles) against table (core actions)",
+             "", "| design | operation | passes | MACs | zeros (scheduled) | activity fJ/MAC | of it clock | "
+             "table fJ/MAC | activity / table | multiplier toggles per useful MAC |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    groups = {}
+    for sample in samples:
+        key = (sample.design, sample.op if sample.op != "synthetic" else sample.layer)
+        groups.setdefault(key, []).append(sample)
+    for (design, op), members in groups.items():
+        merged = _merge(members)
+        ratio = f"{merged['activity'] / merged['table']:.2f}" if merged["table"] else "-"
+        lines.append(f"| {design} | {op} | {merged['passes']} | {merged['macs']:,} | {merged['zeros']:.1%} "
+                     f"| {1e3 * _per_mac(merged['activity'], merged['macs']):.1f} "
+                     f"| {merged['clock'] / merged['activity'] if merged['activity'] else 0:.0%} "
+                     f"| {1e3 * _per_mac(merged['table'], merged['macs']):.1f} | {ratio} | {merged['mul_toggles']} |")
+    for design, _ in designs:
+        members = [s for s in samples if s.design == design.name and s.op != "synthetic"]
+        if not members:
+            continue
+        macs = sum(s.macs for s in members)
+        useful = sum(s.useful_macs for s in members)
+        lines += ["", f"{design.name}: by part, trace passes ({macs:,} MACs, {useful:,} useful: both operands "
+                  "non-zero)", "", "| part | fJ/MAC | of it clock | toggles per MAC | toggles per useful MAC |",
+                  "|---|---|---|---|---|"]
+        for part in members[0].parts:
+            energy = sum(s.parts[part]["energy_pj"] for s in members)
+            clock = sum(s.parts[part]["clock_pj"] for s in members)
+            toggles = sum(s.parts[part]["toggles"] for s in members)
+            lines.append(f"| {part} | {1e3 * _per_mac(energy, macs):.2f} | {clock / energy if energy else 0:.0%} "
+                         f"| {_per_mac(toggles, macs):.2f} | {_per_mac(toggles, useful):.2f} |")
+    return "\n".join(lines)
+
+
+def _merge(samples):
+    values = sum(s.scheduled_values for s in samples)
+    useful = sum(s.useful_macs for s in samples)
+    toggles = sum(s.parts["multipliers"]["toggles"] for s in samples) if "multipliers" in samples[0].parts else None
+    mul_toggles = "-" if toggles is None or not useful else f"{toggles / useful:.1f}"
+    return {"passes": sum(s.passes for s in samples), "macs": sum(s.macs for s in samples),
+            "zeros": sum(s.scheduled_zeros for s in samples) / values if values else 0.0,
+            "activity": sum(s.activity_pj for s in samples), "clock": sum(s.parts["tile"]["clock_pj"] for s in samples),
+            "table": sum(s.table_core_pj for s in samples), "mul_toggles": mul_toggles}
+
+
+def write_calibrated(path, table, samples, designs, trace, commit):
+    """Write the energy table ``table`` with the entries ``activity.calibrated_entries`` fits from the trace samples
+    (the synthetic ones left out), atomically; returns the fitted entries."""
+    import yaml
+
+    from dashraker.mapping import activity
+    from dashraker.outputs import atomic_write
+
+    fmt = designs[0][1]["fmt"]  # the run's own designs first; earlier reports' come with params None
+    fitted = activity.calibrated_entries([s for s in samples if s.op != "synthetic"],
+                                         {design.name: design.energy_parts for design, _ in designs}, fmt)
+    if not fitted:
+        raise CliError("--calibrate: no part of these designs performs an action the mapper counts")
+    data = yaml.safe_load(Path(table.path).read_text())
+    data["name"] = f"{data.get('name', 'table')}-rtl-activity"
+    data.setdefault("sources", {})["rtl_activity"] = f"measured from RTL activity, {trace}, {commit}"
+    for entry, (pj, energy, count, names) in fitted.items():
+        parts = sorted({part for design, _ in designs if design.name in names
+                        for part, component in design.energy_parts.items()
+                        if activity.table_entry(component, fmt) == entry})
+        data["entries"][entry] = {
+            **{key: value for key, value in data["entries"].get(entry, {}).items() if key in ("per", "node")},
+            "pj": float(f"{pj:.6g}"), "source": "rtl_activity",
+            "derivation": f"activity energy of the parts {', '.join(parts)} of {', '.join(names)} "
+                          f"({energy:,.1f} pJ) over the mapper's {count:,} actions, sampled passes of every layer "
+                          "operation (dashraker energy --calibrate)"}
+        data["entries"][entry].setdefault("node", data.get("node", "unknown node"))
+    text = "# Energy per action fitted to the generated RTL's switching activity (dashraker energy --calibrate).\n"
+    text += yaml.safe_dump(data, sort_keys=False, width=100)
+    atomic_write(path, lambda file: file.write(text.encode()))
+    return fitted

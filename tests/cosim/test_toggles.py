@@ -1,0 +1,138 @@
+"""Toggle counts from Verilator's toggle coverage, checked by hand on small circuits.
+
+Convention: a toggle is one change of a bit's value, 0 to 1 or 1 to 0.
+"""
+
+import numpy as np
+import pytest
+from amaranth import Elaboratable, Module, Signal
+
+from dashraker.sim.toggles import ToggleModel, per_instance
+
+
+class _Counter(Elaboratable):
+    def __init__(self, width):
+        self.count = Signal(width)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.count.eq(self.count + 1)
+        return m
+
+
+class _Adder(Elaboratable):
+    def __init__(self, width):
+        self.x, self.y, self.sum = Signal(width), Signal(width), Signal(width + 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.sum.eq(self.x + self.y)
+        return m
+
+
+class _Loaded(Elaboratable):
+    """A register loaded from ``data`` each cycle; a counter beside it, as a second instance; an adder of the
+    register and its previous value, a third."""
+
+    def __init__(self, width, counter_bits):
+        self.data = Signal(width)
+        self.q = Signal(width)
+        self.count = Signal(counter_bits)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.counter = counter = _Counter(len(self.count))
+        m.submodules.adder = adder = _Adder(len(self.data))
+        held = Signal.like(self.q)  # the register's previous value: both operands change at the clock edge
+        m.d.sync += held.eq(self.q)
+        m.d.comb += [adder.x.eq(self.q), adder.y.eq(held)]
+        m.d.sync += self.q.eq(self.data)
+        m.d.comb += self.count.eq(counter.count)
+        return m
+
+
+def _model(component, name, ports, folder):
+    from amaranth.back import verilog
+
+    text = verilog.convert(component, name=name, ports=ports, emit_src=False)
+    return ToggleModel(text, name, folder / name)
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """One small build for every test here (Verilator and g++ at -O0: about 30 s on a busy 2-core machine)."""
+    dut = _Loaded(8, counter_bits=5)
+    return _model(dut, "loaded", [dut.data, dut.q, dut.count], tmp_path_factory.mktemp("toggles"))
+
+
+def test_counter_bits(loaded):
+    """An n-bit counter over 2^n cycles: bit i toggles 2^(n-i) times (bit 0 the least significant)."""
+    n, model = 5, loaded
+    model.tick(3)  # anywhere in its cycle: a full period has the same toggles
+    model.zero()
+    model.tick(1 << n)
+    assert model.nets("loaded.counter")["count"] == [1 << (n - i) for i in range(n)]
+    model.zero()
+    count = int(model.io.count)
+    model.tick(1)
+    changed = count ^ ((count + 1) % (1 << n))
+    assert model.nets("loaded.counter")["count"] == [(changed >> i) & 1 for i in range(n)]
+
+
+def test_register_alternating_patterns(loaded):
+    """A register loaded with 0x55 and 0xAA in turn: every bit of its input and output changes every cycle;
+    the same pattern held: nothing changes; a new pattern: the bits that differ, once."""
+    model = loaded
+    model.io.data = 0x55
+    model.tick()
+    model.zero()
+    cycles = 10
+    for cycle in range(cycles):
+        model.io.data = 0xAA if cycle % 2 == 0 else 0x55
+        model.tick()
+    nets = model.nets()
+    assert nets["data"] == [cycles] * 8 and nets["q"] == [cycles] * 8
+    model.zero()
+    model.tick(7)  # 0x55 held
+    assert model.nets()["q"] == [0] * 8
+    model.io.data = 0x0F
+    model.tick()
+    # 0x55 = 0101_0101 -> 0x0F = 0000_1111: bits 1 and 3 rise, 4 and 6 fall
+    assert model.nets()["q"] == [0, 1, 0, 1, 1, 0, 1, 0]
+
+
+def test_instances_apart(loaded):
+    """The counter instance's nets are counted apart from the top's (per instance, Amaranth's module path), clock
+    and reset left out; an instance's toggles and bits are those of its nets."""
+    model = loaded
+    model.zero()
+    model.tick(32)
+    counts = model.counts()
+    assert set(counts) == {"", "counter", "adder"}
+    for name, module in (("counter", "loaded.counter"), ("adder", "loaded.adder"), ("", None)):
+        nets = {net: bits for net, bits in model.nets(module).items() if net not in ("clk", "rst")}
+        assert counts[name].toggles == sum(map(sum, nets.values())) and counts[name].bits == sum(map(len, nets.values()))
+    assert model.nets("loaded.counter")["clk"] == [64]  # two edges a cycle, charged as clocking instead
+    # the counter's register alone: 32 + 16 + 8 + 4 + 2; its next value and the top's copy of it toggle too
+    assert counts["counter"].toggles > 62 and counts[""].toggles >= 62
+
+
+def test_adder_activity_with_random_operands(loaded):
+    """The energy table's activity rule: an adder's net bits toggle in about half of the operations with random
+    operands (a new random value each cycle, added to the previous one; both registers change at the clock edge)."""
+    model, rng, cycles = loaded, np.random.default_rng(1), 2000
+    model.zero()
+    for value in rng.integers(0, 256, cycles):
+        model.io.data = int(value)
+        model.tick()
+    adder = model.counts()["adder"]
+    assert 0.45 < adder.toggles / (adder.bits * cycles) < 0.55
+
+
+def test_per_instance_reads_points():
+    points = [("t", "clk", 8), ("t", "a[0]", 3), ("t", "a[1]", 1), ("t.u", "b", 2), ("t.u", "rst", 1),
+              ("other", "c", 5), ("tt.u", "d", 1)]  # another model's modules (one coverage context per process)
+    counts = per_instance(points, "t")
+    assert (counts[""].toggles, counts[""].bits) == (4, 2)
+    assert (counts["u"].toggles, counts["u"].bits) == (2, 1)
+    assert np.sum([c.toggles for c in counts.values()]) == 6

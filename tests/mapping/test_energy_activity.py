@@ -1,0 +1,151 @@
+"""Activity-based energy (``mapping.activity``) and ``dashraker energy``: the model by hand, the calibrated table
+read back by the mapper, and the command end to end on a small tile."""
+
+import numpy as np
+import pytest
+import yaml
+
+from dashraker.cli import main
+from dashraker.mapping.activity import (Sample, calibrated_entries, instance_energy, macs, part_energy,
+                                        table_counts)
+from dashraker.mapping.config import load_config, load_energy_table
+from dashraker.sim.toggles import Toggles
+
+TABLE = load_energy_table("horowitz45")
+E_TOGGLE, E_CLOCK = TABLE.entries["transistor_toggle"], TABLE.entries["flip_flop_clock"]
+
+
+def _area():
+    """A tile of 100 own transistors and 2 flip-flops, a PE (40, no flip-flop) holding a multiplier (300, 4)."""
+    def own(transistors, flip_flops):
+        return {"transistors": transistors, "flip_flops": flip_flops}
+
+    return {"own": own(100, 2), "instances": [{"instance": "pe0_0", "count": 1, "own": own(40, 0)},
+                                              {"instance": "pe0_0.mul0", "count": 1, "own": own(300, 4)}]}
+
+
+def test_energy_by_hand():
+    toggles = {"": Toggles(10, 20), "pe0_0": Toggles(0, 8), "pe0_0.mul0": Toggles(30, 60)}
+    energies = instance_energy(_area(), toggles, cycles=7, table=TABLE)
+    # toggles x (own transistors / own net bits) x E_toggle; flip-flops x cycles x E_clock
+    assert energies[""]["dynamic_pj"] == pytest.approx(10 * 100 / 20 * E_TOGGLE)
+    assert energies["pe0_0.mul0"]["dynamic_pj"] == pytest.approx(30 * 300 / 60 * E_TOGGLE)
+    assert energies["pe0_0"]["dynamic_pj"] == 0 and energies["pe0_0"]["clock_pj"] == 0
+    assert energies["pe0_0.mul0"]["clock_pj"] == pytest.approx(4 * 7 * E_CLOCK)
+    parts = part_energy(energies, {"pe": r"pe\d+_\d+", "multipliers": r"pe\d+_\d+\.mul\d+"})
+    mul = 30 * 5 * E_TOGGLE + 28 * E_CLOCK
+    assert parts["multipliers"]["energy_pj"] == pytest.approx(mul)
+    assert parts["pe"]["energy_pj"] == pytest.approx(mul)  # a part holds its submodules
+    assert parts["tile"]["energy_pj"] == pytest.approx(mul + 50 * E_TOGGLE + 14 * E_CLOCK)
+    assert parts["tile_own"]["toggles"] == 10 and parts["pe"]["instances"] == 1
+
+
+def test_activity_entry_is_the_tables_transistor_figure():
+    """E_toggle is the table's 0.134 fJ per transistor per operation at an adder's activity of 0.5 (its rule)."""
+    assert E_TOGGLE == pytest.approx(2 * 0.03 / 224, rel=0.01)
+    assert E_CLOCK == pytest.approx(2 * 10 * E_TOGGLE)
+
+
+def test_macs_and_table_counts():
+    a = np.zeros((2, 2, 3, 8), np.float32)
+    b = np.ones((2, 1, 3, 8), np.float32)
+    a[0, 0, 0, :2] = 1.0  # two non-zero products in pass 0; pass 1 all zero
+    assert macs(a, b, [2, 1], [1, 1]) == ((2 + 1) * 3 * 8, 2)
+    from dashraker.designs import design
+
+    td = design("tensordash")
+    params = td.params(rows=2, cols=1, lanes=8)
+    counts, cycles = table_counts(td, params, a, b, np.array([2, 1]), np.array([1, 1]))
+    assert counts["mul"] == 2  # the non-zero scheduled values, once per used partner column
+    assert cycles.tolist() == td.cost.cycles(params, a, b).tolist()
+
+
+def test_calibrated_table_is_read_by_the_mapper(tmp_path):
+    from dashraker.designs import design
+    from dashraker.mapping.energy_cli import write_calibrated
+
+    base = design("baseline")
+    sample = Sample("baseline", "fc", "fwd", counts={"mul": 100, "add_fp32": 100},
+                    parts={"multipliers": {"energy_pj": 50.0}, "adder_tree": {"energy_pj": 80.0},
+                           "accumulator": {"energy_pj": 20.0}})
+    fitted = calibrated_entries([sample], {"baseline": base.energy_parts}, "bf16")
+    assert fitted["mul_bf16"][0] == pytest.approx(0.5) and fitted["add_fp32"][0] == pytest.approx(1.0)
+    path = tmp_path / "fitted.yaml"
+    write_calibrated(path, TABLE, [sample], [(base, base.params())], "traces/x", "abc1234")
+    table = load_energy_table(str(path))
+    assert table.entries["mul_bf16"] == pytest.approx(0.5) and table.entries["add_fp32"] == pytest.approx(1.0)
+    assert table.entries["dram_64b"] == TABLE.entries["dram_64b"]  # what was not fitted stays
+    data = yaml.safe_load(path.read_text())
+    assert data["sources"]["rtl_activity"] == "measured from RTL activity, traces/x, abc1234"
+    assert data["entries"]["mul_bf16"]["source"] == "rtl_activity"
+    config = tmp_path / "map.yaml"
+    config.write_text(f"energy_table: {path}\n")
+    assert load_config(config).energy.entries["mul_bf16"] == pytest.approx(0.5)
+
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory):
+    from dashraker.trace import record
+
+    return record("mlp", "digits", steps=[1], samples=1, out=tmp_path_factory.mktemp("energy") / "mlp",
+                  progress=False, threads=1)
+
+
+def test_cli_errors_before_building(small_trace, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("dashraker.sim.cosim.Cosim", lambda *a, **k: pytest.fail("built the RTL first"))
+    assert main(["energy", str(small_trace), "--design", "baseline", "--layer", "nope", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "no layer 'nope'" in err
+    assert main(["energy", str(small_trace), "--design", "baseline", "--lookahead", "1", "--no-progress"]) == 2
+    assert "--lookahead does not apply to design baseline" in capsys.readouterr().err
+    assert main(["energy", str(small_trace), "--design", "baseline", "--passes", "0", "--no-progress"]) == 2
+    assert "--passes must be positive" in capsys.readouterr().err
+
+
+def test_cli_end_to_end(small_trace, build_cache, tmp_path, capsys):
+    """Baseline 1x1 tile of 2 lanes on an MLP's layer: a report, its files, a calibrated table; a zero pass switches
+    no multiplier (its operands stay zero) but still clocks every flip-flop."""
+    import json
+
+    out, fitted = tmp_path / "report", tmp_path / "fitted.yaml"
+    args = ["energy", str(small_trace), "--design", "baseline", "--lanes", "2", "--layer", "fcs.0", "--passes", "3",
+            "--synthetic", "--build", str(build_cache / "cosim"), "--area-cache", str(build_cache / "area"),
+            "--out", str(out), "--calibrate", str(fitted), "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| baseline | fwd |" in printed and "| baseline | zeros |" in printed
+    report = json.loads((out / "energy.json").read_text())
+    by_op = {(s["layer"], s["op"]): s for s in report["samples"]}
+    zeros, random = by_op[("zeros", "synthetic")], by_op[("random", "synthetic")]
+    assert zeros["parts"]["multipliers"]["toggles"] == 0 < random["parts"]["multipliers"]["toggles"]
+    assert zeros["parts"]["tile"]["clock_pj"] > 0 and zeros["activity_pj"] < random["activity_pj"]
+    fwd = by_op[("fcs.0", "fwd")]
+    assert fwd["passes"] == 3 and fwd["activity_pj"] > 0 and fwd["table_core_pj"] > 0
+    assert load_energy_table(str(fitted)).entries["mul_bf16"] > 0
+    assert main(args) == 0  # an earlier report is replaced
+
+
+def test_earlier_reports_join_the_fit(tmp_path):
+    """``--add-report``'s samples: read back from an ``energy.json`` of the same trace and step, refused otherwise."""
+    import json
+
+    from dashraker.errors import CliError
+    from dashraker.designs import design
+    from dashraker.mapping.energy_cli import read_report
+
+    sample = Sample("fpraker", "fc", "fwd", passes=2, counts={"terms": 10},
+                    parts={"lanes": {"energy_pj": 5.0}, "encoder": {"energy_pj": 1.0}, "tile": {"energy_pj": 9.0},
+                           "exponent_unit": {"energy_pj": 1.0}, "rounder": {"energy_pj": 1.0}})
+    folder = tmp_path / "earlier"
+    folder.mkdir()
+    (folder / "energy.json").write_text(json.dumps({"trace": str(tmp_path / "t"), "step": 3,
+                                                    "samples": [sample.as_dict() for sample in [sample]]}))
+    base = design("baseline")
+    (read,) = read_report(folder, tmp_path / "t", 3, [(base, base.params())])
+    assert read == sample
+    with pytest.raises(CliError, match="not of"):
+        read_report(folder, tmp_path / "t", 4, [(base, base.params())])
+    with pytest.raises(CliError, match="holds designs this run measures too"):
+        read_report(folder, tmp_path / "t", 3, [(design("fpraker"), {})])
+    fitted = calibrated_entries([read], {"fpraker": design("fpraker").energy_parts}, "bf16")
+    assert fitted["term_shift"][0] == pytest.approx(0.5)
