@@ -27,6 +27,7 @@ from dashraker.fpga.flow import MAX_SEEDS, run_flow
 from dashraker.hw.numerics import (FP32_LAYOUT, Accumulator, FixedPointAccumulator, FloatLayout, FPAdder,
                                    FPMultiplier, mac_stages)
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
+from dashraker.models.interconnect import DEFAULT_PATTERN
 
 
 class AccumulatorLoop(wiring.Component):
@@ -99,7 +100,7 @@ class WindowLoop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.window = window = StagingWindow(1, 1, self.lanes)
+        m.submodules.window = window = StagingWindow(1, 1, self.lanes, 2, DEFAULT_PATTERN, "bf16")
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
         selects = window.row_picks.as_value()
         folded = selects[:15]

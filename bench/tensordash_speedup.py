@@ -5,7 +5,8 @@ import argparse
 import numpy as np
 from tqdm import tqdm
 
-from dashraker.models.tensordash import cycles, parse_pattern, pattern_lookahead
+from dashraker.models.interconnect import parse_pattern, pattern_lookahead
+from dashraker.models.tensordash import cycles
 
 __all__ = ["PATTERNS", "speedups", "main"]
 

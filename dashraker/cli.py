@@ -5,12 +5,12 @@ import importlib
 import signal
 import sys
 
-__all__ = ["main", "CliError"]
+__all__ = ["main"]
 
 # Subcommand name -> module providing ``register(subparsers)``. Modules keep their
 # top-level imports light so that ``dashraker --help`` stays fast.
 COMMANDS = {
-    "verilog": "dashraker.hw.cli",
+    "verilog": "dashraker.designs.cli",
     "trace": "dashraker.trace.cli",
     "map": "dashraker.mapping.cli",
     "fpga": "dashraker.fpga.cli",
@@ -18,10 +18,6 @@ COMMANDS = {
     "cosim": "dashraker.sim.cosim_cli",
     "demo": "dashraker.demo",
 }
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit status 2, no traceback."""
 
 
 class Terminated(BaseException):
@@ -44,6 +40,7 @@ def build_parser():
 
 
 def main(argv=None):
+    from dashraker.errors import CliError
     from dashraker.outputs import OutputError
 
     args = build_parser().parse_args(argv)

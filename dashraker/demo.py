@@ -32,7 +32,7 @@ def _stage(title, argv):
 
 
 def run(args):
-    from dashraker.cli import CliError
+    from dashraker.errors import CliError
     from dashraker.designs import DESIGNS
     from dashraker.sim.toolchain import LintError, lint
 

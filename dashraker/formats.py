@@ -2,7 +2,8 @@
 
 from dataclasses import dataclass
 
-__all__ = ["FloatFormat", "BF16", "FP32", "FORMATS", "FIXED_POINT_FRAME", "float_format"]
+__all__ = ["FloatFormat", "BF16", "FP32", "FORMATS", "FIXED_POINT_FRAME", "FPRAKER_MAX_TERMS", "FPRAKER_ACCUMULATOR_BITS",
+           "FPRAKER_FRAME_BITS", "float_format"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,12 @@ FORMATS = {f.name: f for f in (BF16, FP32)}
 # The fixed-point accumulator's frame (SPEC section 2): (bits, exponent of the least significant bit's weight).
 # 128 bits from 2^-64 hold every sum below 2^63 whose parts are multiples of 2^-64.
 FIXED_POINT_FRAME = (128, -64)
+
+# FPRaker's arithmetic (SPEC section 4, models/fpraker/golden.py): at most 5 signed terms per bf16 significand, a
+# 64-bit two's complement accumulator whose frame moves in steps of 2**3 bits.
+FPRAKER_MAX_TERMS = 5
+FPRAKER_ACCUMULATOR_BITS = 64
+FPRAKER_FRAME_BITS = 3
 
 
 def float_format(name):

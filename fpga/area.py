@@ -197,7 +197,7 @@ def table(record):
 
 
 def register(subparsers):
-    from dashraker.hw.cli import add_design_parsers
+    from dashraker.designs.cli import add_design_parsers
 
     parser = subparsers.add_parser(
         "area", help="ASIC area of a design's tile: CMOS transistors and NAND2 gate equivalents",
@@ -218,8 +218,8 @@ def register(subparsers):
 
 
 def _run(args):
-    from dashraker.cli import CliError
-    from dashraker.hw.cli import design_params
+    from dashraker.designs.cli import design_params
+    from dashraker.errors import CliError
     from dashraker.trace.store import save_json
 
     params = design_params(args)

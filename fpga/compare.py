@@ -5,7 +5,7 @@ import json
 import re
 from pathlib import Path
 
-from dashraker.cli import CliError
+from dashraker.errors import CliError
 
 __all__ = ["register", "breakdown", "throughput", "speedups_from_map", "speedup_sources", "compare_table"]
 
@@ -199,7 +199,7 @@ def plot(path, rows):
 
 def register(designs):
     from dashraker.designs import DESIGNS
-    from dashraker.fpga.cli import add_flow_arguments
+    from dashraker.fpga.options import add_flow_arguments
 
     parser = designs.add_parser(
         "compare", help="compare the designs' tiles at equal lanes",
@@ -239,7 +239,7 @@ def _is_compare_output(path):
 
 def run(args):
     from dashraker.designs import DESIGNS
-    from dashraker.fpga.cli import check_flow_arguments, flow
+    from dashraker.fpga.options import check_flow_arguments, flow
     from dashraker.fpga.flow import kept_seeds, reusable
     from dashraker.outputs import OutputFolder, atomic_write
     from dashraker.trace.store import save_json

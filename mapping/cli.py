@@ -3,7 +3,7 @@
 import dataclasses
 from pathlib import Path
 
-from dashraker.cli import CliError
+from dashraker.errors import CliError
 
 __all__ = ["register", "run"]
 

@@ -83,10 +83,6 @@ class AcceleratorConfig:
     lanes = property(lambda self: self.params["lanes"])
     fmt = property(lambda self: self.params["fmt"])
 
-    def with_design(self, design):
-        """The same file read for another design (its section may override the geometry)."""
-        return load_config(self.path, design, self.device)
-
     def as_dict(self):
         return {"path": self.path, "design": self.design.name, **self.params, "rounding": self.rounding,
                 "tiles": self.tiles, "clock_mhz": self.clock_mhz, "memory": dataclasses.asdict(self.memory),

@@ -18,7 +18,7 @@ import torch
 from dashraker.formats import FIXED_POINT_FRAME
 from dashraker.models.numerics import flush_subnormals, fp32_add, fp32_mul, quantize
 
-__all__ = ["adder_tree", "accumulate", "fixed_point_accumulate", "dense_pe", "dense_tile"]
+__all__ = ["adder_tree", "accumulate", "fixed_point_accumulate", "dense_tile"]
 
 
 def adder_tree(products):
@@ -95,11 +95,6 @@ def _round_to_fp32(units, lsb):
     elif value < 2.0**-126:
         value = 0.0
     return math.copysign(value, units)
-
-
-def dense_pe(a, b, fmt="bf16", accumulators=1):
-    """One PE: operands [steps, lanes] (fp32 tensors, quantized to ``fmt``) -> fp32 accumulator."""
-    return dense_tile(torch.as_tensor(a)[None], torch.as_tensor(b)[None], fmt, accumulators)[0, 0]
 
 
 def dense_tile(a, b, fmt="bf16", accumulators=1):

@@ -13,7 +13,6 @@ from dashraker.formats import BF16, float_format
 
 __all__ = [
     "CANONICAL_NAN_BITS",
-    "MIN_NORMAL",
     "flush_denormal",
     "fp32_from_bits",
     "fp32_bits",
@@ -29,7 +28,6 @@ __all__ = [
 ]
 
 CANONICAL_NAN_BITS = 0x7FC00000
-MIN_NORMAL = 2.0**-126
 
 
 @contextlib.contextmanager

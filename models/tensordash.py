@@ -16,16 +16,7 @@ group decide in parallel), group after group. After the cycle, the window skips
 the following steps that are now zero in every row, at most H of them: a cycle
 consumes 1 to H+1 steps. Steps past the end of a stream are zero.
 
-Priority: the own slot ``(0, 0)`` first, then the other offsets sorted by step
-offset, then by lane offset as written (signed) -- for T<2,5>:
-(1,-1), (1,0), (1,+1), (1,+3), (2,-2), (2,0), (2,+2).
-
-Groups (``lane_groups``): two lanes conflict when one slot is a candidate of both,
-i.e. ``l1 + d1 == l2 + d2 (mod N)`` for two offsets ``(s, d1)``, ``(s, d2)`` of the
-same step offset. Lanes are taken in increasing order and each joins the first
-group holding no lane it conflicts with, or opens a new group (greedy first fit);
-groups are visited in the order they were opened. For N=16 and T<2,5> this gives
-{0,5,10}, {1,6,11}, {2,7,12}, {3,8,13}, {4,9,14}, {15}.
+Priority and groups: ``models.interconnect``.
 
 ``schedule`` records the schedule with boolean lane arrays; ``cycles`` computes the
 same counts with the lanes packed into machine words, in torch on the CPU or a GPU (the
@@ -33,120 +24,22 @@ mapper's GPU path); the mapper's CPU path runs the fused kernel ``models.kernels
 checked against both.
 """
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from dashraker.models.baseline import accumulate, adder_tree
+from dashraker.models.interconnect import DEFAULT_PATTERN, check_pattern, lane_groups, priority
 from dashraker.models.numerics import fp32_add, fp32_mul, quantize
 
 __all__ = [
-    "DEFAULT_PATTERN",
-    "parse_pattern",
-    "pattern_lookahead",
-    "priority",
-    "lane_groups",
     "nonzero",
     "Schedule",
     "schedule",
     "cycles",
     "tile_outputs",
 ]
-
-DEFAULT_PATTERN = ((0, 0), (1, 0), (2, 0), (1, -1), (1, 1), (1, 3), (2, -2), (2, 2))
-
-_NAMED = re.compile(r"T<(\d+),(\d+)>")
-_PAIR = re.compile(r"\(?\s*(-?\+?\d+)\s*,\s*([-+]?\d+)\s*\)?")
-
-
-def parse_pattern(pattern):
-    """The offsets ``((step_offset, lane_offset), ...)`` of an interconnect pattern.
-
-    Accepts ``"T<2,5>"`` (the default pattern), ``"T<h,0>"`` (lookahead only: own
-    lane at steps 0..h), a text list ``"(0,0),(1,0),(1,-1)"`` (or ``"0,0;1,0;1,-1"``)
-    or a sequence of pairs. The pattern must hold ``(0, 0)``, have no other offset
-    at step 0, no negative step and no repeated offset.
-    """
-    if isinstance(pattern, str):
-        text = pattern.strip()
-        named = _NAMED.fullmatch(text.replace(" ", ""))
-        if named:
-            depth, side = int(named[1]), int(named[2])
-            if (depth, side) == (2, 5):
-                return DEFAULT_PATTERN
-            if side == 0:
-                return tuple((step, 0) for step in range(depth + 1))
-            raise ValueError(f"unknown named pattern {pattern!r}; named ones are 'T<2,5>' and 'T<h,0>'")
-        pairs = [piece for piece in re.split(r"\)\s*,\s*\(|;", text) if piece.strip()]
-        offsets = []
-        for piece in pairs:
-            match = _PAIR.fullmatch(piece.strip())
-            if not match:
-                raise ValueError(f"pattern {pattern!r}: cannot read offset {piece.strip()!r}; "
-                                 "expected 'step,lane' pairs like '(0,0),(1,-1)'")
-            offsets.append((int(match[1]), int(match[2])))
-    else:
-        try:
-            offsets = [tuple(pair) for pair in pattern]
-        except TypeError:
-            raise ValueError(f"pattern must be a string or a sequence of (step, lane) pairs, not {pattern!r}") from None
-        for pair in offsets:
-            if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) for v in pair):
-                raise ValueError(f"pattern offset {pair!r} is not a (step_offset, lane_offset) pair of integers")
-        offsets = [(int(s), int(d)) for s, d in offsets]
-    if (0, 0) not in offsets:
-        raise ValueError(f"pattern {offsets!r} lacks the own slot (0, 0)")
-    if len(set(offsets)) != len(offsets):
-        raise ValueError(f"pattern {offsets!r} repeats an offset")
-    for step, lane in offsets:
-        if step < 0 or (step == 0 and lane != 0):
-            raise ValueError(f"pattern offset {(step, lane)!r}: step offsets must be >= 1 except the own slot (0, 0)")
-    return tuple(offsets)
-
-
-def pattern_lookahead(pattern):
-    """The largest step offset of a pattern: the smallest lookahead H that can host it."""
-    return max(step for step, _ in parse_pattern(pattern))
-
-
-def priority(pattern):
-    """Pattern indices in the order a lane tries them: (0, 0), then by (step offset, lane offset)."""
-    pattern = parse_pattern(pattern)
-    return sorted(range(len(pattern)), key=lambda k: (pattern[k] != (0, 0), pattern[k]))
-
-
-def _check(lanes, pattern, lookahead=None):
-    pattern = parse_pattern(pattern)
-    if not isinstance(lanes, (int, np.integer)) or lanes < 1:
-        raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
-    slots = {(step, lane % lanes) for step, lane in pattern}
-    if len(slots) != len(pattern):
-        raise ValueError(f"pattern {pattern!r} names one slot twice with {lanes} lanes (offsets equal modulo N)")
-    if lookahead is not None:
-        if not isinstance(lookahead, (int, np.integer)) or lookahead < 0:
-            raise ValueError(f"lookahead must be a non-negative integer, not {lookahead!r}")
-        if pattern_lookahead(pattern) > lookahead:
-            raise ValueError(f"pattern {pattern!r} reaches step offset {pattern_lookahead(pattern)}, "
-                             f"beyond lookahead {lookahead}")
-    return pattern
-
-
-def lane_groups(lanes, pattern=DEFAULT_PATTERN):
-    """Lanes grouped so that no two lanes of a group share a candidate slot (greedy first fit, see module doc)."""
-    pattern = _check(lanes, pattern)
-    candidates = [{(step, (lane + offset) % lanes) for step, offset in pattern} for lane in range(lanes)]
-    groups = []
-    for lane in range(lanes):
-        for group in groups:
-            if all(candidates[lane].isdisjoint(candidates[other]) for other in group):
-                group.append(lane)
-                break
-        else:
-            groups.append([lane])
-    return groups
-
 
 @dataclass(frozen=True)
 class Schedule:
@@ -228,7 +121,7 @@ def schedule(operand, pattern=DEFAULT_PATTERN, lookahead=2):
     """Schedule tile passes: ``operand`` ``[passes, rows, steps, lanes]`` (bool, or values) -> ``Schedule``."""
     flags = _streams(operand)
     passes, rows, steps, lanes = flags.shape
-    pattern = _check(lanes, pattern, lookahead)
+    pattern = check_pattern(lanes, pattern, lookahead)
     groups = lane_groups(lanes, pattern)
     order = priority(pattern)
     state = np.zeros((passes, steps + lookahead + 1, rows, lanes), dtype=bool)
@@ -273,7 +166,7 @@ def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu"):
     """
     flags = _streams(operand)
     passes, rows, steps, lanes = flags.shape
-    pattern = _check(lanes, pattern, lookahead)
+    pattern = check_pattern(lanes, pattern, lookahead)
     if lanes >= 64:
         return schedule(flags, pattern, lookahead).cycles
     groups = lane_groups(lanes, pattern)

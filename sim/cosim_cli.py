@@ -1,6 +1,6 @@
 """``dashraker cosim``: run a trace layer's passes on a design's RTL and compare with the golden model and the mapper."""
 
-from dashraker.cli import CliError
+from dashraker.errors import CliError
 
 __all__ = ["register"]
 
@@ -83,7 +83,7 @@ def _run(args):
 
     from dashraker.designs import DESIGNS
     from dashraker.designs import design as find_design
-    from dashraker.hw.cli import check_flag
+    from dashraker.designs.cli import check_flag
     from dashraker.outputs import check_output_file
     from dashraker.sim.cosim import Cosim, CosimBuildError
     from dashraker.sim.cosim_check import OPS, cosimulate

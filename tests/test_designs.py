@@ -42,7 +42,7 @@ def test_tile_constructors_refuse_what_the_registry_refuses():
     from dashraker.hw.fpraker import Tile
 
     with pytest.raises(ValueError, match="guard_bits must be an integer in 0..7"):
-        Tile(guard_bits=8)
+        Tile(1, 1, 8, 8, 1)
 
 
 def test_parameter_flags_and_file_keys():

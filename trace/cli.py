@@ -2,7 +2,7 @@
 
 import sys
 
-from dashraker.cli import CliError
+from dashraker.errors import CliError
 
 __all__ = ["register"]
 

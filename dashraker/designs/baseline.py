@@ -3,6 +3,7 @@
 import numpy as np
 
 from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
+from dashraker.hw.baseline import Tile
 
 __all__ = ["BASELINE", "ACCUMULATORS"]
 
@@ -14,8 +15,6 @@ ACCUMULATORS = Parameter("accumulators", 0, "interleaved partial fp32 accumulato
 
 
 def _build(params):
-    from dashraker.hw.baseline import Tile
-
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], fmt=params["fmt"],
                 accumulators=params["accumulators"])
 

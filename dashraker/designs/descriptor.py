@@ -3,8 +3,9 @@
 A ``Design`` is the single descriptor of a design (SPEC section 1). The command line
 (``verilog``, ``fpga``, ``cosim``, ``map``), the mapper's configuration files,
 co-simulation and the tests build their options, checks and behaviour from it.
-Descriptors import their generators and models only when called, so listing the
-designs (``dashraker --help``) stays cheap.
+Descriptors import their generators at the top (the hardware never imports the
+registry) and their PyTorch models only when called, so listing the designs
+(``dashraker --help``) does not import PyTorch.
 """
 
 import dataclasses

@@ -3,23 +3,21 @@
 import numpy as np
 
 from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
+from dashraker.hw.fpraker import Tile
+from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS
+from dashraker.hw.fpraker.tile import tile_fill
 
-__all__ = ["FPRAKER", "MAX_GUARD_BITS"]
+__all__ = ["FPRAKER"]
 
-MAX_GUARD_BITS = 7  # the lane shifter's 5-bit amount covers shifts up to 17 + G + 7 < 32
 MAX_VALUES = 1 << 22  # values per cost-model call: 16 MiB of float32 per side (2**17 to 2**22 map alike)
 
 
 def _build(params):
-    from dashraker.hw.fpraker import Tile
-
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], guard_bits=params["guard_bits"],
                 zero_block_cycles=params["zero_block_cycles"])
 
 
 def _fill(params):
-    from dashraker.hw.fpraker.tile import tile_fill
-
     return tile_fill(params["lanes"])
 
 

@@ -4,28 +4,21 @@ import numpy as np
 
 from dashraker.designs.baseline import ACCUMULATORS
 from dashraker.designs.descriptor import Cost, Design, Parameter, tile_parameters
+from dashraker.hw.tensordash import Tile
+from dashraker.hw.tensordash.scheduler import check_parameters
+from dashraker.models.interconnect import parse_pattern
 
 __all__ = ["TENSORDASH"]
 
 MAX_VALUES = 1 << 23  # scheduled values per reference-scheduler call
 
 
-def _pattern(text):
-    from dashraker.models.tensordash import parse_pattern
-
-    return parse_pattern(text)
-
-
 def _constraint(params):
     """The generator's own check: the pattern fits the lookahead, its lane offsets stay distinct modulo N."""
-    from dashraker.hw.tensordash.scheduler import check_parameters
-
     check_parameters(params["lanes"], params["lookahead"], params["pattern"])
 
 
 def _build(params):
-    from dashraker.hw.tensordash import Tile
-
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
                 pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"])
 
@@ -35,7 +28,7 @@ def _golden(params, scheduled_bits, partner_bits):
     from dashraker.models.numerics import fp32_bits, operand_values
 
     a, b = (operand_values(np.asarray(bits), params["fmt"]) for bits in (scheduled_bits, partner_bits))
-    schedule = tensordash.schedule(a.numpy(), _pattern(params["pattern"]), params["lookahead"])
+    schedule = tensordash.schedule(a.numpy(), parse_pattern(params["pattern"]), params["lookahead"])
     outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
@@ -47,7 +40,7 @@ def _evaluate(params, scheduled, partner, device="cpu"):
     reference's packed scheduler on a GPU, a few kernel launches per step, took 48 s on an H100."""
     from dashraker.models.kernels.tensordash import cycles_and_nonzero
 
-    cycles, nonzero = cycles_and_nonzero(scheduled, _pattern(params["pattern"]), params["lookahead"])
+    cycles, nonzero = cycles_and_nonzero(scheduled, parse_pattern(params["pattern"]), params["lookahead"])
     return {"cycles": cycles, "mul": nonzero}
 
 
@@ -68,7 +61,7 @@ TENSORDASH = Design(
         Parameter("lanes", 16, "MAC lanes N per PE", minimum=1),
         Parameter("lookahead", 2, "lookahead H: a staging window of H+1 steps", minimum=0),
         Parameter("pattern", "T<2,5>", "interconnect offsets: 'T<2,5>', 'T<h,0>' or '(0,0),(1,0),(1,-1),...'",
-                  kind=str, validate=_pattern),
+                  kind=str, validate=parse_pattern),
         ACCUMULATORS,
     ),
     packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),

@@ -4,8 +4,8 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import BASELINE
 from dashraker.formats import float_format
+from dashraker.hw.checks import check_count
 from dashraker.hw.numerics import MacUnit, mac_latency
 from dashraker.hw.result_queue import QUEUE_LATENCY, ResultQueue
 from dashraker.hw.tile_stream import result_layout, step_layout
@@ -51,10 +51,10 @@ class Tile(wiring.Component):
         One transfer per pass: every PE's accumulator in ``outputs``.
     """
 
-    def __init__(self, rows=1, cols=1, lanes=16, fmt="bf16",
-                 accumulators=BASELINE.parameter("accumulators").default):
+    def __init__(self, rows, cols, lanes, fmt, accumulators):
         self.format = float_format(fmt)
-        BASELINE.params(rows=rows, cols=cols, lanes=lanes, fmt=self.format.name, accumulators=accumulators)
+        check_count("rows", rows)
+        check_count("cols", cols)
         self.rows, self.cols, self.lanes, self.accumulators = rows, cols, lanes, accumulators
         self.pipeline_latency = mac_latency(lanes, self.format, accumulators)
         self.latency = self.pipeline_latency + QUEUE_LATENCY

@@ -4,14 +4,20 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
+from dashraker.formats import (
+    FPRAKER_ACCUMULATOR_BITS as ACCUMULATOR_BITS,
+    FPRAKER_FRAME_BITS as FRAME_BITS,
+    FPRAKER_MAX_TERMS as MAX_TERMS,
+)
+from dashraker.hw.checks import check_count
 from dashraker.hw.fpraker.decoder import EXPONENT_BITS, lane_layout
 from dashraker.hw.fpraker.encoder import TERM_POSITIONS
-from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS, MAX_TERMS
 
-__all__ = ["MOVE_LIMIT", "bounded_lane_layout", "frame_layout", "Bounds", "lane_more_cycles"]
+__all__ = ["MAX_GUARD_BITS", "MOVE_LIMIT", "bounded_lane_layout", "frame_layout", "Bounds", "lane_more_cycles"]
 
 MOVE_LIMIT = -(-ACCUMULATOR_BITS // (1 << FRAME_BITS))  # frame moves of this many steps or more leave 0 or -1
+
+MAX_GUARD_BITS = 7  # the lane shifter's 5-bit amount covers shifts up to 17 + G + 7 < 32
 
 
 def bounded_lane_layout():
@@ -59,7 +65,8 @@ class Bounds(wiring.Component):
     """
 
     def __init__(self, lanes, guard_bits):
-        FPRAKER.params(lanes=lanes, guard_bits=guard_bits)
+        check_count("lanes", lanes)
+        check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
         self.lane_count, self.guard_bits = lanes, guard_bits
         super().__init__({
             "lanes": In(data.ArrayLayout(lane_layout(), lanes)),

@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Module, Mux, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
+from dashraker.hw.checks import check_count
 from dashraker.hw.fpraker.encoder import TERM_POSITIONS, TermEncoder
 from dashraker.hw.numerics.float import FloatLayout, classify, significand
 
@@ -84,7 +84,7 @@ class Decoder(wiring.Component):
     """
 
     def __init__(self, lanes):
-        FPRAKER.params(lanes=lanes)
+        check_count("lanes", lanes)
         self.lanes = lanes
         super().__init__({
             "operands": In(operands_layout(lanes)),

@@ -1,12 +1,10 @@
-"""The FPRaker term encoder: canonical signed-digit (NAF) recoding of a bf16 significand, and term picking."""
+"""The FPRaker term encoder: canonical signed-digit (NAF) recoding of a bf16 significand."""
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.hw.numerics.rounding import leading_zeros
-
-__all__ = ["TERM_POSITIONS", "TermEncoder", "leading_term"]
+__all__ = ["TERM_POSITIONS", "TermEncoder"]
 
 TERM_POSITIONS = 9  # an 8-bit significand's NAF has digits at positions 0..8
 
@@ -44,14 +42,3 @@ class TermEncoder(wiring.Component):
             self.minus.eq((~triple & x)[1:]),
         ]
         return m
-
-
-def leading_term(m, digits):
-    """(position, present) of the most significant set bit of ``digits`` (the next term, MSB first).
-
-    The position counts down from the top by the shared leading-zero tree; it is
-    meaningless when no digit is set (``present`` low).
-    """
-    position = Signal(range(len(digits)))
-    m.d.comb += position.eq(len(digits) - 1 - leading_zeros(m, digits))
-    return position, digits.any()

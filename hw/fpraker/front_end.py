@@ -8,12 +8,13 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.bounds import Bounds, bounded_lane_layout, frame_layout, lane_more_cycles
+from dashraker.formats import FPRAKER_MAX_TERMS as MAX_TERMS
+from dashraker.hw.checks import check_count
+from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS, Bounds, bounded_lane_layout, frame_layout, lane_more_cycles
 from dashraker.hw.fpraker.decoder import EXPONENT_BITS, Decoder, decoded_layout, operands_layout, specials_layout
 from dashraker.hw.fpraker.exponent_unit import ExponentUnit, maximum
+
 from dashraker.hw.tile_stream import step_layout
-from dashraker.models.fpraker.golden import MAX_TERMS
 
 __all__ = ["front_end_stages", "pe_step_layout", "pe_scheduled_layout", "FrontEnd"]
 
@@ -103,7 +104,9 @@ class FrontEnd(wiring.Component):
     """
 
     def __init__(self, rows, cols, lanes, guard_bits):
-        FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits)
+        for name, value in (("rows", rows), ("cols", cols), ("lanes", lanes)):
+            check_count(name, value)
+        check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
         self.rows, self.cols, self.lanes, self.guard_bits = rows, cols, lanes, guard_bits
         self.depth = front_end_stages(lanes) + 1  # an entry's round trip: through the stages and out, then free again
         super().__init__({

@@ -4,8 +4,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.bounds import bounded_lane_layout
+from dashraker.hw.checks import check_count
+from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS, bounded_lane_layout
 from dashraker.hw.fpraker.encoder import TERM_POSITIONS
 
 __all__ = ["LANE_LATENCY", "Lane"]
@@ -51,7 +51,7 @@ class Lane(wiring.Component):
     """
 
     def __init__(self, guard_bits):
-        FPRAKER.params(guard_bits=guard_bits)
+        check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
         self.guard_bits = guard_bits
         super().__init__({
             "step": In(bounded_lane_layout()),

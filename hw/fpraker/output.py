@@ -5,7 +5,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
+from dashraker.hw.checks import check_count
+from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS
 from dashraker.hw.fpraker.pe import pe_latency
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY, Rounder, accumulator_layout
 from dashraker.hw.numerics.pipeline import delayed
@@ -60,7 +61,9 @@ class OutputStage(wiring.Component):
     """
 
     def __init__(self, rows, cols, lanes, guard_bits):
-        FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits)
+        for name, value in (("rows", rows), ("cols", cols), ("lanes", lanes)):
+            check_count(name, value)
+        check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
         self.rows, self.cols, self.guard_bits = rows, cols, guard_bits
         # passes on their way, the queue's own latency, and the cycle by which ``room`` is late
         self.depth = pe_latency(lanes) + ROUNDER_LATENCY + 5

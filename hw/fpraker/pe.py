@@ -7,14 +7,15 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
-from dashraker.hw.fpraker.bounds import MOVE_LIMIT, frame_layout
+from dashraker.formats import FPRAKER_ACCUMULATOR_BITS as ACCUMULATOR_BITS, FPRAKER_FRAME_BITS as FRAME_BITS
+from dashraker.hw.checks import check_count
+from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS, MOVE_LIMIT, frame_layout
 from dashraker.hw.fpraker.decoder import specials_layout
 from dashraker.hw.fpraker.front_end import pe_step_layout
 from dashraker.hw.fpraker.lane import LANE_LATENCY, Lane
+
 from dashraker.hw.fpraker.rounder import accumulator_layout
 from dashraker.hw.numerics.pipeline import delayed
-from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS
 
 __all__ = ["pe_control_signature", "pe_latency", "PE"]
 
@@ -82,7 +83,8 @@ class PE(wiring.Component):
     """
 
     def __init__(self, lanes, guard_bits):
-        FPRAKER.params(lanes=lanes, guard_bits=guard_bits)
+        check_count("lanes", lanes)
+        check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
         self.lanes, self.guard_bits = lanes, guard_bits
         self.latency = pe_latency(lanes)
         super().__init__({

@@ -4,11 +4,13 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
+from dashraker.formats import FPRAKER_ACCUMULATOR_BITS as ACCUMULATOR_BITS, FPRAKER_FRAME_BITS as FRAME_BITS
+from dashraker.hw.checks import check_count
+from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS
 from dashraker.hw.fpraker.decoder import EXPONENT_BITS, specials_layout
+
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan
 from dashraker.hw.numerics.integer_rounder import INTEGER_ROUNDER_LATENCY, IntegerRounder
-from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS
 
 __all__ = ["ROUNDER_LATENCY", "accumulator_layout", "Rounder"]
 
@@ -49,7 +51,7 @@ class Rounder(wiring.Component):
     """
 
     def __init__(self, guard_bits):
-        FPRAKER.params(guard_bits=guard_bits)
+        check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
         self.guard_bits = guard_bits
         super().__init__({
             "valid": In(1),

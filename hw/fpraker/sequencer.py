@@ -4,10 +4,10 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
+from dashraker.formats import FPRAKER_MAX_TERMS as MAX_TERMS
+from dashraker.hw.checks import check_count
 from dashraker.hw.fpraker.pe import pe_control_signature
 from dashraker.hw.tile_stream import CYCLE_BITS
-from dashraker.models.fpraker.golden import MAX_TERMS
 
 __all__ = ["Sequencer"]
 
@@ -54,7 +54,7 @@ class Sequencer(wiring.Component):
     """
 
     def __init__(self, zero_block_cycles):
-        FPRAKER.params(zero_block_cycles=zero_block_cycles)
+        check_count("zero_block_cycles", zero_block_cycles, 0, 1)
         self.zero_block_cycles = zero_block_cycles
         super().__init__({
             "valid": In(1),

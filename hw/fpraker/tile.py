@@ -4,8 +4,10 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import FPRAKER
+from dashraker.hw.checks import check_count
+from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS
 from dashraker.hw.fpraker.front_end import FrontEnd, front_end_stages
+
 from dashraker.hw.fpraker.output import QUEUE_LATENCY, OutputStage
 from dashraker.hw.fpraker.pe import PE, pe_latency
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
@@ -70,8 +72,11 @@ class Tile(wiring.Component):
         One transfer per pass: the fp32 ``outputs`` [row][col] and the pass's ``cycles``.
     """
 
-    def __init__(self, rows=1, cols=1, lanes=8, guard_bits=3, zero_block_cycles=1):
-        FPRAKER.params(rows=rows, cols=cols, lanes=lanes, guard_bits=guard_bits, zero_block_cycles=zero_block_cycles)
+    def __init__(self, rows, cols, lanes, guard_bits, zero_block_cycles):
+        for name, value in (("rows", rows), ("cols", cols), ("lanes", lanes)):
+            check_count(name, value)
+        check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
+        check_count("zero_block_cycles", zero_block_cycles, 0, 1)
         self.rows, self.cols, self.lanes = rows, cols, lanes
         self.guard_bits, self.zero_block_cycles = guard_bits, zero_block_cycles
         self.latency = pe_latency(lanes) + ROUNDER_LATENCY + QUEUE_LATENCY

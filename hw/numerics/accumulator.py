@@ -80,7 +80,7 @@ class Accumulator(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, accumulators=1, stages=0):
+    def __init__(self, accumulators, stages):
         if not isinstance(accumulators, int) or accumulators < 1:
             raise ValueError(f"Accumulators must be a positive integer, not {accumulators!r}")
         if stages not in ADDER_CUTS or stages >= accumulators:

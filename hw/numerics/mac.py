@@ -19,7 +19,7 @@ __all__ = ["MacUnit", "mac_latency", "mac_stages", "ADDER_STAGES"]
 ADDER_STAGES = 5
 
 
-def mac_stages(fmt, accumulators=1):
+def mac_stages(fmt, accumulators):
     """Pipeline stages ``(multiplier, adder tree, accumulator)`` of a ``MacUnit``.
 
     With one accumulator the combinational adder's one-cycle loop sets the clock, so
@@ -38,7 +38,7 @@ def mac_stages(fmt, accumulators=1):
     return 3 + fp32, max(adder, 1), adder
 
 
-def mac_latency(lanes, fmt="bf16", accumulators=1):
+def mac_latency(lanes, fmt, accumulators):
     """Cycles from a step entering a ``MacUnit`` to the result of the pass it ends: its operand registers, then
     the ``mac_stages``."""
     multiplier, tree, accumulator = mac_stages(fmt, accumulators)
@@ -98,7 +98,7 @@ class MacUnit(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, lanes, fmt="bf16", accumulators=1):
+    def __init__(self, lanes, fmt, accumulators):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"MAC lanes must be a positive integer, not {lanes!r}")
         if not isinstance(accumulators, int) or accumulators < 0:

@@ -10,7 +10,6 @@ from amaranth.lib.wiring import In, Out
 from dashraker.formats import float_format
 from dashraker.hw.numerics import FloatLayout
 from dashraker.hw.tensordash.scheduler import check_parameters
-from dashraker.models.tensordash import DEFAULT_PATTERN
 
 __all__ = ["OperandMux", "staging_layout", "picks_layout", "picks", "one_hot_mux"]
 
@@ -68,7 +67,7 @@ class OperandMux(wiring.Component):
         The picked values (combinational).
     """
 
-    def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
+    def __init__(self, lanes, lookahead, pattern, fmt):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)

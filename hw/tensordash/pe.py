@@ -8,7 +8,6 @@ from dashraker.formats import float_format
 from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, MacUnit, mac_latency
 from dashraker.hw.tensordash.mux import OperandMux, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import check_parameters
-from dashraker.models.tensordash import DEFAULT_PATTERN
 
 __all__ = ["PE"]
 
@@ -56,7 +55,7 @@ class PE(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16", accumulators=1):
+    def __init__(self, lanes, lookahead, pattern, fmt, accumulators):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)

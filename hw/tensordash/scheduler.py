@@ -4,7 +4,7 @@ from amaranth.hdl import Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.models.tensordash import DEFAULT_PATTERN, lane_groups, parse_pattern, pattern_lookahead, priority
+from dashraker.models.interconnect import lane_groups, parse_pattern, pattern_lookahead, priority
 
 __all__ = ["Scheduler", "select_layout", "check_parameters"]
 
@@ -31,7 +31,7 @@ def check_parameters(lanes, lookahead, pattern):
 class Scheduler(wiring.Component):
     """Combinational scheduler of one row over a window of H+1 steps.
 
-    Lanes are resolved group by group (``models.tensordash.lane_groups``); the lanes
+    Lanes are resolved group by group (``models.interconnect.lane_groups``); the lanes
     of a group share no candidate slot, so they decide in parallel and the chain is
     as deep as the number of groups (6 for N=16, T<2,5>), not N. A lane takes its own
     slot if non-zero, else the first non-zero candidate in ``priority`` order; the
@@ -44,7 +44,7 @@ class Scheduler(wiring.Component):
     lookahead : int
         Lookahead H: the window holds steps t .. t+H.
     pattern : str or sequence of (step_offset, lane_offset)
-        Interconnect pattern (``models.tensordash.parse_pattern``).
+        Interconnect pattern (``models.interconnect.parse_pattern``).
 
     Ports
     -----
@@ -56,7 +56,7 @@ class Scheduler(wiring.Component):
         The window's flags once the issued values are taken (step 0 is always empty).
     """
 
-    def __init__(self, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN):
+    def __init__(self, lanes, lookahead, pattern):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.groups = lane_groups(lanes, self.pattern)

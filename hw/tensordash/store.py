@@ -55,7 +55,7 @@ class StepStore(wiring.Component):
         The steps from the position registered by the last ``read``, modulo ``depth``.
     """
 
-    def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, fmt="bf16"):
+    def __init__(self, rows, cols, lanes, lookahead, fmt):
         if not isinstance(lookahead, int) or lookahead < 0:
             raise ValueError(f"TensorDash lookahead must be a non-negative integer, not {lookahead!r}")
         self.lookahead = lookahead

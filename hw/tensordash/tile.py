@@ -4,8 +4,8 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from dashraker.designs import TENSORDASH
 from dashraker.formats import float_format
+from dashraker.hw.checks import check_count
 from dashraker.hw.numerics import mac_latency
 from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.result_queue import QUEUE_LATENCY, ResultQueue
@@ -13,7 +13,6 @@ from dashraker.hw.tensordash.pe import PE
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.hw.tensordash.window import StagingWindow, chunk_layout
 from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
-from dashraker.models.tensordash import DEFAULT_PATTERN
 
 __all__ = ["Tile"]
 
@@ -67,11 +66,10 @@ class Tile(wiring.Component):
         One transfer per pass, in order.
     """
 
-    def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16",
-                 accumulators=TENSORDASH.parameter("accumulators").default):
+    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, accumulators):
         self.format = float_format(fmt)
-        TENSORDASH.params(rows=rows, cols=cols, lanes=lanes, lookahead=lookahead, pattern=pattern, fmt=self.format.name,
-                          accumulators=accumulators)
+        check_count("rows", rows)
+        check_count("cols", cols)
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.accumulators = accumulators

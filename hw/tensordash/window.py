@@ -10,7 +10,6 @@ from dashraker.hw.tile_stream import step_layout
 from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
 from dashraker.hw.tensordash.store import ENTRIES, StepStore
-from dashraker.models.tensordash import DEFAULT_PATTERN
 
 __all__ = ["StagingWindow", "chunk_layout", "decision_layout"]
 
@@ -111,7 +110,7 @@ class StagingWindow(wiring.Component):
         ``valid``, ``row_picks`` and ``col_window``.
     """
 
-    def __init__(self, rows=1, cols=1, lanes=16, lookahead=2, pattern=DEFAULT_PATTERN, fmt="bf16"):
+    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.format = float_format(fmt)

@@ -78,6 +78,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
+from dashraker.formats import FPRAKER_ACCUMULATOR_BITS, FPRAKER_FRAME_BITS, FPRAKER_MAX_TERMS
 from dashraker.models.numerics import CANONICAL_NAN_BITS, fp32_from_bits
 
 __all__ = [
@@ -91,9 +92,9 @@ __all__ = [
     "pe",
 ]
 
-MAX_TERMS = 5
-ACCUMULATOR_BITS = 64  # the accumulator U, two's complement
-FRAME_BITS = 3  # the frame F moves in steps of 2**FRAME_BITS bits
+MAX_TERMS = FPRAKER_MAX_TERMS
+ACCUMULATOR_BITS = FPRAKER_ACCUMULATOR_BITS  # the accumulator U, two's complement
+FRAME_BITS = FPRAKER_FRAME_BITS  # the frame F moves in steps of 2**FRAME_BITS bits
 _BF16_BIAS = 127
 _SIG_BITS = 8  # bf16 significand with the hidden one
 _TOP_TERM = 8  # highest term position of an 8-bit significand in NAF

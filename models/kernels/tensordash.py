@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 from dashraker.models import tensordash as reference
+from dashraker.models.interconnect import DEFAULT_PATTERN, check_pattern, lane_groups, priority
 
 __all__ = ["cycles_and_nonzero"]
 
@@ -48,13 +49,13 @@ def _tables(lanes, rows, pattern):
     own slot excluded, are ``bounds[s-1]`` to ``bounds[s]``); each candidate's rotation to its lanes and back
     ``[candidates, 8]``; the group masks; each word's mask of real rows."""
     fields = _WORD // lanes
-    candidates = [pattern[k] for k in reference.priority(pattern)][1:]
+    candidates = [pattern[k] for k in priority(pattern)][1:]
     bounds = np.searchsorted([step for step, _ in candidates], np.arange(max(s for s, _ in pattern) + 1), "right")
     bounds = bounds.astype(np.uint64)  # unsigned indices: no negative-index wrap-around in the inner loop
     rotations = np.array([[_rotation(signed, lanes, fields) for signed in (offset, -offset)]
                           for _, offset in candidates], np.uint64).reshape(-1, 8)
     groups = np.array([_field_mask(sum(1 << lane for lane in group), lanes, fields)
-                       for group in reference.lane_groups(lanes, pattern)], np.uint64)
+                       for group in lane_groups(lanes, pattern)], np.uint64)
     field = (1 << lanes) - 1
     valid = np.array([_field_mask(field, lanes, min(fields, rows - first)) for first in range(0, rows, fields)],
                      np.uint64)
@@ -130,14 +131,14 @@ def _kernel(bits, test, lookahead, fields, bounds, rotations, groups, valid, cyc
         cycles[p] = cycle
 
 
-def cycles_and_nonzero(operand, pattern=reference.DEFAULT_PATTERN, lookahead=2):
+def cycles_and_nonzero(operand, pattern=DEFAULT_PATTERN, lookahead=2):
     """Per pass of ``operand`` [passes, rows, steps, lanes] (bool, or values as ``reference.nonzero`` reads them):
     ``(cycles, nonzero)``, int64 ``[passes]``: ``reference.cycles(...)`` and the non-zero values."""
     operand = np.asarray(operand)
     if operand.ndim != 4:
         raise ValueError(f"operand must be a [passes, rows, steps, lanes] array, not shape {operand.shape}")
     passes, rows, _, lanes = operand.shape
-    pattern = reference._check(lanes, pattern, lookahead)
+    pattern = check_pattern(lanes, pattern, lookahead)
     if operand.dtype == bool:
         bits, test = np.ascontiguousarray(operand).view(np.uint8), np.uint8(1)
     else:

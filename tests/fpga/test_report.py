@@ -9,7 +9,7 @@ from dashraker.fpga.devices import DEVICES, FAMILIES, device
 from dashraker.fpga.flow import median_seed
 from dashraker.fpga.report import (ReportError, fit_problems, hierarchy_breakdown, markdown, parse_nextpnr_report,
                                    synthesis_resources)
-from dashraker.cli import CliError
+from dashraker.errors import CliError
 
 ECP5 = FAMILIES["ecp5"]
 ICE40 = FAMILIES["ice40"]

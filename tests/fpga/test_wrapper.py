@@ -28,7 +28,7 @@ def golden_pass(a_steps, b_steps):
 
 def run(passes, word_bits, rx_gaps, tx_stalls, seed):
     rng = random.Random(seed)
-    tile = Tile(lanes=LANES, accumulators=1)  # the golden pass below adds its steps in order
+    tile = Tile(1, 1, LANES, "bf16", accumulators=1)  # the golden pass below adds its steps in order
     top = StreamTop(tile, word_bits)
     words = []
     for a_steps, b_steps in passes:
@@ -92,4 +92,4 @@ def test_rejects_what_is_not_a_stream_design():
     with pytest.raises(TypeError, match="'steps' and 'results'"):
         StreamTop(object())
     with pytest.raises(ValueError, match="word_bits must be a positive integer, not 0"):
-        StreamTop(Tile(lanes=1), 0)
+        StreamTop(Tile(1, 1, 1, "bf16", 0), 0)

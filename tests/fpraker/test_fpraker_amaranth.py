@@ -157,7 +157,7 @@ def _set_step(ctx, payload, a, b, last):
     (lambda: PE(0, 3), "lanes", 0), (lambda: PE(4, "3"), "guard_bits", "3"), (lambda: Decoder(0), "lanes", 0),
     (lambda: Decoder(1.5), "lanes", 1.5), (lambda: Sequencer(2), "zero_block_cycles", 2),
     (lambda: OutputStage(1, 1, 8, 8), "guard_bits", 8), (lambda: Rounder(True), "guard_bits", True),
-    (lambda: Tile(lanes=0), "lanes", 0), (lambda: IntegerRounder(39, 12, 3), "width", 39),
+    (lambda: Tile(1, 1, 0, 3, 1), "lanes", 0), (lambda: IntegerRounder(39, 12, 3), "width", 39),
     (lambda: IntegerRounder(64.0, 12, 3), "width", 64.0),
 ])
 def test_components_reject_bad_parameters(make, name, value):

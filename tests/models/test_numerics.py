@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from dashraker.models import tensordash
+from dashraker.models.interconnect import DEFAULT_PATTERN
 from dashraker.models.baseline import accumulate, adder_tree, dense_tile, fixed_point_accumulate
 from dashraker.models.numerics import (
     CANONICAL_NAN_BITS, bf16_bits_to_fp32, fp32_add, fp32_bits, fp32_from_bits, fp32_mul, split, to_bf16_bits,
@@ -150,7 +151,7 @@ def test_dense_tensordash_schedule_accumulates_as_the_baseline(accumulators):
     rng = np.random.default_rng(4)
     a = rng.standard_normal((2, 3, 7, 8)).astype(np.float32) + 4.0
     b = rng.standard_normal((2, 2, 7, 8)).astype(np.float32)
-    sched = tensordash.schedule(a, tensordash.DEFAULT_PATTERN, 2)
+    sched = tensordash.schedule(a, DEFAULT_PATTERN, 2)
     assert sched.cycles.tolist() == [7, 7]
     got = tensordash.tile_outputs(sched, torch.from_numpy(a), torch.from_numpy(b), "bf16", accumulators)
     want = torch.stack([dense_tile(torch.from_numpy(a[p]), torch.from_numpy(b[p]), "bf16", accumulators)

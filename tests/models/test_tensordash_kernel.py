@@ -7,6 +7,7 @@ from layer_cases import make_layer
 
 from dashraker.mapping.dataflow import OPS, plan
 from dashraker.models import numerics
+from dashraker.models import interconnect
 from dashraker.models import tensordash as td
 from dashraker.models.kernels.tensordash import cycles_and_nonzero
 
@@ -42,7 +43,7 @@ def usable_lanes(pattern, candidates):
     usable = []
     for lanes in candidates:
         try:
-            td.lane_groups(lanes, pattern)
+            interconnect.lane_groups(lanes, pattern)
         except ValueError:
             continue
         usable.append(lanes)
@@ -52,7 +53,7 @@ def usable_lanes(pattern, candidates):
 @pytest.mark.parametrize("extra", [0, 1, 2])
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_random_masks_every_density(pattern, extra):
-    lookahead = td.pattern_lookahead(pattern) + extra
+    lookahead = interconnect.pattern_lookahead(pattern) + extra
     rng = np.random.default_rng([PATTERNS.index(pattern), extra])
     for lanes in usable_lanes(pattern, [1, 2, 3, 5, 7, 8, 13, 16, 21, 31, 32, 33, 48, 63, 64]):
         rows, steps = int(rng.integers(1, 9)), int(rng.integers(1, 40))

@@ -9,7 +9,9 @@ import pytest
 import torch
 from amaranth.sim import Simulator
 
-from dashraker.hw.tensordash import Scheduler, Tile
+from dashraker.designs import TENSORDASH
+from dashraker.hw.tensordash import Scheduler
+from dashraker.models import interconnect
 from dashraker.models import tensordash as td
 from dashraker.models.numerics import fp32_bits
 from dashraker.sim import codec
@@ -21,7 +23,7 @@ from tensordash_stimulus import operands  # noqa: E402
 
 @pytest.mark.parametrize("lanes, pattern", [(16, "T<2,5>"), (8, "T<2,5>"), (6, "(0,0),(1,0),(1,-1),(1,2),(2,1)")])
 def test_scheduler_first_cycle_matches_reference(lanes, pattern):
-    lookahead = td.pattern_lookahead(pattern)
+    lookahead = interconnect.pattern_lookahead(pattern)
     dut = Scheduler(lanes, lookahead, pattern)
     rng = np.random.default_rng(lanes)
     windows = rng.random((300, 1, lookahead + 1, lanes)) < rng.random((300, 1, 1, 1))
@@ -96,7 +98,7 @@ def check_tile(tile, a, b, results):
 
 
 def test_tile_back_to_back_passes_take_reference_cycles():
-    tile = Tile(rows=2, cols=1, lanes=8, fmt="fp32")
+    tile = TENSORDASH.tile(TENSORDASH.params(rows=2, cols=1, lanes=8, fmt="fp32"))
     a, b = operands("random75", passes=6, rows=2, cols=1, steps=9, lanes=8, fmt="fp32", seed=3)
     a[2] = 0  # an all-zero pass
     results, times = run_tile(tile, a, b)
@@ -106,7 +108,7 @@ def test_tile_back_to_back_passes_take_reference_cycles():
 
 
 def test_tile_with_partial_chunks_and_stalls():
-    tile = Tile(rows=2, cols=2, lanes=4, pattern="(0,0),(1,0),(1,1)", lookahead=1, fmt="bf16")
+    tile = TENSORDASH.tile(TENSORDASH.params(rows=2, cols=2, lanes=4, pattern="(0,0),(1,0),(1,1)", lookahead=1))
     a, b = operands("random50", passes=8, rows=2, cols=2, steps=5, lanes=4, fmt="bf16", seed=5)
     a[:, :, 1] = torch.where(torch.arange(4) < 2, a[:, :, 1], 0)
     sizes = itertools.cycle([1, 2, 2, 1, 1])
@@ -117,7 +119,7 @@ def test_tile_with_partial_chunks_and_stalls():
 @pytest.mark.parametrize("steps", [1, 2, 4])
 def test_tile_with_short_passes_and_stalls(steps):
     """Passes shorter than the window, chunks of 1..H+1 steps, and stalls holding decisions whose steps are freed."""
-    tile = Tile(rows=2, cols=2, lanes=8, fmt="bf16")
+    tile = TENSORDASH.tile(TENSORDASH.params(rows=2, cols=2, lanes=8))
     a, b = operands("random75", passes=12, rows=2, cols=2, steps=steps, lanes=8, fmt="bf16", seed=steps)
     sizes = itertools.cycle([3, 1, 2, 3, 3, 2, 1])
     results, _ = run_tile(tile, a, b, sizes=sizes, in_stall=0.2, out_stall=0.5, seed=steps)

@@ -35,7 +35,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In
 
 from dashraker.hw.tensordash import Scheduler, StagingWindow, chunk_layout
-from dashraker.models.tensordash import pattern_lookahead
+from dashraker.models.interconnect import pattern_lookahead
 
 # The YoWASP tools sit beside the interpreter of the virtual environment.
 TOOLS = Path(sys.executable).parent

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashraker.designs import DESIGNS
-from dashraker.models import numerics
+from dashraker.models import interconnect, numerics
 from dashraker.models import tensordash as td
 
 PATTERNS = [
-    td.DEFAULT_PATTERN,
+    interconnect.DEFAULT_PATTERN,
     ((0, 0), (1, 0), (2, 0)),
     ((0, 0), (1, 0), (1, -1), (1, 1)),
     ((0, 0), (1, 0), (1, 2), (2, 0), (2, -3), (3, 0), (3, 1)),
@@ -49,7 +49,7 @@ def naive_schedule(nonzero, pattern, lookahead, groups):
 @st.composite
 def streams(draw, max_lanes=12):
     pattern = draw(st.sampled_from(PATTERNS))
-    lookahead = td.pattern_lookahead(pattern) + draw(st.integers(0, 1))
+    lookahead = interconnect.pattern_lookahead(pattern) + draw(st.integers(0, 1))
     lanes = draw(st.integers(max(4, 1 + 2 * max(abs(d) for _, d in pattern)), max_lanes))
     passes, rows, steps = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 12))
     density = draw(st.floats(0, 1))
@@ -59,14 +59,14 @@ def streams(draw, max_lanes=12):
 
 
 def test_spec_groups_for_t25():
-    assert td.lane_groups(16, td.DEFAULT_PATTERN) == [
+    assert interconnect.lane_groups(16, interconnect.DEFAULT_PATTERN) == [
         [0, 5, 10], [1, 6, 11], [2, 7, 12], [3, 8, 13], [4, 9, 14], [15]]
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("lanes", [7, 8, 16, 32])
 def test_groups_partition_lanes_with_disjoint_candidates(pattern, lanes):
-    groups = td.lane_groups(lanes, pattern)
+    groups = interconnect.lane_groups(lanes, pattern)
     assert sorted(lane for group in groups for lane in group) == list(range(lanes))
     for group in groups:
         slots = [(s, (lane + d) % lanes) for lane in group for s, d in pattern]
@@ -74,19 +74,19 @@ def test_groups_partition_lanes_with_disjoint_candidates(pattern, lanes):
 
 
 def test_priority_order_of_t25():
-    assert [td.DEFAULT_PATTERN[k] for k in td.priority(td.DEFAULT_PATTERN)] == [
+    assert [interconnect.DEFAULT_PATTERN[k] for k in interconnect.priority(interconnect.DEFAULT_PATTERN)] == [
         (0, 0), (1, -1), (1, 0), (1, 1), (1, 3), (2, -2), (2, 0), (2, 2)]
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("T<2,5>", td.DEFAULT_PATTERN),
+    ("T<2,5>", interconnect.DEFAULT_PATTERN),
     ("T<3,0>", ((0, 0), (1, 0), (2, 0), (3, 0))),
     ("(0,0),(1,0),(1,-1)", ((0, 0), (1, 0), (1, -1))),
     ("0,0; 1,+1", ((0, 0), (1, 1))),
     ([[0, 0], [2, -2]], ((0, 0), (2, -2))),
 ])
 def test_parse_pattern(text, expected):
-    assert td.parse_pattern(text) == expected
+    assert interconnect.parse_pattern(text) == expected
 
 
 @pytest.mark.parametrize("text, message", [
@@ -100,14 +100,14 @@ def test_parse_pattern(text, expected):
 ])
 def test_parse_pattern_errors(text, message):
     with pytest.raises(ValueError, match=message):
-        td.parse_pattern(text)
+        interconnect.parse_pattern(text)
 
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="beyond lookahead 1"):
-        td.schedule(np.ones((1, 1, 4, 16), bool), td.DEFAULT_PATTERN, lookahead=1)
+        td.schedule(np.ones((1, 1, 4, 16), bool), interconnect.DEFAULT_PATTERN, lookahead=1)
     with pytest.raises(ValueError, match="slot twice with 2 lanes"):
-        td.lane_groups(2, ((0, 0), (1, -1), (1, 1)))
+        interconnect.lane_groups(2, ((0, 0), (1, -1), (1, 1)))
     with pytest.raises(ValueError, match=r"\[passes, rows, steps, lanes\]"):
         td.cycles(np.ones((4, 16), bool))
 

@@ -1,6 +1,6 @@
 """``dashraker verilog DESIGN``: write a design's Verilog; the per-design subcommands every tool shares."""
 
-from dashraker.cli import CliError
+from dashraker.errors import CliError
 
 __all__ = ["register", "add_design_parsers", "check_flag", "design_params", "tile_lanes"]
 
