@@ -8,8 +8,8 @@ from dashraker.hw.baseline import Tile
 __all__ = ["BASELINE", "ACCUMULATORS"]
 
 # The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: by default (0) the 128-bit
-# fixed-point accumulator rounded once per pass, the smallest and closest to fp64 (README "Accumulation order");
-# L >= 1 interleaved fp32 partials, L = 6 the fewest whose loop takes the 5-stage adder, 1 the one-cycle loop.
+# fixed-point accumulator rounded once per pass, the smallest and closest to fp64 (docs/numerics.md, "Accumulation
+# order"); L >= 1 interleaved fp32 partials, L = 6 the fewest whose loop takes the 5-stage adder, 1 the one-cycle loop.
 ACCUMULATORS = Parameter("accumulators", 0, "interleaved partial fp32 accumulators L per PE (0: one 128-bit "
                          "fixed-point accumulator; 1: the one-cycle fp32 loop)", minimum=0, maximum=16)
 
