@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
 DEMO_OUT ?= build/demo
 
-.PHONY: setup demo test test-all clean
+.PHONY: setup demo test test-all docs clean
 
 setup: $(STAMP)
 	@scripts/install-system-packages.sh
@@ -29,8 +29,13 @@ test: setup
 test-all: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
+# The documentation site (docs/, Sphinx + MyST) into docs/_build/html: warnings are errors, broken references
+# included (nitpicky). tests/test_docs.py builds it too and runs every example in it.
+docs: setup
+	$(BIN)/python -m sphinx -E -W --keep-going -n -b html docs docs/_build/html
+
 clean:
-	rm -rf build
+	rm -rf build docs/_build docs/_generated
 
 # FPGA (slow: many hours on 2 cores; finished configurations and placement seeds are reused), placed and
 # routed for ECP5-85k with three placement seeds each (the median Fmax): the designs compared at 8 lanes

@@ -1,7 +1,7 @@
 """Writing outputs safely: files that follow the umask, whole output folders put in place at once, one writer each.
 
-Every command writes through these helpers, so the guarantees of the README section "When
-things go wrong" hold in one place: a reader sees the old output or the whole new one,
+Every command writes through these helpers, so the guarantees of docs/troubleshooting.md ("When
+things go wrong") hold in one place: a reader sees the old output or the whole new one,
 never part; a second run on the same output refuses while the first holds it; an
 existing folder is replaced only when it is recognisably this project's output.
 """

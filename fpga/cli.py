@@ -6,7 +6,7 @@ from dashraker.fpga.options import add_flow_arguments, flow, flow_options
 
 __all__ = ["register"]
 
-# No design takes fewer LUTs per lane on ECP5 (README, FPGA flow: FPRaker 864 at 8 lanes, the
+# No design takes fewer LUTs per lane on ECP5 (docs/results/fpga-history.md: FPRaker 864 at 8 lanes, the
 # baseline 1,320): a lower bound, so the early refusal never refuses a design that would fit.
 MIN_LUTS_PER_LANE = 500
 

@@ -33,7 +33,7 @@ def register(subparsers):
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes (default: one per 1e10 "
                         "multiply-accumulates x designs, at most one per CPU; 1: in this process)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on the workers of this Dask scheduler "
-                        "instead; the trace must be at the same path on storage they share (README 'Mapper')")
+                        "instead; the trace must be at the same path on storage they share (docs/guides/cli-map.md)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--skip-unsupported", action="store_true", help="map the other layers of a trace holding "
                         "layers of a type this version does not take (listed in the report); default: refuse it")
@@ -42,7 +42,7 @@ def register(subparsers):
     parser.add_argument("--compare", choices=COMPARISONS, help="lanes: the configured tiles; iso-area: also each "
                         "design with as many tiles as fit the reference design's area (default: the configuration's)")
     parser.add_argument("--dataflow", choices=DATAFLOWS, help="pass formation: default (SPEC section 5) "
-                        "or dnnsim (the TensorDash authors' simulator, README 'Dataflow') (default: the configuration's)")
+                        "or dnnsim (the TensorDash authors' simulator, docs/guides/cli-map.md, Dataflow) (default: the configuration's)")
     parser.add_argument("--area", choices=AREA_MEASURES, help="iso-area measure: asic (CMOS transistors from "
                         "'dashraker area') or fpga (LUTs from FPGA flow reports) (default: the configuration's)")
     parser.add_argument("--area-scope", choices=AREA_SCOPES, help="silicon that area and leakage count: compute "

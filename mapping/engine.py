@@ -225,7 +225,7 @@ def map_op(config, layer, tensors, op, plans=None):
     """Map one operation of one layer on ``config``'s design and on the dense baseline of the same array.
 
     ``plans`` (a dict) caches the converted tensors and the operation's plans across operations and designs.
-    Returns a dict of figures (see README, "Mapper").
+    Returns a dict of figures (see docs/guides/cli-map.md).
     """
     plans = {} if plans is None else plans
     fmt = (config.fmt, config.rounding)

@@ -16,7 +16,7 @@ from dashraker.hw.numerics.pipeline import delayed
 __all__ = ["MacUnit", "mac_latency", "mac_stages", "ADDER_STAGES"]
 
 # Stages of every adder once the accumulator is interleaved: the fewest that clock >= 115 MHz alone on
-# ECP5-85k speed grade 6 (README "What bounds the clock"; 4 stages: 99 MHz).
+# ECP5-85k speed grade 6 (docs/results/fpga-history.md, "What bounds the clock"; 4 stages: 99 MHz).
 ADDER_STAGES = 5
 
 
@@ -62,7 +62,7 @@ class MacUnit(wiring.Component):
     ECP5-85k); with L > 1 every adder is pipelined (``mac_stages``); L = 6 is the
     smallest L whose loop takes the 5-stage adder that clocks above 115 MHz alone.
     With L = 0, the designs' default (``--accumulators``), it is the
-    ``FixedPointAccumulator``, a quarter of L = 6's LUTs and closer to fp64 (README
+    ``FixedPointAccumulator``, a quarter of L = 6's LUTs and closer to fp64 (docs/numerics.md,
     "Accumulation order"), with every adder of the tree pipelined. A pass's result
     appears on ``result`` with ``result_valid`` high ``latency`` cycles after its
     ``last`` step entered; a step may enter every cycle.
