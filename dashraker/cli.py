@@ -15,9 +15,9 @@ COMMANDS = {
     "map": "dashraker.mapping.cli",
     "study": "dashraker.mapping.study",
     "fpga": "dashraker.fpga.cli",
-    "area": "dashraker.fpga.area",
+    "area": "dashraker.mapping.area_cli",
     "cosim": "dashraker.sim.cosim_cli",
-    "energy": "dashraker.mapping.energy_cli",
+    "energy": "dashraker.sim.energy_cli",
     "demo": "dashraker.demo",
 }
 

@@ -21,8 +21,7 @@ from pathlib import Path
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 
 __all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "AreaError", "measure", "read_stat",
-           "unique_modules",
-           "design_area", "estimate_seconds", "parts", "table", "register"]
+           "unique_modules", "design_area", "describe", "estimate_seconds", "parts"]
 
 # Transistors per generic cell: Yosys kernel/cost.h, CellCosts cmos_transistors_db (what ``stat -tech cmos`` uses).
 CMOS_TRANSISTORS = {
@@ -270,7 +269,7 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     verilog, modules, unique = unique_modules(to_verilog(design.tile(params), top), top)
     estimate = estimate_seconds(len(verilog.encode()))
     if max_seconds is not None and estimate > max_seconds:
-        raise AreaError(f"{design.name} {_describe(params)}: synthesis estimated at {estimate / 60:,.0f} minutes "
+        raise AreaError(f"{design.name} {describe(params)}: synthesis estimated at {estimate / 60:,.0f} minutes "
                         f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {max_seconds / 60:,.0f}; "
                         "measure a smaller tile (area scales with PEs), raise --max-minutes or pass --force-size")
     area = measure(verilog, top, folder, progress)
@@ -284,102 +283,5 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     return {**record, "parts": parts(record, design.area_parts)}
 
 
-def _describe(params):
+def describe(params):
     return " ".join(f"{key}={value}" for key, value in params.items())
-
-
-def table(record):
-    """The area of one configuration as a Markdown table: the tile, then each part."""
-    total = record["transistors"]
-    lines = ["| part | instances | transistors | NAND2 GE | share of tile | flip-flops |", "|---|---|---|---|---|---|",
-             f"| tile | 1 | {total:,} | {record['gates']:,.0f} | 100.0% | {record['flip_flops']:,} |"]
-    for name, part in record["parts"].items():
-        count = part.get("instances", "-")
-        lines.append(f"| {name} | {count} | {part['transistors']:,} | {part['gates']:,.0f} "
-                     f"| {part['transistors'] / total:.1%} | {part['flip_flops']:,} |")
-    return "\n".join(lines)
-
-
-def _chip(args, record):
-    """The chip-scope figures of ``record``'s tile with the memory of ``--config``, printed and returned."""
-    import dataclasses
-
-    from dashraker.errors import CliError
-    from dashraker.mapping import silicon
-    from dashraker.mapping.config import ConfigError, load_config
-
-    try:
-        config = dataclasses.replace(load_config(args.config, args.design.name), area_scope="chip")
-    except ConfigError as error:
-        raise CliError(str(error)) from None
-    one = silicon.chip_parts(config, record["transistors"], tiles=1)
-    chip = silicon.chip_parts(config, record["transistors"])
-    table_source = config.energy
-    print(f"\nchip scope: SRAM at {table_source.silicon['sram_bit_cell_um2']} um2 per bit cell / array efficiency "
-          f"{table_source.silicon['sram_array_efficiency']}, logic at {table_source.silicon['transistor_um2']} um2 per "
-          f"transistor ({table_source.name}, {table_source.path}); memory of {config.path}")
-    print("| part | transistors (SRAM: of equal area) | um2 | share |\n|---|---|---|---|")
-    rows = [("tile logic", one["tile_logic"]),
-            (f"tile buffers (2 x {config.memory.tile_buffer_kib:g} KiB)", one["tile_buffers"]),
-            ("tile with its buffers", {k: one["tile_logic"][k] + one["tile_buffers"][k] for k in ("transistors", "um2")}),
-            (f"global buffer ({config.memory.global_buffer_kib:g} KiB)", chip["global_buffer"]),
-            (f"chip of {config.tiles} tiles", chip["chip"])]
-    for name, part in rows:
-        print(f"| {name} | {part['transistors']:,.0f} | {part['um2']:,.0f} | "
-              f"{part['transistors'] / chip['chip']['transistors']:.1%} |")
-    return {"config": config.path, "tiles": config.tiles, "one_tile": one, "chip": chip}
-
-
-def register(subparsers):
-    from dashraker.designs.cli import add_design_parsers
-
-    parser = subparsers.add_parser(
-        "area", help="ASIC area of a design's tile: CMOS transistors and NAND2 gate equivalents",
-        description="Synthesise a design's generated Verilog with Yosys's generic gates (synth -noabc, hierarchy "
-        "kept) and report CMOS transistors (stat -tech cmos) and NAND2 gate equivalents of the tile, of every "
-        "instance and of the design's parts. Figures are cached per configuration and generator sources.")
-
-    def options(sub):
-        sub.add_argument("--out", type=Path, default=Path("build/area"),
-                         help="folder of the cached configurations (default build/area)")
-        sub.add_argument("--json", type=Path, help="also write the area record to this JSON file")
-        sub.add_argument("--max-minutes", type=float, default=60,
-                         help="refuse a configuration whose estimated synthesis takes longer, unless --force-size "
-                              "(default 60)")
-        sub.add_argument("--no-progress", action="store_true", help="no progress display")
-        sub.add_argument("--area-scope", choices=("compute", "chip"), default="compute",
-                         help="compute: the tile's logic; chip: also its two tile buffers, and a chip of the "
-                              "configuration's tiles with the global buffer (SRAM from the energy table's per-bit "
-                              "area; default compute)")
-        sub.add_argument("--config", type=Path, help="mapper configuration whose memory sizes, tile count and energy "
-                                                     "table the chip scope takes (default: the packaged one)")
-
-    add_design_parsers(parser, _run, options)
-
-
-def _run(args):
-    from dashraker.designs.cli import design_params
-    from dashraker.errors import CliError
-    from dashraker.trace.store import save_json
-
-    from dashraker.outputs import check_output_file, check_output_folder
-
-    params = design_params(args)
-    if not args.max_minutes > 0:
-        raise CliError(f"--max-minutes must be positive, not {args.max_minutes:g}")
-    check_output_folder(args.out, "--out")  # before minutes of synthesis
-    if args.json:
-        check_output_file(args.json, "--json")
-    try:
-        limit = None if args.force_size else args.max_minutes * 60
-        record = design_area(args.design, params, args.out, not args.no_progress, limit)
-    except (AreaError, ValueError) as error:
-        raise CliError(str(error)) from None
-    print(f"{args.design.name} {_describe(params)}: {record['transistors']:,} transistors, "
-          f"{record['gates']:,.0f} NAND2 gate equivalents (synthesis {record['seconds']:.0f} s; {record['folder']})")
-    print(table(record))
-    if args.area_scope == "chip":
-        record["chip"] = _chip(args, record)
-    if args.json:
-        save_json(args.json, record)
-        print(f"wrote {args.json}")

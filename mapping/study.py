@@ -20,9 +20,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from dashraker.designs import DESIGNS
 from dashraker.errors import CliError
 
-__all__ = ["SCENARIOS", "PAPERS", "register", "run", "study", "scenario_figures", "report"]
+__all__ = ["SCENARIOS", "register", "run", "study", "scenario_figures", "report"]
 
 REPORTS = ("report.md", "study.json", "study.png")
 
@@ -62,20 +63,6 @@ AXES = (
     ("SRAM in the iso-area budget (chip scope)", "iso", "iso_chip"),
     ("zero-value compressed memory at iso-area", "iso_chip", "iso_chip_zvc"),
 )
-
-# The seed papers' headline figures (as the issue quotes them) and where ours stand: design, claim, the paper's
-# figure, its comparison (a test on our number), our scenario and metric.
-PAPERS = (
-    ("tensordash", "speedup in training", "1.95x", lambda x: x >= 1.95, "equal", "speedup"),
-    ("tensordash", "compute energy efficiency", "1.89x", lambda x: x >= 1.89, "equal", "core_energy_efficiency"),
-    ("tensordash", "energy efficiency with memory", "1.6x", lambda x: x >= 1.6, "equal_chip_zvc", "energy_efficiency"),
-    ("tensordash", "energy efficiency with memory", "1.6x", lambda x: x >= 1.6, "equal_chip_zvc_designs",
-     "energy_efficiency"),
-    ("tensordash", "area overhead over the accelerator", "under 5%", lambda x: x < 0.05, "equal_chip", "area_overhead"),
-    ("fpraker", "faster than FP MAC units at iso-compute area", "> 1x", lambda x: x > 1, "iso", "speedup"),
-    ("fpraker", "more energy-efficient at iso-compute area", "> 1x", lambda x: x > 1, "iso", "energy_efficiency"),
-)
-
 
 def register(subparsers):
     parser = subparsers.add_parser(
@@ -133,7 +120,7 @@ def run(args):
 
 def _configs(config_path, area_cache, progress):
     """Every design's configuration with its silicon resolved, the reference first."""
-    from dashraker.designs import DESIGNS, reference
+    from dashraker.designs import reference
     from dashraker.mapping.cli import with_silicon
     from dashraker.mapping.config import ConfigError, load_config
 
@@ -282,12 +269,13 @@ def report(result):
         steps = "all recorded steps" if not entry["steps"] else f"steps {', '.join(map(str, entry['steps']))}"
         lines += [f"## Trace `{entry['trace']}` ({steps})", "", "### The papers beside ours", "",
                   "| design | claim | paper | ours | accounting | holds |", "|---|---|---|---|---|---|"]
-        for name, claim, paper, test, key, metric in PAPERS:
-            if name not in figures[key]:
+        for name, claim in ((design.name, claim) for design in DESIGNS.values() for claim in design.published):
+            if name not in figures[claim.scenario]:
                 continue
-            value = figures[key][name][metric]
-            shown = f"{value:+.1%}" if metric == "area_overhead" else _x(value)
-            lines.append(f"| {name} | {claim} | {paper} | {shown} | {_label(key)} | {'yes' if test(value) else 'no'} |")
+            value = figures[claim.scenario][name][claim.metric]
+            shown = f"{value:+.1%}" if claim.metric == "area_overhead" else _x(value)
+            lines.append(f"| {name} | {claim.claim} | {claim.figure} | {shown} | {_label(claim.scenario)} "
+                         f"| {'yes' if claim.holds(value) else 'no'} |")
         lines += ["", "### Every accounting", "",
                   "| accounting | design | tiles | speedup (cycles) | speedup (time) | energy eff. | without leakage "
                   "| compute energy eff. | perf/area | leakage share |", "|---|---|---|---|---|---|---|---|---|---|"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["VERILATOR_ARGS", "EXTENSION", "VERSION", "EXCLUDED", "Toggles", "read_dat", "per_instance",
-           "read_counts", "ToggleModel"]
+           "read_counts"]
 
 VERSION = 1  # bump when the instrumentation or the extension changes, to rebuild cached models
 # Every bit of every net, however wide (Verilator's default skips vectors wider than 256 bits: the payloads).
@@ -96,52 +96,3 @@ def read_counts(lib, top):
         path = os.path.join(folder, "coverage.dat")
         lib.cosim_toggles_write(ctypes.c_char_p(path.encode()))
         return per_instance(read_dat(path), top)
-
-
-class ToggleModel:
-    """Any Verilog (top module ``top``, with ``clk``) built with toggle counting, clocked from Python: for small
-    circuits whose toggles are known by hand.
-
-    ``io`` is pyverilator's port access; ``tick()`` one clock cycle; ``zero()`` restarts the counts;
-    ``counts()`` per instance (``per_instance``); ``nets()`` per net of the top: {net: [toggles of bit 0, 1, ...]}.
-    """
-
-    def __init__(self, verilog, top, build_dir):
-        from pyverilator import PyVerilator
-
-        from dashraker.sim.cosim import compile_model
-
-        self.top = top
-        build_dir = Path(build_dir).resolve()
-        if not (build_dir / f"V{top}").exists():
-            def write(work):
-                (work / f"{top}.v").write_text(verilog)
-                return work / f"{top}.v"
-
-            compile_model(write, top, build_dir, lambda text: text + EXTENSION, "-O0", args=VERILATOR_ARGS)
-        self.sim = PyVerilator(str(build_dir / f"V{top}"))
-        self.io = self.sim.io
-
-    def tick(self, cycles=1):
-        for _ in range(cycles):
-            self.sim.clock.tick()
-
-    def zero(self):
-        self.sim.lib.cosim_toggles_zero()
-
-    def counts(self):
-        return read_counts(self.sim.lib, self.top)
-
-    def nets(self, module=None):
-        """Toggles per bit of each net of ``module`` (default the top), by net name."""
-        with tempfile.TemporaryDirectory(prefix="dashraker-toggles-") as folder:
-            path = os.path.join(folder, "coverage.dat")
-            self.sim.lib.cosim_toggles_write(ctypes.c_char_p(path.encode()))
-            points = read_dat(path)
-        nets = {}
-        for owner, bit, count in points:
-            if owner == (module or self.top):
-                index = re.search(r"\[(\d+)\]$", bit)
-                bits = nets.setdefault(_net(bit).lstrip("\\"), {})
-                bits[int(index[1]) if index else 0] = count
-        return {name: [bits[i] for i in sorted(bits)] for name, bits in nets.items()}

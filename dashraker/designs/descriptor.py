@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Parameter", "Operands", "Cost", "Design", "tile_parameters"]
+__all__ = ["Parameter", "Operands", "Cost", "Claim", "Design", "tile_parameters"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +99,19 @@ def tile_parameters(formats):
 
 
 @dataclasses.dataclass(frozen=True)
+class Claim:
+    """A headline figure of a design's paper: ``claim`` in words, the paper's ``figure`` as it states it, ``holds``
+    (whether our value reaches it), and where ours is read in ``dashraker study``: the accounting ``scenario`` and
+    its ``metric``."""
+
+    claim: str
+    figure: str
+    holds: Callable
+    scenario: str
+    metric: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Design:
     """The descriptor of one design.
 
@@ -141,6 +154,8 @@ class Design:
     dataflow_params : dict
         Parameters a mapper dataflow preset fixes whatever the configuration says:
         dataflow name -> {parameter name: value}.
+    published : tuple of Claim
+        The design's paper's headline figures, which ``dashraker study`` sets beside ours.
     """
 
     name: str
@@ -157,6 +172,7 @@ class Design:
     energy_parts: dict = dataclasses.field(default_factory=dict)
     reference: bool = False
     dataflow_params: dict = dataclasses.field(default_factory=dict)
+    published: tuple = ()
 
     def __reduce__(self):
         """Pickled by name (worker processes look the descriptor up in their own registry)."""

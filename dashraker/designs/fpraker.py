@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from dashraker.designs.descriptor import Cost, Design, Operands, Parameter, tile_parameters
+from dashraker.designs.descriptor import Claim, Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.fpraker import Tile
 from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS
 from dashraker.hw.fpraker.tile import tile_fill
@@ -79,6 +79,10 @@ FPRAKER = Design(
     golden=_golden,
     cost=Cost(operands=Operands.BOTH, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     fill=_fill,
+    published=(  # FPRaker (MICRO 2021), as issue 33 quotes it
+        Claim("faster than FP MAC units at iso-compute area", "> 1x", lambda x: x > 1, "iso", "speedup"),
+        Claim("more energy-efficient at iso-compute area", "> 1x", lambda x: x > 1, "iso", "energy_efficiency"),
+    ),
     area_parts={"pe": r"pe\d+_\d+", "lanes": r"pe\d+_\d+\.lane\d+", "front_end": r"front_end",
                 "exponent_unit": r"front_end\.exponent_unit\d+_\d+", "bounds": r"front_end\.bounds\d+_\d+",
                 "decoder": r"front_end\.decoder\d+_\d+", "encoder": r"front_end\.decoder\d+_\d+\.encoder\d+",

@@ -3,7 +3,7 @@
 import numpy as np
 
 from dashraker.designs.baseline import ACCUMULATORS, DOT, check_dot, sum_counts
-from dashraker.designs.descriptor import Cost, Design, Operands, Parameter, tile_parameters
+from dashraker.designs.descriptor import Claim, Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.tensordash import Tile
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.models.interconnect import parse_pattern
@@ -88,6 +88,14 @@ TENSORDASH = Design(
     golden=_golden,
     constraint=_constraint,
     dataflow_params={"dnnsim": {"scheduler": "greedy"}},  # the authors' simulator schedules greedily
+    published=(  # TensorDash (MICRO 2020), as issue 33 quotes it
+        Claim("speedup in training", "1.95x", lambda x: x >= 1.95, "equal", "speedup"),
+        Claim("compute energy efficiency", "1.89x", lambda x: x >= 1.89, "equal", "core_energy_efficiency"),
+        Claim("energy efficiency with memory", "1.6x", lambda x: x >= 1.6, "equal_chip_zvc", "energy_efficiency"),
+        Claim("energy efficiency with memory", "1.6x", lambda x: x >= 1.6, "equal_chip_zvc_designs",
+              "energy_efficiency"),
+        Claim("area overhead over the accelerator", "under 5%", lambda x: x < 0.05, "equal_chip", "area_overhead"),
+    ),
     cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
                 "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot",

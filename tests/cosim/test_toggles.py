@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from amaranth import Elaboratable, Module, Signal
 
-from dashraker.sim.toggles import ToggleModel, per_instance
+from dashraker.sim.toggle_model import ToggleModel
+from dashraker.sim.toggles import per_instance
 
 
 class _Counter(Elaboratable):

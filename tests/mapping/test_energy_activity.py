@@ -62,7 +62,7 @@ def test_macs_and_table_counts():
 
 def test_calibrated_table_is_read_by_the_mapper(tmp_path):
     from dashraker.designs import design
-    from dashraker.mapping.energy_cli import write_calibrated
+    from dashraker.sim.energy_cli import write_calibrated
 
     base = design("baseline")
     sample = Sample("baseline", "fc", "fwd", counts={"mul": 100, "add_fp32": 100},
@@ -131,7 +131,7 @@ def test_earlier_reports_join_the_fit(tmp_path):
 
     from dashraker.errors import CliError
     from dashraker.designs import design
-    from dashraker.mapping.energy_cli import read_report
+    from dashraker.sim.energy_cli import read_report
 
     sample = Sample("fpraker", "fc", "fwd", passes=2, counts={"terms": 10},
                     parts={"lanes": {"energy_pj": 5.0}, "encoder": {"energy_pj": 1.0}, "tile": {"energy_pj": 9.0},
