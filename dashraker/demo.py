@@ -9,7 +9,10 @@ from pathlib import Path
 
 __all__ = ["register", "run"]
 
-DESIGN_ARGS = ("--rows", "2", "--cols", "2")
+# The demo's tiles: their Verilog is generated and linted, and the trace is mapped onto 16 of them (so that the
+# leakage the mapper charges needs the area of these small tiles, not of the packaged configuration's 4x4 ones).
+TILE = {"rows": 2, "cols": 2}
+DESIGN_ARGS = tuple(arg for key, value in TILE.items() for arg in (f"--{key}", str(value)))
 
 
 def register(subparsers):
@@ -31,9 +34,21 @@ def _stage(title, argv):
         raise SystemExit(status)
 
 
+def _write_config(path):
+    """The packaged accelerator configuration with the demo's tiles, written to ``path``."""
+    import yaml
+
+    from dashraker.mapping.config import default_config_path
+    from dashraker.outputs import atomic_write
+
+    config = {**yaml.safe_load(default_config_path().read_text()), **TILE}
+    atomic_write(path, lambda file: file.write(yaml.safe_dump(config, sort_keys=False).encode()))
+    return path
+
+
 def run(args):
-    from dashraker.errors import CliError
     from dashraker.designs import DESIGNS
+    from dashraker.errors import CliError
     from dashraker.sim.toolchain import LintError, lint
 
     out = args.out
@@ -50,5 +65,7 @@ def run(args):
         except LintError as error:
             raise CliError(str(error)) from None
         print(f"{verilog}: Verilator -Wall lint clean")
-    _stage("map the trace onto every design", ["map", str(trace), "--design", "all", "--out", str(out / "map")])
+    config = _write_config(out / "accelerator.yaml")
+    _stage("map the trace onto every design", ["map", str(trace), "--design", "all", "--config", str(config),
+                                               "--out", str(out / "map")])
     print(f"\ndemo done: everything is under {out}/")

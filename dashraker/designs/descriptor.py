@@ -134,9 +134,6 @@ class Design:
         golden model counts them, its cycles int64 ``[P]`` out.
     cost : Cost
         The cycle and action-count functions the mapper and co-simulation both call.
-    back_to_back : callable(params) -> bool
-        Whether the tile runs passes back to back, so that results are spaced by the
-        passes' cycles.
     fill : callable(params) -> int
         Clock edges a stream of passes takes beyond the passes' cycles, from its first
         step's transfer to its last result's (the tile's pipeline fill and drain). The
@@ -165,7 +162,6 @@ class Design:
     build: Callable
     golden: Callable
     cost: object
-    back_to_back: Callable = lambda params: True
     fill: Callable = lambda params: 0
     constraint: Callable = None
     area_parts: dict = dataclasses.field(default_factory=dict)
