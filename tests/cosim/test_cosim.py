@@ -224,6 +224,7 @@ def allocator_cosim(build_cache):
                  optimize=OPTIMIZE)
 
 
+@pytest.mark.slow  # a fourth Verilator build; the quick cocotb cases check the allocators' RTL against their model
 @pytest.mark.parametrize("op", list(OPS.values()))
 def test_allocator_trace_passes_agree(op, allocator_cosim, cosim_trace):
     """The allocator's tile on real passes: outputs equal the golden model's, cycles the mapper's (its own

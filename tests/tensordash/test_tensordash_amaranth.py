@@ -113,6 +113,7 @@ def test_tile_with_short_passes_and_stalls(steps):
     check_tile(tile, a, b, results)
 
 
+@pytest.mark.slow  # minutes each on the 2-core machine; the quick cocotb cases run both allocators' tiles
 @pytest.mark.parametrize("scheduler", [name for name in SCHEDULERS if name != "greedy"])
 def test_allocator_tile_with_stalls_takes_its_reference_cycles(scheduler):
     """The separable allocators' tile: outputs and cycles of their own reference model, full chunks back to back

@@ -206,8 +206,8 @@ def test_scheduler_issues_every_value_exactly_once(lanes, pattern, scheduler, tm
     _prove(SchedulerProof(lanes, pattern_lookahead(pattern), pattern, scheduler), tmp_path, sequential=False)
 
 
-# The separable allocator's window (the scheduler is the only part that differs): N=4, two rows, H=1, measured
-# here at about 3 CPU minutes like greedy's; the N=8 T<2,5> harness is out of reach on 2 cores for either.
+# The separable allocator's window (the scheduler is the only part that differs): N=4, two rows, H=1; separable2
+# proven in 596 s wall on the 2-core machine at a load of about 15; the N=8 T<2,5> harness is out of reach here.
 @pytest.mark.slow
 @pytest.mark.parametrize("scheduler", [name for name in SCHEDULERS if name != "greedy"])
 def test_allocator_window_moves_values_without_loss_forever(scheduler, tmp_path):
