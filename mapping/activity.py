@@ -219,14 +219,17 @@ def table_entry(component, fmt):
 def calibrated_entries(samples, energy_parts, fmt):
     """Per energy-table entry that some design's ``energy_parts`` attributes a part to: the activity energy of those
     parts over the mapper's count of the action, pooled over ``samples`` (``Sample``s of designs by name in
-    ``energy_parts``: {design: {part: component}}). Returns {entry: (pJ, activity pJ, count, designs)}."""
+    ``energy_parts``: {design: {part: component}}; a part the sample's configuration lacks, as the fused tree of a
+    tree-summing baseline, is left out). Returns {entry: (pJ, activity pJ, count, designs)}."""
     pooled = {}
     for sample in samples:
-        for part, component in energy_parts.get(sample.design, {}).items():
+        present = {part: component for part, component in energy_parts.get(sample.design, {}).items()
+                   if part in sample.parts}
+        for part, component in present.items():
             entry = table_entry(component, fmt)
             energy, count, designs = pooled.get(entry, (0.0, 0, set()))
             pooled[entry] = (energy + sample.parts[part]["energy_pj"], count, designs | {sample.design})
-        for component in set(energy_parts.get(sample.design, {}).values()):
+        for component in set(present.values()):
             entry = table_entry(component, fmt)
             energy, count, designs = pooled[entry]
             pooled[entry] = (energy, count + sample.counts.get(component, 0), designs)

@@ -71,6 +71,6 @@ BASELINE = Design(
     cost=Cost(operands=Operands.NONE, pass_counts=_pass_counts),
     area_parts={"pe": r"pe\d+_\d+", "multipliers": r"pe\d+_\d+\.mul\d+", "adder_tree": r"pe\d+_\d+\.tree",
                 "fused_tree": r"pe\d+_\d+\.dot", "accumulator": r"pe\d+_\d+\.accumulate"},
-    energy_parts={"multipliers": "mul", "adder_tree": "add_fp32", "fused_tree": "fused_lane", "accumulator": "add_fp32"},
+    energy_parts={"multipliers": "mul", "adder_tree": "add_fp32", "fused_tree": "fused_lanes", "accumulator": "add_fp32"},
     reference=True,
 )

@@ -102,6 +102,6 @@ TENSORDASH = Design(
                 "accumulator": r"pe\d+_\d+\.mac\.accumulate",
                 "partner_muxes": r"pe\d+_\d+\.partner_mux", "window": r"window", "scheduler": r"window\.scheduler\d+",
                 "store": r"window\.store", "row_muxes": r"window\.row_mux\d+"},
-    energy_parts={"multipliers": "mul", "adder_tree": "add_fp32", "accumulator": "add_fp32",
+    energy_parts={"multipliers": "mul", "adder_tree": "add_fp32", "fused_tree": "fused_lanes", "accumulator": "add_fp32",
                   "partner_muxes": "mux_bits", "row_muxes": "mux_bits", "scheduler": "scheduler_lanes"},
 )

@@ -72,6 +72,7 @@ def test_trace_passes_agree(design, op, cosims, cosim_trace):
         assert report.rtl_cycles == report.dense_steps
 
 
+@pytest.mark.slow  # two more Verilator builds; the quick cocotb cases check the fused RTL on both simulators
 @pytest.mark.parametrize("design", ["baseline", "tensordash"])
 def test_fused_dot_trace_passes_agree(design, cosim_trace, build_cache):
     """The fused dot product (``--dot fused``) on the RTL: every operation's trace passes equal the golden model,
