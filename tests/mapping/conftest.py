@@ -1,6 +1,7 @@
 """Layers with real tensors for the mapper tests: PyTorch computes the activations and gradients."""
 
 import signal
+import sys
 
 import pytest
 from layer_cases import make_layer
@@ -30,3 +31,13 @@ def mobilenet_trace(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("trace") / "mobilenet"
     return record("mobilenet", "digits", steps=[1], samples=1, out=folder, progress=False)
+
+
+@pytest.fixture
+def map_command():
+    """``dashraker map`` as a child process, without the tile synthesis its leakage needs (minutes for the default
+    tiles), as the autouse fixture ``tile_areas_unmeasured`` does in this process: the tests that signal or kill
+    the command, whose workers start only after it."""
+    return [sys.executable, "-c", "import sys; import dashraker.mapping.silicon as silicon; "
+            "silicon.resolve = lambda config, *args, **kwargs: config; "
+            "from dashraker.cli import main; sys.exit(main(['map', *sys.argv[1:]]))"]

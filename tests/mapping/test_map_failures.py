@@ -97,11 +97,11 @@ def _alive(pid):
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 @pytest.mark.usefixtures("sigint_delivered")
-def test_a_signal_ends_the_workers_and_keeps_the_outputs(mobilenet_trace, tmp_path, signum, status):
+def test_a_signal_ends_the_workers_and_keeps_the_outputs(map_command, mobilenet_trace, tmp_path, signum, status):
     out = tmp_path / "out"
     out.mkdir()
     (out / "map.csv").write_text("earlier\n")
-    command = [sys.executable, "-m", "dashraker", "map", str(mobilenet_trace), "--design", "fpraker",
+    command = [*map_command, str(mobilenet_trace), "--design", "fpraker",
                "--out", str(out), "--jobs", "2", "--no-progress"]
     run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -117,10 +117,10 @@ def test_a_signal_ends_the_workers_and_keeps_the_outputs(mobilenet_trace, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
-def test_sigkill_of_the_parent_ends_the_workers(mobilenet_trace, tmp_path):
+def test_sigkill_of_the_parent_ends_the_workers(map_command, mobilenet_trace, tmp_path):
     """A parent killed with SIGKILL (an out-of-memory kill, a batch system's) handles nothing: its workers end by
     themselves rather than idle under PID 1."""
-    command = [sys.executable, "-m", "dashraker", "map", str(mobilenet_trace), "--design", "fpraker",
+    command = [*map_command, str(mobilenet_trace), "--design", "fpraker",
                "--out", str(tmp_path / "out"), "--jobs", "2", "--no-progress"]
     run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

@@ -7,7 +7,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
@@ -203,10 +202,10 @@ def test_bad_scheduler_address_is_one_line_quickly(mobilenet_trace, tmp_path, mo
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 @pytest.mark.usefixtures("sigint_delivered")
-def test_a_signal_while_connecting_exits_at_once(mobilenet_trace, tmp_path, signum, status):
+def test_a_signal_while_connecting_exits_at_once(map_command, mobilenet_trace, tmp_path, signum, status):
     """The half-made client goes with the signal: kept, it would stall the exit 10 s and print a traceback."""
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts the connection, never answers Dask's handshake
-        command = [sys.executable, "-m", "dashraker", "map", str(mobilenet_trace), "--out", str(tmp_path / "o"),
+        command = [*map_command, str(mobilenet_trace), "--out", str(tmp_path / "o"),
                    "--no-progress", "--scheduler", f"tcp://127.0.0.1:{silent.getsockname()[1]}"]  # fmt: skip
         run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         silent.settimeout(60)
@@ -234,9 +233,9 @@ def test_a_worker_that_cannot_open_the_trace_is_one_line(mobilenet_trace, tmp_pa
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 @pytest.mark.usefixtures("sigint_delivered")
-def test_a_signal_cancels_the_dask_tasks(mobilenet_trace, tmp_path, cluster, signum, status):
+def test_a_signal_cancels_the_dask_tasks(map_command, mobilenet_trace, tmp_path, cluster, signum, status):
     cluster, client = cluster
-    command = [sys.executable, "-m", "dashraker", "map", str(mobilenet_trace), "--design", "fpraker",
+    command = [*map_command, str(mobilenet_trace), "--design", "fpraker",
                "--out", str(tmp_path / "o"), "--no-progress", "--scheduler", cluster.scheduler_address]
     run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
