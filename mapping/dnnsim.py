@@ -38,7 +38,7 @@ class Summary:
 def _window_cycles(values, pattern, lookahead):
     from dashraker.models.kernels.tensordash import cycles_and_nonzero
 
-    return np.asarray(cycles_and_nonzero(values, pattern, lookahead)[0], np.int64)
+    return np.asarray(cycles_and_nonzero(values, pattern, lookahead, "greedy")[0], np.int64)  # DNNsim's order
 
 
 def summaries(flags, pattern, lookahead, count=_window_cycles):

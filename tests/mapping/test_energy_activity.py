@@ -102,6 +102,7 @@ def test_cli_errors_before_building(small_trace, tmp_path, monkeypatch, capsys):
     assert "--passes must be positive" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a toggle-counting Verilator build and a synthesis: minutes
 def test_cli_end_to_end(small_trace, build_cache, tmp_path, capsys):
     """Baseline 1x1 tile of 2 lanes on an MLP's layer: a report, its files, a calibrated table; a zero pass switches
     no multiplier (its operands stay zero) but still clocks every flip-flop."""
