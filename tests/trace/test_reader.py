@@ -267,7 +267,7 @@ def test_layers_of_an_unknown_type_are_warned_of_and_skipped_on_request(broken, 
     assert main(["trace", "check", str(broken), "--no-progress"]) == 0
     captured = capsys.readouterr()
     assert "warning: layer 'fc': type 'lstm'" in captured.err and "--skip-unsupported" in captured.err
-    assert "1 layer(s) of unsupported type" in captured.out
+    assert "1 warning(s) above" in captured.out
 
     out = tmp_path / "map"
     assert main(["map", str(broken), "--design", "baseline", "--jobs", "1", "--no-progress", "--out", str(out)]) == 2
