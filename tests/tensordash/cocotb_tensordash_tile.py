@@ -30,7 +30,7 @@ async def sparsity_cases_back_to_back(dut):
 
 
 @cocotb.test()
-@cocotb.parametrize(("idle", "backpressure"), [(0.3, 0.0), (0.0, 0.3), (0.3, 0.3)])
+@cocotb.parametrize((("idle", "backpressure"), [(0.3, 0.0), (0.0, 0.3), (0.3, 0.3)]))
 async def stalls_and_partial_chunks(dut, idle, backpressure):
     """Random idle/backpressure and chunks of 1..H+1 steps change nothing but timing."""
     tb = TileTB(dut, idle, backpressure)
