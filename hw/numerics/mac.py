@@ -142,29 +142,22 @@ class MacUnit(wiring.Component):
             for lane in range(self.lanes):
                 mul = m.submodules[f"mul{lane}"] = ExactMultiplier(self.format)
                 m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), dot.products[lane].eq(mul.product)]
-            stages = 1 + fused_latency(self.lanes)
-            m.d.comb += [
-                accumulate.valid.eq(delayed(m, self.valid, stages, "valid")),
-                accumulate.last.eq(delayed(m, self.last, stages, "last")),
-                accumulate.addend.eq(dot.addend),
-                self.result.eq(accumulate.result),
-                self.result_valid.eq(accumulate.result_valid),
-            ]
-            return m
-        multiplier, tree_stages, accumulator = mac_stages(self.format, self.accumulators)
-        m.submodules.tree = tree = AdderTree(self.lanes, tree_stages)
-        m.submodules.accumulate = accumulate = (FixedPointAccumulator() if self.accumulators == 0
-                                                else Accumulator(self.accumulators, accumulator))
-        for lane in range(self.lanes):
-            mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
-            m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), tree.operands[lane].eq(mul.product)]
+            stages, step_sum = 1 + fused_latency(self.lanes), accumulate.addend.eq(dot.addend)
+        else:
+            multiplier, tree_stages, accumulator = mac_stages(self.format, self.accumulators)
+            m.submodules.tree = tree = AdderTree(self.lanes, tree_stages)
+            m.submodules.accumulate = accumulate = (FixedPointAccumulator() if self.accumulators == 0
+                                                    else Accumulator(self.accumulators, accumulator))
+            for lane in range(self.lanes):
+                mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
+                m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), tree.operands[lane].eq(mul.product)]
+            stages, step_sum = 1 + multiplier + tree.latency, accumulate.sum.eq(tree.sum)
 
-        # valid/last travel beside the data: the operand registers, the multipliers and the tree.
-        stages = 1 + multiplier + tree.latency
+        # valid/last travel beside the data: the operand registers, the multipliers and the step's sum.
         m.d.comb += [
             accumulate.valid.eq(delayed(m, self.valid, stages, "valid")),
             accumulate.last.eq(delayed(m, self.last, stages, "last")),
-            accumulate.sum.eq(tree.sum),
+            step_sum,
             self.result.eq(accumulate.result),
             self.result_valid.eq(accumulate.result_valid),
         ]

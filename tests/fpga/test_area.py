@@ -8,7 +8,7 @@ import pytest
 from dashraker.cli import main
 from dashraker.designs import DESIGNS
 from dashraker.fpga.area import CMOS_TRANSISTORS, AreaError, measure, parts, read_stat
-from dashraker.hw.verilog import to_verilog
+from dashraker.hw.verilog import shared_verilog, to_verilog
 
 # Three inverters, each its own module: a chain whose inversions synthesis cannot cancel across the boundaries.
 INVERTER_CHAIN = """
@@ -92,12 +92,13 @@ def test_bad_parameters_are_one_line_errors(args, message, tmp_path, capsys):
 @pytest.mark.parametrize("name", [name for name, design in DESIGNS.items() if design.area_parts])
 def test_every_area_part_names_instances_of_the_design(name):
     """Each part's pattern matches some instance of the design's 1x1 tile, with either step sum where the design
-    has a choice (a renamed submodule would otherwise leave its part at zero area)."""
+    has a choice (a renamed submodule would otherwise leave its part at zero area), in the Verilog that area
+    synthesises (repeated sub-components written once)."""
     design = DESIGNS[name]
     variants = [{}] + ([{"dot": "fused"}] if "dot" in design.params() else [])
     instances = []
     for variant in variants:
-        text = to_verilog(design.tile(design.params(rows=1, cols=1, **variant)), "top")
+        text = shared_verilog(design.tile(design.params(rows=1, cols=1, **variant)), "top")
         instances += [module.removeprefix("top.") for module in re.findall(r"^module \\?(\S+)", text, flags=re.M)]
     for part, pattern in design.area_parts.items():
         assert any(re.fullmatch(pattern, instance) for instance in instances), (part, pattern, instances)
@@ -169,19 +170,27 @@ def test_identical_modules_are_synthesised_once_and_counted_as_instances(tmp_pat
     assert rows["u0"]["transistors"] * 2 + rows["u2"]["transistors"] == whole["transistors"]
 
 
-@pytest.mark.slow
-def test_a_small_tile_synthesised_once_per_module_matches_the_whole_tile(tmp_path):
-    """Baseline 2x1 PEs of 2 lanes: the PEs' submodules written once; Yosys's result for one module varies by a
-    few transistors with the design around it (6 of a multiplier's 7,362 at 2x2), so within 0.1%."""
+@pytest.mark.parametrize("name, params", [
+    ("baseline", dict(rows=2, cols=1, lanes=2)),
+    pytest.param("tensordash", dict(rows=2, cols=2, lanes=8), marks=pytest.mark.slow),
+    pytest.param("fpraker", dict(rows=2, cols=2, lanes=2), marks=pytest.mark.slow),
+])
+def test_a_tile_converted_and_synthesised_once_per_module_matches_the_whole_tile(name, params, tmp_path):
+    """The PEs (and their multipliers) converted once (``shared_verilog``) and identical modules written once
+    (``unique_modules``): the same parts, instances and flip-flops as the whole tile's Verilog; Yosys's result for
+    one module varies by a few transistors with the names around it (6 of a multiplier's 7,362 at 2x2), so the
+    transistors within 0.1%."""
     from dashraker.fpga.area import unique_modules
 
-    design = DESIGNS["baseline"]
-    verilog = to_verilog(design.tile(design.params(rows=2, cols=1, lanes=2)), "dashraker_baseline")
-    text, before, after = unique_modules(verilog, "dashraker_baseline")
-    assert after < before
-    whole = parts(measure(verilog, "dashraker_baseline", tmp_path / "whole", progress=False), design.area_parts)
-    once = parts(measure(text, "dashraker_baseline", tmp_path / "once", progress=False), design.area_parts)
-    for name in whole:
-        assert once[name]["flip_flops"] == whole[name]["flip_flops"]
-        assert once[name].get("instances") == whole[name].get("instances")
-        assert once[name]["transistors"] == pytest.approx(whole[name]["transistors"], rel=1e-3)
+    design, top = DESIGNS[name], f"dashraker_{name}"
+    params = design.params(**params)
+    verilog = to_verilog(design.tile(params), top)
+    text, before, after = unique_modules(shared_verilog(design.tile(params), top), top)
+    assert len(text) < 0.6 * len(verilog) and after <= before  # two PEs or more written once
+    whole = parts(measure(verilog, top, tmp_path / "whole", progress=False), design.area_parts)
+    once = parts(measure(text, top, tmp_path / "once", progress=False), design.area_parts)
+    assert once.keys() == whole.keys()
+    for part in whole:
+        assert once[part]["flip_flops"] == whole[part]["flip_flops"], part
+        assert once[part].get("instances") == whole[part].get("instances"), part
+        assert once[part]["transistors"] == pytest.approx(whole[part]["transistors"], rel=1e-3), part

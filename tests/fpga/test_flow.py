@@ -34,7 +34,12 @@ PARTS = {
     "tensordash": {"design", "design.pe0_0", "design.pe0_0.mac", "design.window", "design.window.scheduler0"},
     "fpraker": {"design", "design.pe0_0", "design.front_end.decoder0_0", "design.output.rounder0_0"},
 }
-CASES = [(name, "ecp5-85k") for name in SMALL if name in DESIGNS] + [("baseline", "ice40-hx8k")]
+# The ECP5 runs of the baseline and TensorDash take 6 and 15 minutes here (slow); FPRaker's ECP5 run and the
+# baseline's iCE40 run check the same flow in a minute.
+SLOW_CASES = {("baseline", "ecp5-85k"), ("tensordash", "ecp5-85k")}
+CASES = [pytest.param(name, device, marks=[pytest.mark.slow] if (name, device) in SLOW_CASES else [],
+                      id=f"{name}-{device}")
+         for name, device in [(name, "ecp5-85k") for name in SMALL if name in DESIGNS] + [("baseline", "ice40-hx8k")]]
 # An ice40-hx8k (7,680 cells) holds one lane only with the one-cycle fp32 loop (L = 1): L = 6's partials and
 # combining adders alone need more.
 DEVICE_ARGS = {"ice40-hx8k": ["--accumulators", "1"]}
@@ -46,7 +51,7 @@ def run_cli(capsys, *args):
     return status, captured.out, captured.err
 
 
-@pytest.mark.parametrize("design,device", CASES, ids=[f"{d}-{v}" for d, v in CASES])
+@pytest.mark.parametrize("design,device", CASES)
 def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
     out = tmp_path / "flow"
     status, printed, err = run_cli(capsys, design, *SMALL[design], *DEVICE_ARGS.get(device, []), "--device", device,

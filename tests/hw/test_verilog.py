@@ -9,7 +9,7 @@ from dashraker.sim.toolchain import LintError, lint
 
 
 @pytest.mark.parametrize("args", [
-    ["baseline", "--lanes", "4", "--rows", "2", "--cols", "2", "--dtype", "bf16"],
+    ["baseline", "--lanes", "4", "--rows", "2", "--cols", "1", "--dtype", "bf16"],
     ["baseline", "--lanes", "2", "--dtype", "fp32"],
 ], ids=["baseline-bf16", "baseline-fp32"])
 def test_cli_writes_lint_clean_verilog(args, tmp_path):
