@@ -11,7 +11,7 @@ def leading_zeros(m, value):
     Built as a balanced tree (each node joins the counts of its two halves), so its
     depth grows with log2 of the width instead of a priority chain per bit.
     """
-    return _count(m, value, *_bits_joined(_padded(value)))
+    return _count(m, value, *_bits_joined(m, _padded(m, value)))
 
 
 def registered_leading_zeros(m, value, chunk=16):
@@ -20,15 +20,15 @@ def registered_leading_zeros(m, value, chunk=16):
     The counts of each ``chunk`` bits (a power of two) are registered, then the tree
     joins them, so a wide count fits a clock that the whole tree in one cycle misses.
     """
-    bits = _padded(value)
+    bits = _padded(m, value)
     nodes = []
     for start in range(0, len(bits), chunk):
-        zeros, empty = _bits_joined(bits[start:start + chunk])
+        zeros, empty = _bits_joined(m, bits[start:start + chunk])
         name = f"chunk{start // chunk}"
         registered = Signal(len(zeros), name=f"{name}_zeros"), Signal(name=f"{name}_empty")
         m.d.sync += [registered[0].eq(zeros), registered[1].eq(empty)]
         nodes.append(registered)
-    return _count(m, value, *_join(nodes))
+    return _count(m, value, *_join(m, nodes))
 
 
 def _count(m, value, zeros, empty):
@@ -38,27 +38,36 @@ def _count(m, value, zeros, empty):
     return result
 
 
-def _bits_joined(bits):
+def _bits_joined(m, bits):
     """``_join`` over single bits: (leading zeros, all zero) of a power-of-two wide value."""
-    return _join([(Const(0, 0), ~bit) for bit in bits])
+    return _join(m, [(Const(0, 0), ~bit) for bit in bits])
 
 
-def _padded(value):
-    """``value`` widened to a power of two with ones below its LSB: they never add leading zeros beyond its width."""
+def _padded(m, value):
+    """``value`` widened to a power of two with ones below its LSB (they never add leading zeros beyond its
+    width), as a signal: a bit of an expression such as ``x[::-1]`` holds the whole expression."""
     width = len(value)
-    padded = 1 << max(0, (width - 1).bit_length())
-    return Cat(Const((1 << (padded - width)) - 1, padded - width), value)
+    padded = Signal(1 << max(0, (width - 1).bit_length()), name="lz_bits")
+    m.d.comb += padded.eq(Cat(Const((1 << (len(padded) - width)) - 1, len(padded) - width), value))
+    return padded
 
 
-def _join(nodes):
+def _join(m, nodes):
     """(leading zeros, all zero) of a power-of-two count of equal power-of-two wide parts, from each part's
-    (leading zeros, all zero), least significant part first; the count is exact unless all are zero."""
+    (leading zeros, all zero), least significant part first; the count is exact unless all are zero.
+
+    Each node is a signal: as expressions, every level would hold the one below twice, and Amaranth walks
+    expressions as trees (2**depth copies of the leaves: minutes of elaboration for a 384-bit accumulator).
+    """
     if len(nodes) == 1:
         return nodes[0]
     half = len(nodes) // 2
-    high_zeros, high_empty = _join(nodes[half:])
-    low_zeros, low_empty = _join(nodes[:half])
-    return Mux(high_empty, Cat(low_zeros, Const(1, 1)), Cat(high_zeros, Const(0, 1))), high_empty & low_empty
+    high_zeros, high_empty = _join(m, nodes[half:])
+    low_zeros, low_empty = _join(m, nodes[:half])
+    zeros, empty = Signal(len(low_zeros) + 1, name="lz_zeros"), Signal(name="lz_empty")
+    m.d.comb += [zeros.eq(Mux(high_empty, Cat(low_zeros, Const(1, 1)), Cat(high_zeros, Const(0, 1)))),
+                 empty.eq(high_empty & low_empty)]
+    return zeros, empty
 
 
 def round_nearest_even(m, mantissa, exponent, *, guard, sticky):
