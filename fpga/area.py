@@ -97,7 +97,8 @@ def unique_modules(verilog, top):
     """``verilog`` (Amaranth's, one module per instance path) with identical modules written once.
 
     Modules are compared bottom up, up to renaming (``_canonical``): ports by position, numbered
-    names, submodules by class. The first module of each class is kept, and every instantiation of
+    names, submodules by class, and only in the same place up to indices (``pe0_0.mul3``, ``pe1_2.mul0``). The
+    first module of each class is kept, and every instantiation of
     a module of that class names it (and its ports); so sixteen identical PEs, or their sixty-four
     multipliers, are synthesised once, and ``stat`` counts them as instances of the kept one. Yosys
     synthesises each module on its own (the hierarchy is kept, nothing is optimised across it), so the
@@ -117,7 +118,8 @@ def unique_modules(verilog, top):
             return
         for child in sorted(children[name]):
             visit(child)
-        canonical = _canonical(name, modules[name], ports[name], instance, klass, ports)
+        # Modules in different places up to indices stay apart: ``parts`` sums instances by path.
+        canonical = re.sub(r"\d+", "#", name), _canonical(name, modules[name], ports[name], instance, klass, ports)
         if canonical not in classes:
             classes[canonical] = len(order)
             order.append(name)

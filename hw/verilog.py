@@ -72,7 +72,8 @@ def _read_signals(fragment, skip):
 
 def shared_verilog(component, name):
     """Verilog of ``component`` (top module ``name``) where every sub-component that occurs more than once with
-    the same class, signature, parameters and used outputs is converted once, as a module its copies instantiate.
+    the same class, signature, parameters and used outputs, in the same place up to indices (``pe0_0.mul3`` and
+    ``pe1_2.mul0``), is converted once, as a module its copies instantiate.
 
     Amaranth builds every copy's netlist on its own, so a 4x4 tile's sixteen PEs take sixteen times one PE's
     minutes; area (``fpga.area``) needs each distinct module once. A kept module has the ports its copies'
@@ -111,7 +112,8 @@ def shared_verilog(component, name):
                 origin = sub.origins[0]
                 used = {port: (value, kind) for port, (value, kind) in _ports(origin).items()
                         if kind == "i" or any(signal in read for signal in value._rhs_signals())}
-                key = (sameness(sub), tuple(used))
+                # Copies in different places (a row's mux and a PE's) stay apart: area sums its parts by instance path.
+                key = (sameness(sub), tuple(used), re.sub(r"\d+", "#", f"{path}.{sub_name}"))
                 if key not in kept:
                     kept[key] = (f"{path}.{sub_name}", convert(origin, f"{path}.{sub_name}", used))
                 kept_name, kept_ports = kept[key]

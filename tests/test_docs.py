@@ -194,8 +194,8 @@ def test_site_builds_with_warnings_as_errors(tmp_path):
     assert (tmp_path / "html" / "spec.html").is_file()
 
 
-# Slow since the merge of leakage (issue 33): `dashraker map` now synthesises the configured tiles' area first, so
-# the pages' map examples on the packaged 4x4 configuration take minutes each and pass the example timeout.
+# Slow since leakage (issue 33): the first `dashraker map` of the packaged 4x4 configuration synthesises its tiles'
+# area (about 3 minutes on 2 cores, docs/results/area-history.md), over the example timeout; `make test-all` runs it.
 @pytest.mark.slow
 @pytest.mark.parametrize("chain", ["readme", "tutorial"])
 def test_every_example_runs(chain, tmp_path):

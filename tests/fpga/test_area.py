@@ -170,6 +170,14 @@ def test_identical_modules_are_synthesised_once_and_counted_as_instances(tmp_pat
     assert rows["u0"]["transistors"] * 2 + rows["u2"]["transistors"] == whole["transistors"]
 
 
+def test_identical_modules_in_different_places_stay_apart():
+    """A row's mux and a PE's mux may be the same text; area sums parts by instance path, so both are kept."""
+    from dashraker.fpga.area import unique_modules
+
+    _, before, after = unique_modules(COPIES.replace("top.u1", "top.v1"), "top")
+    assert (before, after) == (4, 4)
+
+
 @pytest.mark.parametrize("name, params", [
     ("baseline", dict(rows=2, cols=1, lanes=2)),
     pytest.param("tensordash", dict(rows=2, cols=2, lanes=8), marks=pytest.mark.slow),

@@ -31,6 +31,7 @@ def test_iso_area_figures_are_against_the_reference_in_its_own_configuration():
     assert small["area_iso"] == 40 and small["throughput_per_area_iso"] == 1.0
 
 
+@pytest.mark.slow  # a minute of Yosys; the iso-area arithmetic and the study's budgets are checked on given areas
 @pytest.mark.real_area
 def test_cli_maps_each_design_again_with_the_tiles_that_fit(tmp_path, mobilenet_trace, capsys):
     """`map --compare iso-area` end to end: areas from real Yosys runs of small tiles, the designs mapped again."""
