@@ -11,7 +11,7 @@ __all__ = ["register", "run"]
 
 # The demo's tiles: their Verilog is generated and linted, and the trace is mapped onto 16 of them (so that the
 # leakage the mapper charges needs the area of these small tiles, not of the packaged configuration's 4x4 ones).
-TILE = {"rows": 2, "cols": 2}
+TILE = {"rows": 1, "cols": 1}
 DESIGN_ARGS = tuple(arg for key, value in TILE.items() for arg in (f"--{key}", str(value)))
 
 

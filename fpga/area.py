@@ -270,7 +270,7 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
         except (json.JSONDecodeError, KeyError):
             pass  # a damaged cache is measured again
     top = f"dashraker_{design.name}"
-    with tqdm(desc=f"area {top}: Verilog", bar_format="{desc} {elapsed}", disable=not progress, leave=False):
+    with tqdm(desc=f"area {top}: converting to Verilog", bar_format="{desc}", disable=not progress, leave=False):
         verilog, modules, unique = unique_modules(shared_verilog(design.tile(params), top), top)
     estimate = estimate_seconds(len(verilog.encode()))
     if max_seconds is not None and estimate > max_seconds:

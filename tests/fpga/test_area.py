@@ -178,10 +178,11 @@ def test_identical_modules_in_different_places_stay_apart():
     assert (before, after) == (4, 4)
 
 
+@pytest.mark.slow  # a minute or more each; the quick parts test reads the shared conversion's module names
 @pytest.mark.parametrize("name, params", [
     ("baseline", dict(rows=2, cols=1, lanes=2)),
-    pytest.param("tensordash", dict(rows=2, cols=2, lanes=8), marks=pytest.mark.slow),
-    pytest.param("fpraker", dict(rows=2, cols=2, lanes=2), marks=pytest.mark.slow),
+    ("tensordash", dict(rows=2, cols=2, lanes=8)),
+    ("fpraker", dict(rows=2, cols=2, lanes=2)),
 ])
 def test_a_tile_converted_and_synthesised_once_per_module_matches_the_whole_tile(name, params, tmp_path):
     """The PEs (and their multipliers) converted once (``shared_verilog``) and identical modules written once
