@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
+from dashraker.hw.verilog import place
 
 __all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "AreaError", "measure", "read_stat",
            "unique_modules", "design_area", "describe", "estimate_seconds", "parts"]
@@ -118,8 +119,7 @@ def unique_modules(verilog, top):
             return
         for child in sorted(children[name]):
             visit(child)
-        # Modules in different places up to indices stay apart: ``parts`` sums instances by path.
-        canonical = re.sub(r"\d+", "#", name), _canonical(name, modules[name], ports[name], instance, klass, ports)
+        canonical = place(name), _canonical(name, modules[name], ports[name], instance, klass, ports)
         if canonical not in classes:
             classes[canonical] = len(order)
             order.append(name)

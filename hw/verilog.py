@@ -4,7 +4,7 @@ import re
 
 from dashraker.outputs import atomic_write
 
-__all__ = ["to_verilog", "write_verilog", "shared_verilog"]
+__all__ = ["to_verilog", "write_verilog", "shared_verilog", "place"]
 
 
 def to_verilog(component, name):
@@ -19,6 +19,12 @@ def write_verilog(component, path, name):
     text = to_verilog(component, name)
     atomic_write(path, lambda file: file.write(text.encode()))
     return path
+
+
+def place(path):
+    """An instance path up to its indices (``pe0_0.mul3`` and ``pe1_2.mul0`` are one place): only copies in one
+    place are written once, since area sums its parts by instance path (a row's mux and a PE's stay apart)."""
+    return re.sub(r"\d+", "#", path)
 
 
 def _ports(component):
@@ -112,8 +118,7 @@ def shared_verilog(component, name):
                 origin = sub.origins[0]
                 used = {port: (value, kind) for port, (value, kind) in _ports(origin).items()
                         if kind == "i" or any(signal in read for signal in value._rhs_signals())}
-                # Copies in different places (a row's mux and a PE's) stay apart: area sums its parts by instance path.
-                key = (sameness(sub), tuple(used), re.sub(r"\d+", "#", f"{path}.{sub_name}"))
+                key = (sameness(sub), tuple(used), place(f"{path}.{sub_name}"))
                 if key not in kept:
                     kept[key] = (f"{path}.{sub_name}", convert(origin, f"{path}.{sub_name}", used))
                 kept_name, kept_ports = kept[key]
