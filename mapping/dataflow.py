@@ -7,6 +7,14 @@ A *pass* pairs a set of R row streams with a set of C column streams. The operan
 with more zeros (after conversion to the operand format) goes on the rows, the
 scheduled side. Streams are gathered on demand, one ``np.take`` of index arrays per batch
 (never a Python loop per value), so only a batch of passes is in memory at a time.
+
+A transposed convolution (``conv_transpose2d``) with weight W is the adjoint of the convolution with the
+same W, stride, padding, dilation and groups whose input is the transposed layer's output: its forward is
+that convolution's input gradient, its input gradient that convolution's forward, and its weight
+gradient that convolution's weight gradient, each with the transposed layer's input in the place of the
+convolution's output gradient and its output gradient in the place of the convolution's input. Its
+operations are planned as those (``MIRRORED``), so the zeros a stride would insert between its inputs are
+never issued; the plans keep the transposed layer's own operation and tensor names.
 """
 
 import dataclasses
@@ -17,11 +25,16 @@ import numpy as np
 
 from dashraker.mapping.config import DATAFLOWS  # dnnsim: windows and taps W-outer, H-inner; dW per sample, lanes along H
 from dashraker.models.kernels.numerics import quantize
+from dashraker.trace.reader import conv_transpose_size
 
-__all__ = ["OPS", "DATAFLOWS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry", "operands",
-           "plan", "passes", "problem_passes"]
+__all__ = ["OPS", "MIRRORED", "DATAFLOWS", "Streams", "Problem", "OpPlan", "PassBatch", "Geometry", "conv_geometry",
+           "operands", "check_dataflow", "plan", "passes", "problem_passes"]
 
 OPS = ("fwd", "bwd_input", "bwd_weight")
+# A transposed convolution's operation -> the operation of the convolution it is the adjoint of that computes it.
+MIRRORED = {"fwd": "bwd_input", "bwd_input": "fwd", "bwd_weight": "bwd_weight"}
+# The convolution's tensors and results as the transposed layer names them: its input is their output gradient.
+_ADJOINT_NAMES = {"A": "G", "G": "A", "W": "W", "out": "dA", "dA": "out", "dW": "dW"}
 
 
 class Streams:
@@ -129,12 +142,24 @@ class Geometry:
                      zip(self.input[2:], self.kernel[1:], self.stride, self.padding, self.dilation))
 
 
+def _transposed(layer):
+    return getattr(layer, "type", None) == "conv_transpose2d"
+
+
 def conv_geometry(layer, input_shape, weight_shape):
     """The ``Geometry`` of a layer: a Linear a 1x1 convolution, a Conv1d a Conv2d of height 1, a ``matmul``
-    [b, M, K] @ [b, K, N] a grouped 1x1 convolution (one sample, M positions, b groups of K channels, b*N filters)."""
+    [b, M, K] @ [b, K, N] a grouped 1x1 convolution (one sample, M positions, b groups of K channels, b*N filters),
+    a ``conv_transpose2d`` the convolution it is the adjoint of (its input the transposed layer's output map, its
+    filters the transposed layer's input channels)."""
     if getattr(layer, "type", None) == "matmul":
         b, m, k = input_shape
         return Geometry((1, b * k, m, 1), (b * weight_shape[2], 1, 1), (1, 1), (0, 0), (1, 1), b)
+    if _transposed(layer):
+        c_in, c_out, *kernel = weight_shape  # c_out per group
+        hyper = zip(input_shape[2:], kernel, layer.stride, layer.padding, layer.dilation, layer.output_padding)
+        output = tuple(conv_transpose_size(*axis) for axis in hyper)
+        return Geometry((input_shape[0], c_out * layer.groups, *output), (c_in, *kernel), tuple(layer.stride),
+                        tuple(layer.padding), tuple(layer.dilation), layer.groups)
     if len(weight_shape) == 2:
         n = input_shape[0]
         spatial = math.prod(input_shape[1:-1])  # a Linear over [n, ..., in]: positions on one axis
@@ -336,19 +361,33 @@ def operands(layer, tensors, fmt="bf16", rounding="nearest"):
     """A layer's tensors in the operand format as NCHW arrays: ``{"A": input, "W": weight, "G": output grad}``.
 
     Values are converted to ``fmt`` (round to nearest even or truncate, subnormals flushed);
-    Linear, Conv1d and matmul tensors become those of their convolution (``conv_geometry``).
+    Linear, Conv1d and matmul tensors become those of their convolution (``conv_geometry``); a transposed
+    convolution's stay its own (``plan`` hands them to its convolution).
     """
     geo = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
     (m, kh, kw), shape = geo.kernel, geo.input
+    a_shape, g_shape = shape, (shape[0], m, *geo.output())
+    if _transposed(layer):  # the convolution's input is the size of this layer's output
+        a_shape, g_shape = tensors.input.shape, shape
     weight, matmul = tensors.weight, getattr(layer, "type", None) == "matmul"
     if matmul:
         weight = weight.swapaxes(1, 2)  # [b, N, K]: b*N filters of K channels
     features_last = matmul or weight.ndim == 2
     return {
-        "A": _to_nchw(quantize(tensors.input, fmt, rounding), shape, features_last),
+        "A": _to_nchw(quantize(tensors.input, fmt, rounding), a_shape, features_last),
         "W": quantize(weight, fmt, rounding).reshape(m, shape[1] // geo.groups, kh, kw),
-        "G": _to_nchw(quantize(tensors.output_grad, fmt, rounding), (shape[0], m, *geo.output()), features_last),
+        "G": _to_nchw(quantize(tensors.output_grad, fmt, rounding), g_shape, features_last),
     }
+
+
+def check_dataflow(layer, dataflow):
+    """Refuse (``ValueError``) a ``dataflow`` (in ``DATAFLOWS``) that cannot form ``layer``'s passes: DNNsim has no
+    transposed convolution, so the ``dnnsim`` preset has no pass formation for one."""
+    if dataflow not in DATAFLOWS:
+        raise ValueError(f"unknown dataflow {dataflow!r}; expected one of {list(DATAFLOWS)}")
+    if dataflow == "dnnsim" and _transposed(layer):
+        raise ValueError(f"layer {layer.name!r}: the dnnsim dataflow forms no transposed convolution's passes "
+                         "(DNNsim simulates none); map it with the default dataflow")
 
 
 def _dnnsim_sparsity(x, op, geo):
@@ -369,6 +408,7 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None,
     ``dataflow`` (in ``DATAFLOWS``) picks the pass formation: SPEC section 5's, or DNNsim's, which also chooses the
     scheduled side as DNNsim does: the windows' operand (activations; gradients of the input gradient), its zeros
     counted over its zero-padded map, only when strictly sparser than the other (weights, or gradients).
+    A transposed convolution's ``op`` is planned as the ``MIRRORED`` operation of its convolution (module docstring).
 
     ``layer`` has ``name``, ``stride``, ``padding``, ``dilation``, ``groups`` (a LayerInfo); ``tensors`` has
     ``input``, ``weight`` and ``output_grad`` arrays as PyTorch lays them out; ``arrays`` may
@@ -376,12 +416,16 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None,
     """
     if op not in _OPERATIONS:
         raise ValueError(f"unknown operation {op!r}; expected one of {list(OPS)}")
-    if dataflow not in DATAFLOWS:
-        raise ValueError(f"unknown dataflow {dataflow!r}; expected one of {list(DATAFLOWS)}")
-    build, names, result = _OPERATIONS[op]
+    check_dataflow(layer, dataflow)
     geo = conv_geometry(layer, tensors.input.shape, tensors.weight.shape)
     arrays = operands(layer, tensors, fmt, rounding) if arrays is None else arrays
-    a, w, g = arrays["A"], arrays["W"], arrays["G"]
+    build, names, result = _OPERATIONS[op]
+    conv = arrays  # the convolution's tensors, by its names
+    if _transposed(layer):
+        build, names, result = _OPERATIONS[MIRRORED[op]]
+        names, result = tuple(_ADJOINT_NAMES[name] for name in names), _ADJOINT_NAMES[result]
+        conv = {_ADJOINT_NAMES[name]: array for name, array in arrays.items()}
+    a, w, g = conv["A"], conv["W"], conv["G"]
     zeros = {name: 1.0 - np.count_nonzero(arrays[name]) / max(arrays[name].size, 1) for name in names}
     if dataflow == "dnnsim":
         swap = not _dnnsim_sparsity(arrays[names[0]], op, geo) > zeros[names[1]]
@@ -391,7 +435,7 @@ def plan(layer, tensors, op, lanes, fmt="bf16", rounding="nearest", arrays=None,
         Problem(label, *((second, first) if swap else (first, second)))
         for label, first, second in build(a, w, g, geo, lanes, dataflow == "dnnsim")
     ]
-    out_elements = {"out": g.size, "dA": a.size, "dW": w.size}[result]
+    out_elements = {"out": arrays["G"].size, "dA": arrays["A"].size, "dW": arrays["W"].size}[result]
     return OpPlan(
         op=op,
         scheduled=names[swap],

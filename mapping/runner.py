@@ -17,7 +17,7 @@ import torch
 from threadpoolctl import ThreadpoolController
 from tqdm import tqdm
 
-from dashraker.mapping.dataflow import OPS, conv_geometry
+from dashraker.mapping.dataflow import OPS, check_dataflow, conv_geometry
 from dashraker.mapping.engine import map_op
 
 __all__ = ["ClusterError", "default_jobs", "layer_ops", "limit_threads", "map_layer", "map_trace", "totals"]
@@ -285,7 +285,8 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
     tasks, reading the trace at the same path (storage they share). Otherwise ``jobs`` local
     worker processes (default: ``default_jobs``; 1 when the configurations run their cost models on
     a GPU, which one process keeps busy); ``jobs=1`` maps in this process. A trace holding layers
-    of a type this version does not take (``Trace.unsupported``) is refused unless ``skip_unsupported``.
+    of a type this version does not take (``Trace.unsupported``) is refused unless ``skip_unsupported``, and a layer
+    a configuration's dataflow cannot form (``dataflow.check_dataflow``) before any work.
     """
     from dashraker.trace import open_trace
 
@@ -294,6 +295,9 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
         layer = trace.unsupported[0]
         raise ValueError(f"{trace_path}: layer {layer.name!r}: {layer.reason}; "
                          "--skip-unsupported maps the other layers")
+    for layer in trace.layers:
+        for dataflow in dict.fromkeys(config.dataflow for config in configs):
+            check_dataflow(layer, dataflow)
     steps = list(trace.steps if steps is None else steps)
     missing = sorted(set(steps) - set(trace.steps))
     if missing:

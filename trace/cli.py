@@ -98,7 +98,12 @@ def register(subparsers):
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    rec = actions.add_parser("record", help="train a network and record a trace on chosen optimizer steps")
+    from dashraker.trace.store import RECORDED_NAMES
+
+    rec = actions.add_parser(
+        "record", help="train a network and record a trace on chosen optimizer steps",
+        description="Train a network and record, on chosen optimizer steps, the input, weight and output gradient "
+        f"of every {RECORDED_NAMES} layer.")
     rec.add_argument("--model", required=True,
                      help=f"network: {MODEL_NAMES}, or PACKAGE.MODULE:FACTORY, a callable returning an nn.Module")
     rec.add_argument("--model-arg", action="append", metavar="K=V",
@@ -122,8 +127,8 @@ def register(subparsers):
     rec.add_argument("--out", required=True, help="trace folder to create")
     rec.add_argument("--force", action="store_true", help="replace an existing trace in --out")
     rec.add_argument("--strict", action="store_true",
-                     help="refuse a model with modules whose parameters are not recorded (ConvTranspose2d, LSTM, ...: "
-                     "anything but Conv1d, Conv2d, Linear, MatMul, normalisations and embeddings) instead of warning")
+                     help="refuse a model with modules whose parameters are not recorded (ConvTranspose1d, LSTM, ...: "
+                     f"anything but normalisations, embeddings and the recorded {RECORDED_NAMES}) instead of warning")
     rec.add_argument("--no-progress", action="store_true", help="no progress bar")
     rec.set_defaults(func=_record)
 

@@ -16,7 +16,8 @@ with a header) records the mapping (``trace_names`` reads it back).
 
 Refused (``REFUSED``), every such layer named in one message before anything is written: what
 trace_params.csv cannot say (groups: grouped and depthwise convolutions; dilation; a stride or
-padding that differs between the axes), products of two activations (``matmul`` layers: the
+padding that differs between the axes), transposed convolutions (``conv_transpose2d``: DNNsim has
+none, and would read one as a convolution), products of two activations (``matmul`` layers: the
 attention of the bundled transformer), and layers of a type this version does not know.
 
 Beside the tensors the export writes ``tensordash.prototxt``, a DNNsim batch file that simulates
@@ -45,7 +46,8 @@ DNNSIM_FILES = {"weight": ("weights", "w"), "input": ("input", "in"), "output_gr
 CSV_COLUMNS = "name,out_channels,Kx,Ky,stride,padding"
 EXTRA_FILES = ("trace_params.csv", "layer_names.csv", "tensordash.prototxt", "DNNSIM.txt")
 REFUSED = ("grouped and depthwise convolutions (groups > 1), dilated convolutions, a stride or padding that differs "
-           "between the axes (trace_params.csv has one groups-free, dilation-free line per layer); matmul layers, "
+           "between the axes (trace_params.csv has one groups-free, dilation-free line per layer); transposed "
+           "convolutions (DNNsim has none); matmul layers, "
            "products of two activations such as the transformer's attention (DNNsim's layers have one weight "
            "tensor); layers of a type this version does not know")
 
@@ -69,6 +71,9 @@ def _expressible(layer):
     if layer.type == "matmul":
         raise TraceError(f"layer {layer.name!r}: a matmul (a product of two activations, one weight per sample) "
                          "cannot be exported to dnnsim: DNNsim's layers have one weight tensor")
+    if layer.type == "conv_transpose2d":
+        raise TraceError(f"layer {layer.name!r}: a transposed convolution cannot be exported to dnnsim: DNNsim has "
+                         "none and would read it as a convolution")
     lost = []
     if layer.groups != 1:
         kind = "depthwise" if layer.groups == layer.in_channels == layer.out_channels else "grouped"

@@ -10,10 +10,12 @@ import numpy as np
 from dashraker.trace.errors import TraceError
 from dashraker.trace.store import FORMAT, FORMAT_VERSION, MANIFEST, tensor_path
 
-__all__ = ["LayerInfo", "UnsupportedLayer", "LayerTensors", "Trace", "open_trace", "open_tensor", "LAYER_TYPES"]
+__all__ = ["LayerInfo", "UnsupportedLayer", "LayerTensors", "Trace", "open_trace", "open_tensor", "LAYER_TYPES",
+           "conv_transpose_size"]
 
-LAYER_TYPES = ("conv2d", "linear", "conv1d", "matmul")
-RANKS = {"conv2d": (4,), "linear": (2, 3), "conv1d": (3,), "matmul": (3,)}  # dimensions of a layer type's tensors
+LAYER_TYPES = ("conv2d", "linear", "conv1d", "matmul", "conv_transpose2d")
+RANKS = {"conv2d": (4,), "linear": (2, 3), "conv1d": (3,), "matmul": (3,),
+         "conv_transpose2d": (4,)}  # dimensions of a layer type's tensors
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class LayerInfo:
     field in the manifest) is a Conv2d of height 1: its pairs are (1, k), (1, s), (0, p), (1, d).
     A ``matmul`` layer is a product of two activations, input [b, M, K] @ weight [b, K, N] (its
     second activation), output gradient [b, M, N]; in_channels K, out_channels N, fields as a Linear's.
+    A ``conv_transpose2d`` layer (a ConvTranspose2d) has NCHW input [n, in_channels, h, w], weight as PyTorch
+    has it [in_channels, out_channels/groups, kx, ky] and output gradient [n, out_channels, oh, ow], its size
+    ``conv_transpose_size``; it alone has an ``output_padding`` other than (0, 0).
     """
 
     name: str
@@ -47,6 +52,7 @@ class LayerInfo:
     output_grad_shape: tuple
     has_input_grad: bool
     input_needs_grad: bool = None  # whether training computes the input gradient; None where a trace does not say
+    output_padding: tuple = (0, 0)
 
     @property
     def input_grad_shape(self):
@@ -112,6 +118,11 @@ def _conv_out(size, kernel, stride, padding, dilation):
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
+def conv_transpose_size(size, kernel, stride, padding, dilation, output_padding):
+    """The output size along one axis of a transposed convolution, as PyTorch sizes it."""
+    return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
+
+
 def _expected_shapes(info):
     """(weight shape, output gradient shape) that the layer's hyper-parameters and input shape imply."""
     if info.type == "linear":
@@ -120,6 +131,10 @@ def _expected_shapes(info):
         b, m, k = info.input_shape
         return (b, k, info.out_channels), (b, m, info.out_channels)
     n, _, *spatial = info.input_shape
+    if info.type == "conv_transpose2d":
+        out = [conv_transpose_size(*dims) for dims in zip(spatial, info.kernel, info.stride, info.padding,
+                                                          info.dilation, info.output_padding)]
+        return (info.in_channels, info.out_channels // info.groups, *info.kernel), (n, info.out_channels, *out)
     axes = slice(2 - len(spatial), 2)  # a conv1d's one axis is the second of its pairs
     out = [_conv_out(*dims) for dims in zip(spatial, info.kernel[axes], info.stride[axes], info.padding[axes],
                                             info.dilation[axes])]
@@ -170,7 +185,11 @@ def _layer_info(entry, where, version):
         output_grad_shape=shape("output_grad_shape"),
         has_input_grad=flag("has_input_grad"),
         input_needs_grad=flag("input_needs_grad") if version > 1 else None,
+        output_padding=pair("output_padding", 0) if kind == "conv_transpose2d" else (0, 0),
     )
+    if any(o >= max(s, d) for o, s, d in zip(info.output_padding, info.stride, info.dilation)):
+        _fail(where, f"field 'output_padding' {list(info.output_padding)} must be smaller than the stride or the "
+                     "dilation on each axis")
     if kind in ("linear", "matmul") and (info.kernel, info.stride, info.padding, info.dilation, info.groups) != (
         (1, 1), (1, 1), (0, 0), (1, 1), 1
     ):

@@ -1,5 +1,6 @@
-"""Records the input, weight and output gradient (input gradient optionally) of every Conv1d, Conv2d, Linear and
-``MatMul`` layer (``trace.layers``; a ``MatMul``'s second activation is recorded as its weight).
+"""Records the input, weight and output gradient (input gradient optionally) of every Conv1d, Conv2d,
+ConvTranspose2d, Linear and ``MatMul`` layer (``trace.layers``; a ``MatMul``'s second activation is recorded as its
+weight).
 
 Output gradients are captured by tensor hooks that forward hooks register on each layer's
 output. Unlike module backward hooks this works when an in-place op (``ReLU(inplace=True)``,
@@ -28,19 +29,22 @@ from torch import nn
 from dashraker.outputs import OutputFolder
 from dashraker.trace.errors import RecordError
 from dashraker.trace.layers import MatMul
-from dashraker.trace.store import (FORMAT, FORMAT_VERSION, MANIFEST, TENSORS, is_trace, save_json, save_npy,
-                                   tensor_path, unrecorded_message)
+from dashraker.trace.reader import conv_transpose_size
+from dashraker.trace.store import (FORMAT, FORMAT_VERSION, MANIFEST, RECORDED_NAMES, TENSORS, is_trace, save_json,
+                                   save_npy, tensor_path, unrecorded_message)
 
 __all__ = ["Recorder", "recording", "recordable_layers", "unrecorded_layers", "call_name",
            "RECORDED", "UnrecordedWarning"]
 
 
-RECORDED = (nn.Conv1d, nn.Conv2d, nn.Linear, MatMul)
+RECORDED = (nn.Conv1d, nn.Conv2d, nn.ConvTranspose2d, nn.Linear, MatMul)  # store.RECORDED_NAMES names them
+# The manifest type of each recorded convolution.
+_CONV_TYPES = ((nn.Conv1d, "conv1d"), (nn.Conv2d, "conv2d"), (nn.ConvTranspose2d, "conv_transpose2d"))
 
 # Modules with parameters that do no multiply-accumulate work a PE array runs (per-channel scaling, lookups): their
-# parameters are not a reason to warn. Any other module holding parameters of its own (ConvTranspose2d, Conv3d,
-# LSTM, GRU, RNN, Bilinear, MultiheadAttention's input projection, a custom module that calls F.linear or @ on an
-# nn.Parameter) computes something the trace leaves out.
+# parameters are not a reason to warn. Any other module holding parameters of its own (ConvTranspose1d,
+# ConvTranspose3d, Conv3d, LSTM, GRU, RNN, Bilinear, MultiheadAttention's input projection, a custom module that
+# calls F.linear or @ on an nn.Parameter) computes something the trace leaves out.
 NOT_COMPUTE = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.Embedding, nn.EmbeddingBag, nn.PReLU,
                *((nn.RMSNorm,) if hasattr(nn, "RMSNorm") else ()))
 
@@ -75,7 +79,7 @@ def call_name(name, call):
 
 
 def _conv_padding(name, conv):
-    """A Conv2d's zero padding as a symmetric pair; ``"same"``/``"valid"`` resolved, other paddings refused."""
+    """A convolution's zero padding as a symmetric pair; ``"same"``/``"valid"`` resolved, other paddings refused."""
     if conv.padding_mode != "zeros":
         raise RecordError(f"layer {name!r}: padding_mode {conv.padding_mode!r} is not recordable (only zero padding)")
     if conv.padding == "valid":
@@ -94,10 +98,12 @@ _ONE_BY_ONE = {"kernel": [1, 1], "stride": [1, 1], "padding": [0, 0], "dilation"
 
 def _hyper_parameters(name, module):
     """Manifest fields that describe the layer itself (SPEC section 6); a Linear layer and a product of two
-    activations (``matmul``: its channels are the product's K and N) are 1x1 convolutions."""
-    if isinstance(module, (nn.Conv1d, nn.Conv2d)):
+    activations (``matmul``: its channels are the product's K and N) are 1x1 convolutions. A transposed
+    convolution's ``output_padding`` depends on the call (``Recorder._entries``)."""
+    kind = next((kind for conv, kind in _CONV_TYPES if isinstance(module, conv)), None)
+    if kind:
         return {
-            "type": "conv1d" if isinstance(module, nn.Conv1d) else "conv2d",
+            "type": kind,
             "in_channels": module.in_channels,
             "out_channels": module.out_channels,
             "kernel": list(module.kernel_size),
@@ -146,7 +152,7 @@ class Recorder:
         self.input_grad = input_grad
         self.modules = recordable_layers(model)
         if not self.modules:
-            raise RecordError("the model has no Conv1d, Conv2d, Linear or MatMul layer to record")
+            raise RecordError(f"the model has no layer to record (the recorded types: {RECORDED_NAMES})")
         unrecorded = unrecorded_layers(model)
         if unrecorded and strict:
             raise RecordError(unrecorded_message(unrecorded) + "; refused (strict)")
@@ -224,6 +230,8 @@ class Recorder:
                 if hyper["type"] == "matmul":  # [batch, M, K] @ [batch, K, N]
                     _, k, n = capture["weight"].shape
                     hyper = {**hyper, "in_channels": k, "out_channels": n}
+                if hyper["type"] == "conv_transpose2d":
+                    hyper = {**hyper, "output_padding": _output_padding(hyper, capture)}
                 entries.append({
                     "name": call_name(name, call),
                     **hyper,
@@ -271,9 +279,17 @@ class Recorder:
         save_json(self.out / MANIFEST, manifest)
 
 
-LAYOUT = ("NCHW for conv2d, NCL for conv1d; [samples, features] or [samples, positions, features] for linear; "
-          "[batch, M, K], [batch, K, N] and "
+LAYOUT = ("NCHW for conv2d and conv_transpose2d, NCL for conv1d; [samples, features] or [samples, positions, "
+          "features] for linear; [batch, M, K], [batch, K, N] and "
           "[batch, M, N] for matmul's input, weight (its second activation) and output gradient; weights as PyTorch")
+
+
+def _output_padding(hyper, capture):
+    """A transposed convolution's output padding in one call: the rows and columns its output has beyond what its
+    other hyper-parameters give (the module's ``output_padding``, or what ``forward(x, output_size=...)`` chose)."""
+    sizes = zip(capture["input"].shape[2:], capture["output_grad"].shape[2:], hyper["kernel"], hyper["stride"],
+                hyper["padding"], hyper["dilation"])
+    return [out - conv_transpose_size(size, k, s, p, d, 0) for size, out, k, s, p, d in sizes]
 
 
 def _second_activation(name, a, b):

@@ -19,6 +19,7 @@ __all__ = [
     "save_npy",
     "save_json",
     "unrecorded_message",
+    "RECORDED_NAMES",
 ]
 
 FORMAT = "dashraker-trace"
@@ -26,8 +27,12 @@ FORMAT = "dashraker-trace"
 # tensors of sequence models as [samples, positions, features] (version 1 flattened them to [rows, features]) and
 # each layer's input_needs_grad (version 1 implied it: every layer but the first);
 # readers take every version up to FORMAT_VERSION (a version 1 trace is a valid version 2 trace).
+# A layer type added since (conv_transpose2d) needs no new version: a reader that does not know a type reads the
+# rest of the trace and says which layers it leaves out (``reader.UnsupportedLayer``).
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
+# The module types a recording records (``recorder.RECORDED``), as messages name them.
+RECORDED_NAMES = "Conv1d, Conv2d, ConvTranspose2d, Linear and MatMul"
 # Tensors saved per layer and step; ``input_grad`` only when recorded.
 TENSORS = ("input", "weight", "output_grad", "input_grad")
 
@@ -66,5 +71,5 @@ def unrecorded_message(layers):
     """One line naming the ``(name, type)`` modules whose parameters a recording left out (``recorder.unrecorded_layers``,
     a manifest's ``unrecorded_layers``)."""
     names = ", ".join(f"{name or '(the model)'} ({kind})" for name, kind in layers)
-    return (f"{len(layers)} module(s) with parameters are not recorded (only Conv1d, Conv2d, Linear and MatMul are), "
+    return (f"{len(layers)} module(s) with parameters are not recorded (only {RECORDED_NAMES} are), "
             f"so a map of the trace leaves their work out: {names}")

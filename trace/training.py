@@ -38,7 +38,7 @@ def make_optimizer(net, kind, lr=None):
 
 
 class MagnitudePruner:
-    """Gradual magnitude pruning of every Conv2d/Linear weight to ``target`` sparsity, per layer.
+    """Gradual magnitude pruning of every recorded layer's weight (a MatMul has none) to ``target`` sparsity, per layer.
 
     Uses ``torch.nn.utils.prune`` masks (the layer computes ``weight = weight_orig * weight_mask``
     before each forward pass, so traces record the pruned weights). Sparsity follows the cubic

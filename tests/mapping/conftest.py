@@ -4,7 +4,7 @@ import signal
 import sys
 
 import pytest
-from layer_cases import make_layer
+from layer_cases import make_layer, record_upsampler
 
 
 @pytest.fixture
@@ -41,3 +41,9 @@ def map_command():
     return [sys.executable, "-c", "import sys; import dashraker.mapping.silicon as silicon; "
             "silicon.resolve = lambda config, *args, **kwargs: config; "
             "from dashraker.cli import main; sys.exit(main(['map', *sys.argv[1:]]))"]
+
+
+@pytest.fixture(scope="session")
+def upsampler_trace(tmp_path_factory):
+    """A recorded trace with two transposed convolutions (``layer_cases.Upsampler``)."""
+    return record_upsampler(tmp_path_factory.mktemp("upsampler") / "trace")

@@ -3,6 +3,7 @@
 import csv
 import json
 
+import numpy as np
 import pytest
 import yaml
 
@@ -101,6 +102,36 @@ def test_cli_maps_a_real_trace(tmp_path, mobilenet_trace, capsys):
         got = [r for r in report["rows"] if r["layer_index"] == index]
         key = lambda r: (r["design"], r["op"])  # noqa: E731
         assert sorted(again, key=key) == sorted(got, key=key)
+
+
+def test_cli_maps_transposed_layers(tmp_path, upsampler_trace, capsys):
+    """Every design maps a trace's transposed convolutions: a row per operation as the user knows it, the dense
+    cycles those of the mirrored convolution's plan (``mapping.dataflow``); the dnnsim preset refuses them."""
+    from dashraker.designs import DESIGNS
+    from dashraker.mapping.dataflow import plan
+    from dashraker.mapping.engine import spread
+    from dashraker.trace import open_trace
+
+    out = tmp_path / "out"
+    assert main(["map", str(upsampler_trace), "--design", "all", "--out", str(out), "--jobs", "1",
+                 "--no-progress"]) == 0  # fmt: skip
+    rows = json.load(open(out / "map.json"))["rows"]
+    config = load_config(None, "baseline")
+    trace = open_trace(upsampler_trace)
+    for name in ("up1", "up2"):
+        tensors = trace.load(name, 1)
+        for op in ("fwd", "bwd_input", "bwd_weight"):
+            got = {row["design"]: row for row in rows if (row["layer"], row["op"]) == (name, op)}
+            assert set(got) == set(DESIGNS), (name, op)
+            problems = plan(trace.layer(name), tensors, op, config.lanes).problems
+            steps = [np.full(p.rows.num_sets(config.rows) * p.cols.num_sets(config.cols), p.steps) for p in problems]
+            assert got["baseline"]["cycles"] == spread(np.concatenate(steps), config.tiles), (name, op)
+    capsys.readouterr()
+    assert main(["map", str(upsampler_trace), "--design", "tensordash", "--dataflow", "dnnsim", "--out",
+                 str(tmp_path / "dnnsim"), "--jobs", "1", "--no-progress"]) == 2  # fmt: skip
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "layer 'up1': the dnnsim dataflow forms no transposed convolution's passes" in error
+    assert not (tmp_path / "dnnsim").exists()
 
 
 def test_fpraker_on_real_layers(mobilenet_trace):

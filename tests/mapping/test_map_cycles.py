@@ -117,6 +117,18 @@ def test_conv1d_and_matmul_baseline_cycles_by_hand(tmp_path, layer_case, case, e
     assert {op: map_op(config, layer, tensors, op)["cycles"] for op in expected} == expected
 
 
+def test_transposed_baseline_cycles_by_hand(tmp_path, layer_case):
+    """A ConvTranspose2d 20 -> 5 channels, 3x3, stride 2, padding 1, output padding 1, 4x4 -> 8x8 maps, on 4x4 PEs:
+    fwd (its convolution's input gradient): per stride phase 16 windows (4 sets) x 5 filters (2 sets), 2 chunks x
+    taps {0, 2} or {1} per axis: 8 x (8 + 4 + 4 + 2) = 144; dA (that convolution's forward): 16 windows (4 sets) x
+    20 filters (5 sets), 1 chunk x 9 taps: 20 x 9 = 180; dW: 9 offsets x 5 channels of G (2 sets) x 20 of A (5
+    sets), 1 step: 90."""
+    layer, tensors, _ = layer_case(kind="conv_transpose2d", n=1, c=20, m=5, size=4, stride=2, output_padding=1)
+    config = config_file(tmp_path, "baseline", tiles=1, rows=4, cols=4, lanes=16)
+    expected = {"fwd": 144, "bwd_input": 180, "bwd_weight": 90}
+    assert {op: map_op(config, layer, tensors, op)["cycles"] for op in expected} == expected
+
+
 def test_tensordash_skips_causal_zeros_of_a_matmul(tmp_path):
     """Attention weights [4, 48] @ v [48, 1] on one 1x1 PE of 16 lanes: row i of the causal weights holds i + 1
     non-zero chunks of 16, then zeros. TensorDash (H = 2) issues a chunk per cycle and skips up to two empty
@@ -160,8 +172,9 @@ def test_fpraker_all_zero_operand(tmp_path, layer_case):
 
 @pytest.mark.parametrize(
     "case",
-    [dict(), dict(size=7, stride=2), dict(c=8, m=8, groups=8, stride=2), dict(kind="linear", n=6, c=40, m=9)],
-    ids=["conv", "stride2", "depthwise", "linear"],
+    [dict(), dict(size=7, stride=2), dict(c=8, m=8, groups=8, stride=2), dict(kind="linear", n=6, c=40, m=9),
+     dict(kind="conv_transpose2d", size=4, stride=2, output_padding=1)],
+    ids=["conv", "stride2", "depthwise", "linear", "transposed"],
 )
 def test_design_invariants(tmp_path, layer_case, case):
     layer, tensors, _ = layer_case(**case)

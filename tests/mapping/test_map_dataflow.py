@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dashraker.mapping.dataflow import passes, plan
+from dashraker.mapping.dataflow import MIRRORED, passes, plan
 
 CASES = {
     "conv3x3": dict(),
@@ -112,6 +112,68 @@ def test_passes_reproduce_pytorch(layer_case, case, lanes, dataflow):
         op_plan = plan(layer, tensors, op, lanes, dataflow=dataflow)
         got = _assemble(op, op_plan, shapes, conv, lanes, dataflow)
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9, err_msg=f"{case} {op} {dataflow}")
+
+
+# Transposed convolutions (``make_layer`` kind conv_transpose2d: c to m channels); weight_zeros: share of zero weights.
+TRANSPOSED = {
+    "stride1": dict(),
+    "stride2_output_padding": dict(size=4, stride=2, output_padding=1),
+    "stride3_k5": dict(size=4, kernel=5, stride=3, padding=2, output_padding=2),
+    "grouped_sparse_weights": dict(c=6, m=4, groups=2, stride=2, weight_zeros=0.8),
+    "depthwise_dilated": dict(c=4, m=4, groups=4, size=5, stride=2, dilation=2, padding=1, output_padding=1),
+    "output_padding_beyond_stride": dict(size=5, dilation=3, padding=2, output_padding=2),  # its convolution is larger
+}
+
+
+def _conv_transpose_reference(layer, tensors):
+    """PyTorch's transposed convolution of the layer's tensors and its gradients by autograd, in fp64."""
+    import torch
+
+    x, w = (torch.tensor(t, dtype=torch.float64, requires_grad=True) for t in (tensors.input, tensors.weight))
+    out = torch.nn.functional.conv_transpose2d(x, w, stride=layer.stride, padding=layer.padding,
+                                               output_padding=layer.output_padding, groups=layer.groups,
+                                               dilation=layer.dilation)
+    out.backward(torch.tensor(tensors.output_grad, dtype=torch.float64))
+    return {"fwd": out.detach().numpy(), "bwd_input": x.grad.numpy(), "bwd_weight": w.grad.numpy()}
+
+
+@pytest.mark.parametrize("lanes", [4, 16])
+@pytest.mark.parametrize("case", TRANSPOSED)
+def test_transposed_passes_reproduce_pytorch(layer_case, case, lanes):
+    """A transposed layer's operations are planned as its convolution's mirrored ones (``MIRRORED``): put where that
+    convolution has its results, the passes' products give PyTorch's transposed convolution and its gradients."""
+    options = dict(TRANSPOSED[case])
+    weight_zeros = options.pop("weight_zeros", 0.0)
+    layer, tensors, _ = layer_case(kind="conv_transpose2d", **options)
+    tensors.weight[np.random.default_rng(0).random(tensors.weight.shape) < weight_zeros] = 0.0
+    reference = _conv_transpose_reference(layer, tensors)
+    conv = SimpleNamespace(**{**vars(layer), "type": "conv2d"})
+    shapes = {MIRRORED[op]: value.shape for op, value in reference.items()}
+    adjoint = {"A": "G", "G": "A", "W": "W"}
+    for op, expected in reference.items():
+        op_plan = plan(layer, tensors, op, lanes)
+        assert op_plan.op == op and op_plan.scheduled in (("W",) if weight_zeros and op != "bwd_weight" else "AG")
+        as_conv = dataclasses.replace(op_plan, scheduled=adjoint[op_plan.scheduled])
+        got = _assemble(MIRRORED[op], as_conv, shapes, conv, lanes)
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9, err_msg=f"{case} {op}")
+
+
+def test_transposed_dense_steps_are_its_convolutions(layer_case):
+    """A ConvTranspose2d 20 -> 5 channels, 3x3, stride 2, padding 1, output padding 1 on 4x4 maps (output 8x8) is
+    the adjoint of a convolution 5 -> 20 channels on 8x8 maps (output 4x4). Its forward is that convolution's input
+    gradient: 2 chunks of its 20 channels times the taps of each stride phase ({0, 2} or {1} per axis), no step
+    for the zeros a stride inserts; its input gradient that convolution's forward: 1 chunk x 9 taps; its weight
+    gradient that convolution's: 9 offsets of 1 sample x 1 chunk of 16 positions."""
+    layer, tensors, _ = layer_case(kind="conv_transpose2d", n=1, c=20, m=5, size=4, stride=2, output_padding=1)
+    fwd = plan(layer, tensors, "fwd", 16)
+    assert sorted(p.steps for p in fwd.problems) == [2 * 1 * 1, 2 * 1 * 2, 2 * 2 * 1, 2 * 2 * 2]
+    assert sum((p.rows if fwd.scheduled == "A" else p.cols).count for p in fwd.problems) == 8 * 8  # output positions
+    assert fwd.elements == {"A": 20 * 16, "W": 20 * 5 * 9, "out": 5 * 64}
+    assert [p.steps for p in plan(layer, tensors, "bwd_input", 16).problems] == [9]
+    dw = plan(layer, tensors, "bwd_weight", 16)
+    assert len(dw.problems) == 9 and {p.steps for p in dw.problems} == {1} and dw.elements["dW"] == 20 * 5 * 9
+    with pytest.raises(ValueError, match="'layer': the dnnsim dataflow forms no transposed convolution's passes"):
+        plan(layer, tensors, "fwd", 16, dataflow="dnnsim")
 
 
 def test_dense_steps_follow_spec(layer_case):

@@ -167,19 +167,19 @@ def test_unrecordable_padding_is_refused(tmp_path):
 
 
 class _Sequence(nn.Module):
-    """An LSTM and a ConvTranspose2d (not recorded), a BatchNorm and an Embedding (no PE work), a Linear."""
+    """An LSTM and a ConvTranspose1d (not recorded), a BatchNorm and an Embedding (no PE work), a Linear."""
 
     def __init__(self):
         super().__init__()
         self.embed = nn.Embedding(10, 4)
         self.lstm = nn.LSTM(4, 4, batch_first=True)
-        self.up = nn.ConvTranspose2d(1, 1, 2)
-        self.norm = nn.BatchNorm2d(1)
-        self.head = nn.Linear(3 * 5, 3)
+        self.up = nn.ConvTranspose1d(2, 1, 2)
+        self.norm = nn.BatchNorm1d(1)
+        self.head = nn.Linear(5, 3)
 
     def forward(self, tokens):
         out, _ = self.lstm(self.embed(tokens))  # [n, 2, 4]
-        return self.head(self.norm(self.up(out[:, None])).flatten(1))
+        return self.head(self.norm(self.up(out)).flatten(1))
 
 
 def test_unrecorded_modules_warned_by_name_or_refused(tmp_path):
@@ -187,12 +187,12 @@ def test_unrecorded_modules_warned_by_name_or_refused(tmp_path):
 
     net = _Sequence()
     tokens, y = torch.randint(0, 10, (4, 2)), torch.tensor([0, 1, 2, 0])
-    with pytest.warns(UnrecordedWarning, match=r"2 module\(s\) .*: lstm \(LSTM\), up \(ConvTranspose2d\)$"):
+    with pytest.warns(UnrecordedWarning, match=r"2 module\(s\) .*: lstm \(LSTM\), up \(ConvTranspose1d\)$"):
         with recording(net, tmp_path / "t", samples=2) as recorder:
             with recorder.step(1):
                 F.cross_entropy(net(tokens), y).backward()
     assert [layer.name for layer in open_trace(tmp_path / "t").layers] == ["head"]
-    with pytest.raises(RecordError, match=r"lstm \(LSTM\), up \(ConvTranspose2d\); refused \(strict\)"):
+    with pytest.raises(RecordError, match=r"lstm \(LSTM\), up \(ConvTranspose1d\); refused \(strict\)"):
         with recording(net, tmp_path / "s", samples=2, strict=True):
             pass
     assert not (tmp_path / "s").exists()
