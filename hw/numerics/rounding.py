@@ -56,18 +56,25 @@ def _join(m, nodes):
     """(leading zeros, all zero) of a power-of-two count of equal power-of-two wide parts, from each part's
     (leading zeros, all zero), least significant part first; the count is exact unless all are zero.
 
-    Each node is a signal: as expressions, every level would hold the one below twice, and Amaranth walks
-    expressions as trees (2**depth copies of the leaves: minutes of elaboration for a 384-bit accumulator).
+    Every third level's nodes are signals: as expressions, every level holds the one below twice, and Amaranth
+    walks expressions as trees (2**depth copies of the leaves: minutes of elaboration for a 384-bit
+    accumulator); a signal per node instead costs a Signal for every bit (tens of seconds for a tile's PEs).
     """
     if len(nodes) == 1:
         return nodes[0]
     half = len(nodes) // 2
     high_zeros, high_empty = _join(m, nodes[half:])
     low_zeros, low_empty = _join(m, nodes[:half])
-    zeros, empty = Signal(len(low_zeros) + 1, name="lz_zeros"), Signal(name="lz_empty")
-    m.d.comb += [zeros.eq(Mux(high_empty, Cat(low_zeros, Const(1, 1)), Cat(high_zeros, Const(0, 1)))),
-                 empty.eq(high_empty & low_empty)]
-    return zeros, empty
+    zeros = Mux(high_empty, Cat(low_zeros, Const(1, 1)), Cat(high_zeros, Const(0, 1)))
+    empty = high_empty & low_empty
+    if (len(nodes).bit_length() - 1) % _LEVELS_PER_SIGNAL:
+        return zeros, empty
+    node = Signal(len(zeros), name="lz_zeros"), Signal(name="lz_empty")
+    m.d.comb += [node[0].eq(zeros), node[1].eq(empty)]
+    return node
+
+
+_LEVELS_PER_SIGNAL = 3  # a leaf is held 2**3 times at most by the signal three levels up
 
 
 def round_nearest_even(m, mantissa, exponent, *, guard, sticky):

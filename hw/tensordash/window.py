@@ -177,11 +177,18 @@ class StagingWindow(wiring.Component):
                 taken = Mux(consumed[amount], taken, values[amount])
             return taken
 
-        # Flag buffer: drop slots, append the accepted chunk's flags after the rest.
+        # Flag buffer: drop slots, append the accepted chunk's flags after the rest. The chunk's flags are
+        # signals, made once per step: every slot's refill reads them.
         chunk = self.steps.payload
+        incoming = []
+        for i, step in enumerate(chunk.steps):
+            step_flags = [Signal(self.lanes, name=f"incoming{i}_row{r}") for r in range(self.rows)]
+            m.d.comb += [row_flags.eq(Cat(*(step.rows[r][lane].exp != 0 for lane in range(self.lanes))))
+                         for r, row_flags in enumerate(step_flags)]
+            incoming.append((step.last, step_flags))
         nexts_last = []
         for j in range(depth):
-            nexts = [self._refill(j, j + amount, schedulers, in_pass, chunk) for amount in range(width + 1)]
+            nexts = [self._refill(j, j + amount, schedulers, in_pass, incoming) for amount in range(width + 1)]
             nexts_last.append([last for last, _ in nexts])
             m.d.sync += lasts[j].eq(advance(nexts_last[j]))
             for r in range(self.rows):
@@ -222,10 +229,11 @@ class StagingWindow(wiring.Component):
                 m.d.comb += mux.window[j].eq(store.window[j].rows[r])
         return m
 
-    def _refill(self, j, source, schedulers, in_pass, chunk):
+    def _refill(self, j, source, schedulers, in_pass, incoming):
         """The end-of-pass bit and per-row flags slot j takes from buffer slot ``source`` if the buffer holds
-        it, else from the chunk's matching step."""
-        chunk_last, chunk_flags = self._from_chunk(source, chunk)
+        it, else from the incoming chunk's matching step (``incoming``: each step's end-of-pass bit and
+        per-row flags)."""
+        chunk_last, chunk_flags = self._from_chunk(source, incoming)
         if source >= self.depth:
             return chunk_last, chunk_flags
         held = self.occupancy > source
@@ -237,19 +245,18 @@ class StagingWindow(wiring.Component):
             row_flags.append(Mux(held, kept, chunk_flags[r]))
         return Mux(held, self.lasts[source], chunk_last), row_flags
 
-    def _from_chunk(self, source, chunk):
+    def _from_chunk(self, source, incoming):
         """The end-of-pass bit and per-row flags of step ``source - occupancy`` of the incoming chunk (garbage
         beyond its count is never used)."""
         held_values = range(max(0, source - self.lookahead), min(source, self.depth) + 1)
         last, row_flags = None, None
         for held in reversed(held_values):  # the last possible occupancy is the default
-            step = chunk.steps[source - held]
-            step_flags = [Cat(*(step.rows[r][lane].exp != 0 for lane in range(self.lanes))) for r in range(self.rows)]
+            step_last, step_flags = incoming[source - held]
             if last is None:
-                last, row_flags = step.last, step_flags
+                last, row_flags = step_last, step_flags
             else:
                 hit = self.occupancy == held
-                last = Mux(hit, step.last, last)
+                last = Mux(hit, step_last, last)
                 row_flags = [Mux(hit, new, old) for new, old in zip(step_flags, row_flags)]
         return last, row_flags
 
