@@ -10,6 +10,12 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("simulator", selected_simulators())
 
 
+def pytest_collection_modifyitems(items):
+    """Tests marked ``early`` first: pytest-xdist hands tests out in order, and a test of minutes started last
+    would keep one worker busy after the other has finished."""
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)
+
+
 @pytest.fixture(scope="session")
 def build_cache(tmp_path_factory):
     """A folder per session where each hardware configuration is built once."""

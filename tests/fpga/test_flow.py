@@ -51,6 +51,7 @@ def run_cli(capsys, *args):
     return status, captured.out, captured.err
 
 
+@pytest.mark.early
 @pytest.mark.parametrize("design,device", CASES)
 def test_small_design_through_the_whole_flow(design, device, tmp_path, capsys):
     out = tmp_path / "flow"

@@ -22,6 +22,7 @@ CONFIGS = {
 QUICK = {("fpr_1x2x4_g0", "icarus"), ("fpr_1x1x2_g3", "verilator")}
 
 
+@pytest.mark.early
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
 def test_fpraker_tile(name, sim_name, build_cache):
     run_tile(DESIGN, DESIGN.params(**CONFIGS[name]), toplevel=name, test_module=COCOTB_MODULE,

@@ -31,6 +31,7 @@ QUICK = {("pe_8_bf16_fused", "icarus"), ("pe_8_bf16_fused", "verilator"), ("pe_1
          ("pe_8_bf16_loop", "icarus"), ("tile_2x3x4_fp32_l6", "icarus")}
 
 
+@pytest.mark.early
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
 def test_baseline_tile(name, sim_name, build_cache):
     run_tile(DESIGN, DESIGN.params(**CONFIGS[name]), toplevel=name, test_module=COCOTB_MODULE,

@@ -30,6 +30,7 @@ CONFIGS = {
 QUICK = {("td_1x3x8_h1_fp32", "verilator"), ("td_1x2x8_sep2_bf16", "icarus")}
 
 
+@pytest.mark.early
 @pytest.mark.parametrize("name, sim_name", configuration_cases(CONFIGS, QUICK))
 def test_tensordash_tile(name, sim_name, build_cache):
     run_tile(DESIGN, DESIGN.params(**CONFIGS[name]), toplevel=name, test_module=COCOTB_MODULE,
