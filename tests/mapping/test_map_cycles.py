@@ -227,7 +227,7 @@ def reference_models(monkeypatch):
     """The mapper with the reference models in place of the fused kernels (quantization, TensorDash counts)."""
     import torch
 
-    from dashraker.mapping import dataflow
+    from dashraker.mapping.dataflow import operations
     from dashraker.models import numerics
     from dashraker.models import tensordash as reference
     from dashraker.models.kernels import tensordash as kernel
@@ -240,7 +240,7 @@ def reference_models(monkeypatch):
         return numerics.quantize(torch.from_numpy(np.array(x, np.float32)), fmt, rounding).numpy()
 
     with monkeypatch.context() as patched:
-        patched.setattr(dataflow, "quantize", reference_quantize)
+        patched.setattr(operations, "quantize", reference_quantize)
         patched.setattr(kernel, "cycles_and_nonzero", reference_counts)
         yield
 
