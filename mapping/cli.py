@@ -172,7 +172,8 @@ def _skipped(trace):
 
 def _map(args, configs, steps):
     """``map_trace`` with the command's options; bad input (trace, steps, cluster) as a ``CliError``."""
-    from dashraker.mapping.runner import ClusterError, map_trace
+    from dashraker.mapping.executors import ClusterError
+    from dashraker.mapping.runner import map_trace
     from dashraker.trace import TraceError
 
     try:

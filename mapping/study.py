@@ -133,7 +133,8 @@ def _configs(config_path, area_cache, progress):
 
 
 def _map(trace, configs, steps, jobs, scheduler, progress):
-    from dashraker.mapping.runner import ClusterError, map_trace, totals
+    from dashraker.mapping.executors import ClusterError
+    from dashraker.mapping.runner import map_trace, totals
     from dashraker.trace import TraceError
 
     try:

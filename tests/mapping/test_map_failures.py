@@ -138,7 +138,7 @@ def test_sigkill_of_the_parent_ends_the_workers(map_command, mobilenet_trace, tm
 
 def test_a_worker_whose_parent_is_already_gone_ends():
     """The parent may die before the worker asks to follow it: the worker sees another parent and ends."""
-    code = "from dashraker.mapping.runner import _end_with_parent; _end_with_parent(-1); import time; time.sleep(60)"
+    code = "from dashraker.mapping.executors import _end_with_parent; _end_with_parent(-1); import time; time.sleep(60)"
     run = subprocess.run([sys.executable, "-c", code], timeout=60)
     assert run.returncode == 1
 

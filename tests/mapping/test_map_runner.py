@@ -16,9 +16,10 @@ import torch
 from threadpoolctl import threadpool_info
 
 from dashraker.cli import main
-from dashraker.mapping import runner
+from dashraker.mapping import executors, runner
 from dashraker.mapping.config import load_config
-from dashraker.mapping.runner import default_jobs, limit_threads, map_trace
+from dashraker.mapping.executors import limit_threads
+from dashraker.mapping.runner import default_jobs, map_trace
 
 DESIGNS = ("baseline", "tensordash")
 
@@ -64,8 +65,8 @@ def test_default_jobs_pay_for_themselves(mobilenet_trace, configs, monkeypatch):
 
     # a small trace (MobileNet at 28x28, one sample) maps in this process; a large one on workers, one per CPU
     forked = []
-    monkeypatch.setattr(runner, "_on_local_workers",
-                        lambda path, configs, tasks, jobs, bar, start="fork": forked.append((jobs, start)) or [])
+    monkeypatch.setattr(executors, "on_local_workers",
+                        lambda run, path, configs, tasks, jobs, bar, start="fork": forked.append((jobs, start)) or [])
     assert len(map_trace(mobilenet_trace, configs[:1], progress=False)) == 41 and forked == []
     monkeypatch.setattr(runner, "WORK_PER_JOB", 1)
     map_trace(mobilenet_trace, configs[:1], progress=False)
@@ -75,7 +76,8 @@ def test_default_jobs_pay_for_themselves(mobilenet_trace, configs, monkeypatch):
     # cost models on a GPU: one process by default; workers asked for are spawned (CUDA breaks in a forked child)
     on_gpu = [dataclasses.replace(configs[0], device="cuda")]
     in_process = []
-    monkeypatch.setattr(runner, "_in_process", lambda trace, configs, tasks, bar: in_process.append(len(tasks)) or [])
+    monkeypatch.setattr(executors, "in_process",
+                        lambda run, trace, configs, tasks, bar: in_process.append(len(tasks)) or [])
     map_trace(mobilenet_trace, on_gpu, progress=False)
     map_trace(mobilenet_trace, on_gpu, jobs=2, progress=False)
     assert in_process == [41] and forked[1:] == [(2, "spawn")]
@@ -153,7 +155,7 @@ def test_tasks_whose_workers_all_died_are_one_line(mobilenet_trace, configs, clu
         outcome = _map_killing_a_worker(mobilenet_trace, configs, *cluster)
     finally:
         allowed_failures(3)
-    assert isinstance(outcome.get("error"), runner.ClusterError), outcome
+    assert isinstance(outcome.get("error"), executors.ClusterError), outcome
     message = r"scheduler tcp://\S+: every worker that ran step 1, layer \d+, \w+ died; see the workers' logs"
     assert re.fullmatch(message, str(outcome["error"]))
 
@@ -162,30 +164,30 @@ def test_a_lost_scheduler_is_one_line(mobilenet_trace, configs, monkeypatch):
     from distributed import LocalCluster
 
     # the worker is a thread of this process: its settings and trace cache stay out of the other tests
-    monkeypatch.setattr(runner, "_WORKER_TRACES", {})
+    monkeypatch.setattr(executors, "_WORKER_TRACES", {})
     for setting in ("limit_threads", "_keep_arrays_on_the_heap"):
-        monkeypatch.setattr(runner, setting, lambda: None)
+        monkeypatch.setattr(executors, setting, lambda: None)
     cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL)
     thread, outcome = _start(mobilenet_trace, configs, cluster.scheduler_address)
     while thread.is_alive() and not _some_task_done(cluster.scheduler):
         time.sleep(0.02)
     cluster.close()
     thread.join(timeout=60)
-    assert isinstance(outcome.get("error"), runner.ClusterError), outcome
+    assert isinstance(outcome.get("error"), executors.ClusterError), outcome
     assert re.fullmatch(r"scheduler \S+: the tasks were cancelled \(scheduler-connection-lost\)", str(outcome["error"]))
 
 
 def test_a_cluster_without_workers_is_one_line(mobilenet_trace, configs, monkeypatch):
     from distributed import LocalCluster
 
-    monkeypatch.setattr(runner, "WORKERS_TIMEOUT_S", 1)
+    monkeypatch.setattr(executors, "WORKERS_TIMEOUT_S", 1)
     with LocalCluster(n_workers=0, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster:
-        with pytest.raises(runner.ClusterError, match=r"^scheduler \S+: no worker joined in 1 s$"):
+        with pytest.raises(executors.ClusterError, match=r"^scheduler \S+: no worker joined in 1 s$"):
             map_trace(mobilenet_trace, configs, progress=False, scheduler=cluster.scheduler_address)
 
 
 def test_bad_scheduler_address_is_one_line_quickly(mobilenet_trace, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(runner, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1)
     for address, message in [("tcp://127.0.0.1:1", r"scheduler tcp://127.0.0.1:1: Timed out .* after 1 s"),
                              ("localhost", "scheduler localhost: missing port number"),
                              ("udp://localhost:8786", "unknown address scheme 'udp'")]:  # fmt: skip
