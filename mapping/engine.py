@@ -228,64 +228,106 @@ def map_op(config, layer, tensors, op, plans=None):
     Returns a dict of figures (see docs/guides/cli-map.md).
     """
     plans = {} if plans is None else plans
+    op_plan = _cached_plan(config, layer, tensors, op, plans)
+    arrays, dense, counts, set_bytes = _pass_arrays(config, op_plan)
+    value_bits = 8 * _value_bytes(config)
+    counts.update(config.design.cost.pass_counts(config.params, arrays, value_bits))
+    compressed = _compressed(config, plans, op_plan, set_bytes) if config.memory.compression == "zvc" else None
+    traffic = memory.traffic(config, op_plan, arrays, compressed)
+    baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}
+    counts.update(traffic.counts)
+    cycles, dense_cycles, breakdown = _op_cycles(config, counts, arrays, dense)
+    timing = memory.timing(config, cycles, traffic.dram_bytes)
+    dense_timing = memory.timing(config, dense_cycles, traffic.dram_bytes)
+    return {
+        **_plan_figures(config, layer, op, op_plan, arrays),
+        "dense_cycles": dense_cycles,
+        "cycles": cycles,
+        "speedup": dense_cycles / cycles if cycles else 1.0,
+        **timing,
+        "time_speedup": dense_timing["time_s"] / timing["time_s"] if timing["time_s"] else 1.0,
+        "dram_bytes": traffic.dram_bytes,
+        "compression": config.memory.compression,
+        **_energy_figures(config, counts, baseline_counts, timing["time_s"], dense_timing["time_s"]),
+        "cycle_breakdown": breakdown,
+        "counts": counts,
+    }
+
+
+def _value_bytes(config):
+    """Bytes of a value in the operand format."""
+    return 2 if config.fmt == "bf16" else 4
+
+
+def _cached_plan(config, layer, tensors, op, plans):
+    """The operation's plan on ``config``'s lanes, format and dataflow, from ``plans`` or made and kept there."""
     fmt = (config.fmt, config.rounding)
     if fmt not in plans:
         plans[fmt] = operands(layer, tensors, *fmt)
     key = (op, config.lanes, *fmt, config.dataflow)
     if key not in plans:
         plans[key] = plan(layer, tensors, op, config.lanes, *fmt, arrays=plans[fmt], dataflow=config.dataflow)
-    op_plan = plans[key]
+    return plans[key]
+
+
+def _pass_arrays(config, op_plan):
+    """Every pass of the operation on the design and on the dense baseline (``_Passes.arrays``), the action counts
+    of the cost model's evaluation, and (ZVC) the compressed bytes of each pass's row and column sets."""
     design_passes, dense_passes = _Passes(), _Passes()
     counts = {name: 0 for name in COMPONENTS}
-    cost = config.design.cost
-    per_problem = _evaluate(op_plan.problems, config) if cost.operands is not Operands.NONE else None
+    evaluates = config.design.cost.operands is not Operands.NONE
+    per_problem = _evaluate(op_plan.problems, config) if evaluates else [None] * len(op_plan.problems)
     carried = _dnnsim_carried(config, op_plan)
-    value_bytes = 2 if config.fmt == "bf16" else 4
     zvc = config.memory.compression == "zvc"
     set_bytes = {"row_bytes": [], "col_bytes": []}
-    for index, problem in enumerate(op_plan.problems):
+    for problem, evaluated in zip(op_plan.problems, per_problem):
         row_sets, col_sets = problem.rows.num_sets(config.rows), problem.cols.num_sets(config.cols)
         row_set, col_set = np.divmod(np.arange(row_sets * col_sets), col_sets)
         rows, cols = problem.rows.used(config.rows, row_set), problem.cols.used(config.cols, col_set)
-        cycles = problem.steps
-        if per_problem is not None:
-            found = dict(per_problem[index])
-            cycles = found.pop("cycles")
-            if cost.operands is Operands.SCHEDULED:  # per row set: shared by its column sets, counted per partner
-                cycles = np.repeat(cycles, col_sets) if carried is None else carried(problem)
-            partners = problem.cols.count if cost.operands is Operands.SCHEDULED else 1
-            for name, values in found.items():
-                counts[name] = counts.get(name, 0) + int(values.sum()) * partners
+        cycles = problem.steps if evaluated is None else _problem_cycles(config, problem, evaluated, carried, counts)
         design_passes.add(cycles, problem.steps, rows, cols, row_set, col_set)
         if zvc:
-            set_bytes["row_bytes"].append(_set_bytes(problem.rows, config.rows, value_bytes)[row_set])
-            set_bytes["col_bytes"].append(_set_bytes(problem.cols, config.cols, value_bytes)[col_set])
+            set_bytes["row_bytes"].append(_set_bytes(problem.rows, config.rows, _value_bytes(config))[row_set])
+            set_bytes["col_bytes"].append(_set_bytes(problem.cols, config.cols, _value_bytes(config))[col_set])
         dense_passes.add(problem.steps, problem.steps, rows, cols, row_set, col_set)
-    arrays, dense = design_passes.arrays(), dense_passes.arrays()
-    value_bits = 16 if config.fmt == "bf16" else 32
-    counts.update(cost.pass_counts(config.params, arrays, value_bits))
-    compressed = None
-    if zvc:
-        compressed = {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in set_bytes.items()}
-        compressed["operand_bytes"] = [_tensor_bytes(plans, fmt, name, value_bytes)
-                                       for name in (op_plan.scheduled, op_plan.partner)]
-    traffic = memory.traffic(config, op_plan, arrays, compressed)
-    baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}
-    counts.update(traffic.counts)
+    return design_passes.arrays(), dense_passes.arrays(), counts, set_bytes
+
+
+def _problem_cycles(config, problem, evaluated, carried, counts):
+    """A problem's cycles per pass from its evaluation, whose action counts go into ``counts``."""
+    operands = config.design.cost.operands
+    found = dict(evaluated)
+    cycles = found.pop("cycles")
+    if operands is Operands.SCHEDULED:  # per row set: shared by its column sets, counted per partner
+        cycles = np.repeat(cycles, problem.cols.num_sets(config.cols)) if carried is None else carried(problem)
+    partners = problem.cols.count if operands is Operands.SCHEDULED else 1
+    for name, values in found.items():
+        counts[name] = counts.get(name, 0) + int(values.sum()) * partners
+    return cycles
+
+
+def _compressed(config, plans, op_plan, set_bytes):
+    """ZVC: the compressed bytes of every pass's row and column sets and of the two operand tensors."""
+    compressed = {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in set_bytes.items()}
+    compressed["operand_bytes"] = [_tensor_bytes(plans, (config.fmt, config.rounding), name, _value_bytes(config))
+                                   for name in (op_plan.scheduled, op_plan.partner)]
+    return compressed
+
+
+def _op_cycles(config, counts, arrays, dense):
+    """The operation's cycles on the design (its busiest tile's, plus the pipeline fill) and on the dense baseline,
+    and where a term-serial design's cycles go (``cycle_breakdown``; None for the other designs)."""
     cycles, dense_cycles = spread(arrays["cycles"], config.tiles), spread(dense["cycles"], config.tiles)
     fill = config.design.fill(config.params) if arrays["cycles"].size else 0
     cycles += fill  # the design's pipeline fill
     breakdown = None
     if {"pe_cycles", "terms", "skipped_terms"} <= counts.keys():
         breakdown = cycle_breakdown(config, counts, arrays["cycles"], cycles, fill)
-    energy, baseline_energy = energy_pj(counts, config), energy_pj(baseline_counts, config)
-    timing = memory.timing(config, cycles, traffic.dram_bytes)
-    dense_timing = memory.timing(config, dense_cycles, traffic.dram_bytes)
-    leakage = silicon.leakage_pj(config, config.tile_transistors, timing["time_s"])
-    baseline_leakage = silicon.leakage_pj(config, config.reference_tile_transistors, dense_timing["time_s"])
-    energy["leakage"], baseline_energy["leakage"] = leakage or 0.0, baseline_leakage or 0.0
-    total, baseline_total = sum(energy.values()), sum(baseline_energy.values())
-    core, baseline_core = (sum(v for k, v in e.items() if k not in MEMORY + STATIC) for e in (energy, baseline_energy))
+    return cycles, dense_cycles, breakdown
+
+
+def _plan_figures(config, layer, op, op_plan, arrays):
+    """The row's figures of the operation's plan: sides, zeros, problems and passes."""
     return {
         "layer": layer.name,
         "op": op,
@@ -297,13 +339,18 @@ def map_op(config, layer, tensors, op, plans=None):
         "problems": len(op_plan.problems),
         "passes": int(arrays["cycles"].size),
         "values_scheduled": int((arrays["steps"] * arrays["rows"]).sum()) * config.lanes,
-        "dense_cycles": dense_cycles,
-        "cycles": cycles,
-        "speedup": dense_cycles / cycles if cycles else 1.0,
-        **timing,
-        "time_speedup": dense_timing["time_s"] / timing["time_s"] if timing["time_s"] else 1.0,
-        "dram_bytes": traffic.dram_bytes,
-        "compression": config.memory.compression,
+    }
+
+
+def _energy_figures(config, counts, baseline_counts, time_s, dense_time_s):
+    """The row's energy figures of the design and of the dense baseline, leakage over their run times included."""
+    energy, baseline_energy = energy_pj(counts, config), energy_pj(baseline_counts, config)
+    leakage = silicon.leakage_pj(config, config.tile_transistors, time_s)
+    baseline_leakage = silicon.leakage_pj(config, config.reference_tile_transistors, dense_time_s)
+    energy["leakage"], baseline_energy["leakage"] = leakage or 0.0, baseline_leakage or 0.0
+    total, baseline_total = sum(energy.values()), sum(baseline_energy.values())
+    core, baseline_core = (sum(v for k, v in e.items() if k not in MEMORY + STATIC) for e in (energy, baseline_energy))
+    return {
         "area_scope": config.area_scope,
         "silicon_transistors": (None if config.tile_transistors is None
                                 else round(silicon.silicon_transistors(config, config.tile_transistors))),
@@ -315,6 +362,4 @@ def map_op(config, layer, tensors, op, plans=None):
         "baseline_core_energy_pj": baseline_core,
         "core_energy_efficiency": baseline_core / core if core else 1.0,
         "energy_breakdown_pj": energy,
-        "cycle_breakdown": breakdown,
-        "counts": counts,
     }
