@@ -1,5 +1,7 @@
 """IEEE binary32 adder, combinational or pipelined: round to nearest even, FTZ/DAZ, canonical NaN (SPEC section 2)."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -74,16 +76,18 @@ class FPAdder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cuts = Cuts(m, ADDER_CUTS[self.latency])
-        a, b = self.a, self.b
-        a_zero, a_inf, a_nan = classify(a)
-        b_zero, b_inf, b_nan = classify(b)
-        nan = a_nan | b_nan | (a_inf & b_inf & (a.sign != b.sign))
-        inf = a_inf | b_inf
-        inf_sign = Mux(a_inf, a.sign, b.sign)
-        zero = a_zero & b_zero
-        zero_sign = a.sign & b.sign
+        special = _special_cases(self.a, self.b)
+        special, ordered = _cross(cuts, "order", special, self._order(m))
+        special, paths = _cross(cuts, "align", special, self._paths(m, ordered))
+        special, added = _cross(cuts, "add", special, self._add(m, paths))
+        special, normalized = _cross(cuts, "round", special, self._normalize_and_round(m, added))
+        (result,) = cuts.cross("output", sum=self._result(m, special, normalized))
+        m.d.comb += self.sum.eq(result)
+        return m
 
-        # Order by exponent alone (a on a tie); both differences are computed at once.
+    def _order(self, m):
+        """Order by exponent alone (a on a tie); both differences are computed at once."""
+        a, b = self.a, self.b
         a_minus_b = Signal(signed(9))
         b_minus_a = Signal(signed(9))
         m.d.comb += [a_minus_b.eq(a.exp - b.exp), b_minus_a.eq(b.exp - a.exp)]
@@ -101,86 +105,77 @@ class FPAdder(wiring.Component):
             big_sig.eq(Mux(a_big, a_sig, b_sig)),
             small_sig.eq(Mux(a_big, b_sig, a_sig)),
         ]
-        subtract = a.sign ^ b.sign
+        return dict(a_minus_b=a_minus_b, b_minus_a=b_minus_a, distance=distance, big_exp=big_exp, big_sign=big_sign,
+                    big_sig=big_sig, small_sig=small_sig, a_sig=a_sig, b_sig=b_sig, subtract=a.sign ^ b.sign)
 
-        nan, inf, inf_sign, zero, zero_sign, a_minus_b, b_minus_a, distance, big_exp, big_sign, big_sig, small_sig, \
-            a_sig, b_sig, subtract = cuts.cross(
-                "order", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, a_minus_b=a_minus_b,
-                b_minus_a=b_minus_a, distance=distance, big_exp=big_exp, big_sign=big_sign, big_sig=big_sig,
-                small_sig=small_sig, a_sig=a_sig, b_sig=b_sig, subtract=subtract)
-        a_big = a_minus_b >= 0
-
-        # Close path: |big - small| in a 25-bit frame, exact.
-        close_big = Cat(C(0, 1), big_sig)
-        close_small = Mux(a_minus_b[0], small_sig, Cat(C(0, 1), small_sig))  # odd difference: one place apart
+    def _paths(self, m, v):
+        """The close path's difference, |big - small| in a 25-bit frame, exact; the far path's alignment, both
+        computed beside the ordering from the raw differences."""
+        a_big = v.a_minus_b >= 0
+        close_big = Cat(C(0, 1), v.big_sig)
+        close_small = Mux(v.a_minus_b[0], v.small_sig, Cat(C(0, 1), v.small_sig))  # odd difference: one place apart
         forward = Signal(_CLOSE + 1)
         backward = Signal(_CLOSE + 1)
         m.d.comb += [forward.eq(close_big - close_small), backward.eq(close_small - close_big)]
         negative = forward[_CLOSE]  # only when the exponents are equal
         close = Signal(_CLOSE)
         m.d.comb += close.eq(Mux(negative, backward[:_CLOSE], forward[:_CLOSE]))
-        near = distance <= 1
+        aligned = Mux(a_big, _align(v.b_sig, v.a_minus_b[:8]), _align(v.a_sig, v.b_minus_a[:8]))
+        return dict(big_exp=v.big_exp, big_sign=v.big_sign, big_sig=v.big_sig, subtract=v.subtract,
+                    near=v.distance <= 1, negative=negative, close=close, aligned=aligned)
 
-        # Far path: both alignments are computed beside the ordering, from the raw differences.
-        aligned = Mux(a_big, _align(b_sig, a_minus_b[:8]), _align(a_sig, b_minus_a[:8]))
-
-        nan, inf, inf_sign, zero, zero_sign, big_exp, big_sign, big_sig, subtract, near, negative, close, aligned = \
-            cuts.cross("align", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_exp=big_exp,
-                       big_sign=big_sign, big_sig=big_sig, subtract=subtract, near=near, negative=negative,
-                       close=close, aligned=aligned)
-
-        close_zeros = leading_zeros(m, close)
-        use_close = subtract & near & ~close[_CLOSE - 1]
-        big_ext = Cat(C(0, 3), big_sig)
+    def _add(self, m, v):
+        """The close path's leading-zero count; the far path's sum."""
+        close_zeros = leading_zeros(m, v.close)
+        use_close = v.subtract & v.near & ~v.close[_CLOSE - 1]
+        big_ext = Cat(C(0, 3), v.big_sig)
         total = Signal(_WIDTH + 1)
-        m.d.comb += total.eq(Mux(subtract, big_ext - aligned, big_ext + aligned))
+        m.d.comb += total.eq(Mux(v.subtract, big_ext - v.aligned, big_ext + v.aligned))
+        return dict(big_exp=v.big_exp, big_sign=v.big_sign, negative=v.negative, close=v.close,
+                    close_zeros=close_zeros, use_close=use_close, total=total)
 
-        nan, inf, inf_sign, zero, zero_sign, big_exp, big_sign, negative, close, close_zeros, use_close, total = \
-            cuts.cross("add", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_exp=big_exp,
-                       big_sign=big_sign, negative=negative, close=close, close_zeros=close_zeros,
-                       use_close=use_close, total=total)
-
+    def _normalize_and_round(self, m, v):
+        """The close path normalised by its leading zeros; the far path's at most one place of normalisation (right
+        on a carry out, left after a one-bit cancellation), then its rounding."""
         close_normalized = Signal(_CLOSE)
         close_exp = Signal(signed(10))
         m.d.comb += [
-            close_normalized.eq(close << close_zeros),
-            close_exp.eq(big_exp - close_zeros),
+            close_normalized.eq(v.close << v.close_zeros),
+            close_exp.eq(v.big_exp - v.close_zeros),
         ]
-
-        # At most one place of normalisation: right on a carry out, left after a one-bit cancellation.
+        total = v.total
         normalized = Signal(_WIDTH)
         far_exp = Signal(signed(10))
         with m.If(total[_WIDTH]):
-            m.d.comb += [normalized.eq(Cat(total[0] | total[1], total[2:])), far_exp.eq(big_exp + 1)]
+            m.d.comb += [normalized.eq(Cat(total[0] | total[1], total[2:])), far_exp.eq(v.big_exp + 1)]
         with m.Elif(total[_WIDTH - 1]):
-            m.d.comb += [normalized.eq(total[:_WIDTH]), far_exp.eq(big_exp)]
+            m.d.comb += [normalized.eq(total[:_WIDTH]), far_exp.eq(v.big_exp)]
         with m.Else():
-            m.d.comb += [normalized.eq(Cat(C(0, 1), total[: _WIDTH - 1])), far_exp.eq(big_exp - 1)]
+            m.d.comb += [normalized.eq(Cat(C(0, 1), total[: _WIDTH - 1])), far_exp.eq(v.big_exp - 1)]
         far_mantissa, far_rounded_exp = round_nearest_even(
             m, normalized[3:], far_exp, guard=normalized[2], sticky=normalized[:2].any()
         )
+        return dict(big_sign=v.big_sign, negative=v.negative, use_close=v.use_close, cancelled=v.close == 0,
+                    close_normalized=close_normalized, close_exp=close_exp, far_exp=far_exp,
+                    far_mantissa=far_mantissa, far_rounded_exp=far_rounded_exp)
 
-        nan, inf, inf_sign, zero, zero_sign, big_sign, negative, use_close, cancelled, close_normalized, close_exp, \
-            far_exp, far_mantissa, far_rounded_exp = cuts.cross(
-                "round", nan=nan, inf=inf, inf_sign=inf_sign, zero=zero, zero_sign=zero_sign, big_sign=big_sign,
-                negative=negative, use_close=use_close, cancelled=close == 0, close_normalized=close_normalized,
-                close_exp=close_exp, far_exp=far_exp, far_mantissa=far_mantissa, far_rounded_exp=far_rounded_exp)
-
-        # Range checks from the exponents before rounding, beside the rounding carry chain:
-        # only the far path rounds, and an exact result below 2**-126 stays below it.
-        rounds_up = far_rounded_exp != far_exp
-        overflow = ~use_close & ((far_exp >= 255) | ((far_exp == 254) & rounds_up))
-        underflow = Mux(use_close, close_exp <= 0, far_exp <= 0)
-        sign = Mux(use_close, big_sign ^ negative, big_sign)
+    def _result(self, m, special, v):
+        """The sum: a special case's, or the chosen path's after the range checks. The checks read the exponents
+        before rounding, beside the rounding carry chain: only the far path rounds, and an exact result below
+        2**-126 stays below it."""
+        rounds_up = v.far_rounded_exp != v.far_exp
+        overflow = ~v.use_close & ((v.far_exp >= 255) | ((v.far_exp == 254) & rounds_up))
+        underflow = Mux(v.use_close, v.close_exp <= 0, v.far_exp <= 0)
+        sign = Mux(v.use_close, v.big_sign ^ v.negative, v.big_sign)
 
         result = Signal(FP32_LAYOUT)
-        with m.If(nan):
+        with m.If(special.nan):
             m.d.comb += result.eq(canonical_nan())
-        with m.Elif(inf):
-            m.d.comb += [result.sign.eq(inf_sign), result.exp.eq(255)]
-        with m.Elif(zero):
-            m.d.comb += result.sign.eq(zero_sign)
-        with m.Elif(use_close & cancelled):
+        with m.Elif(special.inf):
+            m.d.comb += [result.sign.eq(special.inf_sign), result.exp.eq(255)]
+        with m.Elif(special.zero):
+            m.d.comb += result.sign.eq(special.zero_sign)
+        with m.Elif(v.use_close & v.cancelled):
             pass  # exact cancellation: +0
         with m.Elif(overflow):
             m.d.comb += [result.sign.eq(sign), result.exp.eq(255)]
@@ -189,12 +184,26 @@ class FPAdder(wiring.Component):
         with m.Else():
             m.d.comb += [
                 result.sign.eq(sign),
-                result.exp.eq(Mux(use_close, close_exp[:8], far_rounded_exp[:8])),
-                result.frac.eq(Mux(use_close, close_normalized[1:24], far_mantissa[:23])),
+                result.exp.eq(Mux(v.use_close, v.close_exp[:8], v.far_rounded_exp[:8])),
+                result.frac.eq(Mux(v.use_close, v.close_normalized[1:24], v.far_mantissa[:23])),
             ]
-        (result,) = cuts.cross("output", sum=result)
-        m.d.comb += self.sum.eq(result)
-        return m
+        return result
+
+
+def _special_cases(a, b):
+    """Whether the sum is NaN, an infinity (and its sign) or a zero of two zeros (and its sign)."""
+    a_zero, a_inf, a_nan = classify(a)
+    b_zero, b_inf, b_nan = classify(b)
+    return SimpleNamespace(nan=a_nan | b_nan | (a_inf & b_inf & (a.sign != b.sign)), inf=a_inf | b_inf,
+                           inf_sign=Mux(a_inf, a.sign, b.sign), zero=a_zero & b_zero, zero_sign=a.sign & b.sign)
+
+
+def _cross(cuts, cut, special, values):
+    """The special cases (a namespace) and a stage's ``values`` (a dict, in the cut's order) as seen after ``cut``,
+    both as namespaces."""
+    crossed = dict(zip([*vars(special), *values], cuts.cross(cut, **vars(special), **values)))
+    return (SimpleNamespace(**{name: crossed[name] for name in vars(special)}),
+            SimpleNamespace(**{name: crossed[name] for name in values}))
 
 
 def _align(significand, distance):

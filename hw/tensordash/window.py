@@ -138,47 +138,49 @@ class StagingWindow(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        width, depth = self.lookahead + 1, self.depth
-        flags, lasts, occupancy, head, decision = self.flags, self.lasts, self.occupancy, self.head, self.decision
-        m.d.comb += self.steps.ready.eq(occupancy <= depth - width)
+        width, decision = self.lookahead + 1, self.decision
+        m.d.comb += self.steps.ready.eq(self.occupancy <= self.depth - width)
         accept = self.steps.valid & self.steps.ready
-
         # The pass state of the window (which slots belong to the head's pass, which of them ends it, whether
         # this is a scheduled cycle) is registered beside the buffer it follows, so that the loop starts at
         # registers rather than at the occupancy's comparisons.
-        in_pass, ends, scheduled = self.in_pass, self.ends, self.scheduled
-        m.d.comb += [decision.valid.eq(scheduled), decision.head.eq(head)]
+        m.d.comb += [decision.valid.eq(self.scheduled), decision.head.eq(self.head)]
         fire = decision.valid & self.en
+        schedulers = self._row_schedulers(m)
+        consumed = self._step_skipping(m, schedulers)
+        advance = _advancer(fire, consumed)
+        self._flag_buffer(m, advance, schedulers, accept)
+        self._operand_data(m, accept, fire)
+        return m
 
-        # Row schedulers on the masked window.
+    def _row_schedulers(self, m):
+        """A scheduler per row on the masked window (the slots of the head's pass); they make the decision's
+        selects."""
         schedulers = []
         for r in range(self.rows):
             scheduler = m.submodules[f"scheduler{r}"] = Scheduler(self.lanes, self.lookahead, self.pattern,
                                                                        self.scheduler)
-            for j in range(width):
-                m.d.comb += scheduler.window[j].eq(Mux(in_pass[j], flags[j][r], 0))
+            for j in range(self.lookahead + 1):
+                m.d.comb += scheduler.window[j].eq(Mux(self.in_pass[j], self.flags[j][r], 0))
             schedulers.append(scheduler)
-            m.d.comb += decision.select[r].eq(scheduler.select)
+            m.d.comb += self.decision.select[r].eq(scheduler.select)
+        return schedulers
 
-        # Step skipping: consume step j >= 1 while steps 1..j are empty in every row and
-        # the pass did not end before it.
+    def _step_skipping(self, m, schedulers):
+        """Step skipping: step j >= 1 is consumed while steps 1..j are empty in every row and the pass did not end
+        before it. Returns, per amount 0..H, whether the window drops that many steps besides the first."""
         consumed = [Const(1, 1)]
-        for j in range(1, width):
+        for j in range(1, self.lookahead + 1):
             empty = Signal(name=f"empty{j}")
             m.d.comb += empty.eq(~_any(scheduler.remaining[j] != 0 for scheduler in schedulers))
-            consumed.append(consumed[-1] & empty & ~ends[j - 1])
-        m.d.comb += decision.last.eq(_any(end & take for end, take in zip(ends, consumed)))
-        # Each register of the loop takes one of its H+2 next values (no slot dropped unless it fires, else 1..H+1
-        # slots), all computed beside the schedulers; the steps' emptiness, known last, selects last.
-        def advance(values):
-            values = [Mux(fire, value, values[0]) for value in values]
-            taken = values[-1]
-            for amount in reversed(range(1, width)):
-                taken = Mux(consumed[amount], taken, values[amount])
-            return taken
+            consumed.append(consumed[-1] & empty & ~self.ends[j - 1])
+        m.d.comb += self.decision.last.eq(_any(end & take for end, take in zip(self.ends, consumed)))
+        return consumed
 
-        # Flag buffer: drop slots, append the accepted chunk's flags after the rest. The chunk's flags are
-        # signals, made once per step: every slot's refill reads them.
+    def _flag_buffer(self, m, advance, schedulers, accept):
+        """Flag buffer: drop slots, append the accepted chunk's flags after the rest; the occupancy, head and pass
+        state follow it. The chunk's flags are signals, made once per step: every slot's refill reads them."""
+        width, depth, occupancy = self.lookahead + 1, self.depth, self.occupancy
         chunk = self.steps.payload
         incoming = []
         for i, step in enumerate(chunk.steps):
@@ -188,11 +190,11 @@ class StagingWindow(wiring.Component):
             incoming.append((step.last, step_flags))
         nexts_last = []
         for j in range(depth):
-            nexts = [self._refill(j, j + amount, schedulers, in_pass, incoming) for amount in range(width + 1)]
+            nexts = [self._refill(j, j + amount, schedulers, self.in_pass, incoming) for amount in range(width + 1)]
             nexts_last.append([last for last, _ in nexts])
-            m.d.sync += lasts[j].eq(advance(nexts_last[j]))
+            m.d.sync += self.lasts[j].eq(advance(nexts_last[j]))
             for r in range(self.rows):
-                m.d.sync += flags[j][r].eq(advance([row_flags[r] for _, row_flags in nexts]))
+                m.d.sync += self.flags[j][r].eq(advance([row_flags[r] for _, row_flags in nexts]))
         added = Mux(accept, chunk.count, 0)
         occupancies = [Signal.like(occupancy, name=f"occupancy_after_drop{amount}") for amount in range(width + 1)]
         m.d.comb += [after.eq(occupancy + added - amount) for amount, after in enumerate(occupancies)]
@@ -200,13 +202,16 @@ class StagingWindow(wiring.Component):
                        for amount, after in enumerate(occupancies)]
         m.d.sync += [
             occupancy.eq(advance(occupancies)),
-            head.eq(advance([_wrap(head + amount, depth) for amount in range(width + 1)])),
-            in_pass.eq(advance([Cat(*state[0]) for state in pass_states])),
-            ends.eq(advance([Cat(*state[1]) for state in pass_states])),
-            scheduled.eq(advance([state[2] for state in pass_states])),
+            self.head.eq(advance([_wrap(self.head + amount, depth) for amount in range(width + 1)])),
+            self.in_pass.eq(advance([Cat(*state[0]) for state in pass_states])),
+            self.ends.eq(advance([Cat(*state[1]) for state in pass_states])),
+            self.scheduled.eq(advance([state[2] for state in pass_states])),
         ]
 
-        # Operand data: written once at the tail, read a cycle after the decision.
+    def _operand_data(self, m, accept, fire):
+        """Operand data: written once at the tail, read a cycle after the decision; the partner's window per column
+        and the scheduled values per row (its ``OperandMux``)."""
+        width, decision, chunk = self.lookahead + 1, self.decision, self.steps.payload
         m.submodules.store = store = self.store
         m.d.comb += [
             store.write.eq(accept),
@@ -227,7 +232,6 @@ class StagingWindow(wiring.Component):
             m.d.comb += [mux.picks.eq(self.row_picks[r]), self.row_operands[r].eq(mux.operands)]
             for j in range(width):
                 m.d.comb += mux.window[j].eq(store.window[j].rows[r])
-        return m
 
     def _refill(self, j, source, schedulers, in_pass, incoming):
         """The end-of-pass bit and per-row flags slot j takes from buffer slot ``source`` if the buffer holds
@@ -259,6 +263,20 @@ class StagingWindow(wiring.Component):
                 last = Mux(hit, step_last, last)
                 row_flags = [Mux(hit, new, old) for new, old in zip(step_flags, row_flags)]
         return last, row_flags
+
+
+def _advancer(fire, consumed):
+    """Each register of the loop takes one of its H+2 next values (no slot dropped unless it fires, else 1..H+1
+    slots), all computed beside the schedulers; the steps' emptiness (``consumed``), known last, selects last."""
+
+    def advance(values):
+        values = [Mux(fire, value, values[0]) for value in values]
+        taken = values[-1]
+        for amount in reversed(range(1, len(consumed))):
+            taken = Mux(consumed[amount], taken, values[amount])
+        return taken
+
+    return advance
 
 
 def _pass_state(occupancy, lasts):
