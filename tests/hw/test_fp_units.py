@@ -7,7 +7,7 @@ import pytest
 
 from dashraker.designs import DESIGNS
 from dashraker.hw.numerics import FPAdder, FPMultiplier, mac_stages
-from dashraker.sim.runner import run_cocotb
+from dashraker.sim.runner import configuration_cases, run_cocotb
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fp_unit.py")
 
@@ -28,16 +28,21 @@ PIPELINED = {
 }
 
 
-@pytest.mark.parametrize("unit", sorted(UNITS))
-def test_fp_unit(unit, simulator, build_cache):
+# The quick suite runs every unit on Icarus and the adders on Verilator too, whose build of each unit takes most of
+# its 15-25 s (the multipliers' Verilator cases are slow ones).
+QUICK = {(unit, "icarus") for unit in (*UNITS, *PIPELINED)} | {("fp32_add", "verilator"), (f"fp32_add_{ADDER}", "verilator")}
+
+
+@pytest.mark.parametrize("unit, sim_name", configuration_cases(sorted(UNITS), QUICK))
+def test_fp_unit(unit, sim_name, build_cache):
     build, config = UNITS[unit]
     count = 100_000 if unit == "fp32_add" else 30_000
     run_cocotb(build, toplevel=unit, test_module=COCOTB_MODULE, build_dir=build_cache / unit,
-               simulator=simulator, config={**config, "seed": 2026, "count": count})
+               simulator=sim_name, config={**config, "seed": 2026, "count": count})
 
 
-@pytest.mark.parametrize("unit", sorted(PIPELINED))
-def test_pipelined_fp_unit(unit, simulator, build_cache):
+@pytest.mark.parametrize("unit, sim_name", configuration_cases(sorted(PIPELINED), QUICK))
+def test_pipelined_fp_unit(unit, sim_name, build_cache):
     build, config, stages = PIPELINED[unit]
-    run_cocotb(build, toplevel=unit, test_module=COCOTB_MODULE, build_dir=build_cache / unit, simulator=simulator,
+    run_cocotb(build, toplevel=unit, test_module=COCOTB_MODULE, build_dir=build_cache / unit, simulator=sim_name,
                config={**config, "seed": 2027, "count": 5_000, "latency": stages, "idle": 0.2})
