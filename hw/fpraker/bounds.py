@@ -5,25 +5,32 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import (
+    BF16,
     FPRAKER_ACCUMULATOR_BITS as ACCUMULATOR_BITS,
     FPRAKER_FRAME_BITS as FRAME_BITS,
     FPRAKER_MAX_TERMS as MAX_TERMS,
 )
 from dashraker.hw.checks import check_count
-from dashraker.hw.fpraker.decoder import EXPONENT_BITS, lane_layout
+from dashraker.hw.fpraker.decoder import B_BITS, EXPONENT_BITS, lane_layout
 from dashraker.hw.fpraker.encoder import TERM_POSITIONS
 
-__all__ = ["MAX_GUARD_BITS", "MOVE_LIMIT", "bounded_lane_layout", "frame_layout", "Bounds", "lane_more_cycles"]
+__all__ = ["REACH", "MAX_SHIFT", "SHIFT_AMOUNT_BITS", "MAX_GUARD_BITS", "MOVE_LIMIT", "bounded_lane_layout",
+           "frame_layout", "Bounds", "lane_more_cycles"]
 
 MOVE_LIMIT = -(-ACCUMULATOR_BITS // (1 << FRAME_BITS))  # frame moves of this many steps or more leave 0 or -1
 
-MAX_GUARD_BITS = 7  # the lane shifter's 5-bit amount covers shifts up to 17 + G + 7 < 32
+# A digit 2**t of a lane d places below E is in bounds while d <= t + REACH + G: its product reaches the window's last
+# place (a product's own 2p places, then G guard bits); the lane's shift is then REACH + G - d.
+REACH = 2 * BF16.precision
+MAX_SHIFT = TERM_POSITIONS - 1 + REACH  # the largest t + shift of an in-bound digit, besides G
+SHIFT_AMOUNT_BITS = 5  # the lane shifter's amount, t + shift: 0 .. MAX_SHIFT + G
+MAX_GUARD_BITS = (1 << SHIFT_AMOUNT_BITS) - 1 - MAX_SHIFT
 
 
 def bounded_lane_layout():
     """A lane whose out-of-bounds digits are dropped: its remaining digits, signed ``b``, and ``shift``, where
     a term ``2**t`` adds ``floor(b * 2**(t + shift - 7))`` to the step's sum in units of ``E``'s window."""
-    return data.StructLayout({"plus": TERM_POSITIONS, "minus": TERM_POSITIONS, "b": signed(9), "shift": signed(6)})
+    return data.StructLayout({"plus": TERM_POSITIONS, "minus": TERM_POSITIONS, "b": signed(B_BITS), "shift": signed(6)})
 
 
 def frame_layout():
@@ -40,7 +47,7 @@ class Bounds(wiring.Component):
     """Aligns a PE's step to its exponent ``E`` (combinational).
 
     Each live lane is ``d = E - Pe`` below ``E``; its digit ``2**t`` is in bounds when
-    ``d <= t + 16 + G`` (its product reaches the window's last place). The lane keeps
+    ``d <= t + REACH + G`` (its product reaches the window's last place). The lane keeps
     only its in-bound digits, so that the PE issues all it holds and the step's length
     is known before it starts. The frame moves by the steps of ``2**FRAME_BITS`` that
     ``E`` rose past, and ``E``'s offset in its frame is the left shift of the step's sum.
@@ -78,7 +85,7 @@ class Bounds(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        reach = 16 + self.guard_bits  # a digit 2**t is in bounds while d <= t + reach
+        reach = REACH + self.guard_bits
         for n in range(self.lane_count):
             lane, bounded = self.lanes[n], self.bounded[n]
             distance = Signal(signed(EXPONENT_BITS + 1), name=f"distance{n}")

@@ -4,13 +4,15 @@ from amaranth.hdl import Cat, Module, Mux, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from dashraker.formats import BF16
 from dashraker.hw.checks import check_count
 from dashraker.hw.fpraker.encoder import TERM_POSITIONS, TermEncoder
 from dashraker.hw.numerics.float import FloatLayout, classify, significand
 
-__all__ = ["EXPONENT_BITS", "NO_EXPONENT", "specials_layout", "lane_layout", "operands_layout", "decoded_layout",
-           "Decoder"]
+__all__ = ["B_BITS", "EXPONENT_BITS", "NO_EXPONENT", "specials_layout", "lane_layout", "operands_layout",
+           "decoded_layout", "Decoder"]
 
+B_BITS = BF16.precision + 1  # a lane's b: the bf16 significand, hidden one included, with the product's sign
 EXPONENT_BITS = 12  # signed product exponents: ea + eb - 127 in -125 .. 381
 NO_EXPONENT = -(1 << (EXPONENT_BITS - 1))  # below every product exponent: stands in for a lane that is not live
 
@@ -25,7 +27,7 @@ def lane_layout():
     return data.StructLayout({
         "plus": TERM_POSITIONS,  # NAF +1 digits of a's significand (none when the lane is not live)
         "minus": TERM_POSITIONS,  # NAF -1 digits
-        "b": signed(9),  # b's significand with the product's sign applied
+        "b": signed(B_BITS),  # b's significand with the product's sign applied
         "exponent": signed(EXPONENT_BITS),  # ea + eb - 127; NO_EXPONENT when the lane is not live
     })
 

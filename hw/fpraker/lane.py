@@ -4,13 +4,18 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from dashraker.formats import BF16
 from dashraker.hw.checks import check_count
-from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS, bounded_lane_layout
+from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS, MAX_SHIFT, SHIFT_AMOUNT_BITS, bounded_lane_layout
+from dashraker.hw.fpraker.decoder import B_BITS
 from dashraker.hw.fpraker.encoder import TERM_POSITIONS
 
-__all__ = ["LANE_LATENCY", "Lane"]
+__all__ = ["LANE_LATENCY", "B_FRACTION_BITS", "CONTRIBUTION_BITS", "Lane"]
 
 LANE_LATENCY = 2  # clock edges from a term's issue to its contribution: picked, shifted
+B_FRACTION_BITS = BF16.frac_bits  # b counts units of 2**-7: a shifted term drops these places
+# A contribution's bits besides G: |b| < 2**(B_BITS - 1) shifted up to MAX_SHIFT places, less B_FRACTION_BITS, a sign.
+CONTRIBUTION_BITS = B_BITS - 1 + MAX_SHIFT - B_FRACTION_BITS + 1
 
 
 def _highest(digits):
@@ -46,7 +51,7 @@ class Lane(wiring.Component):
         Take ``step`` at this clock edge (after this cycle's term).
     active : In(1)
         This cycle issues a term.
-    contribution : Out(signed(26 + G))
+    contribution : Out(signed(CONTRIBUTION_BITS + G))
         The term issued ``LANE_LATENCY`` cycles ago, in units of the window's last place.
     """
 
@@ -57,28 +62,30 @@ class Lane(wiring.Component):
             "step": In(bounded_lane_layout()),
             "load": In(1),
             "active": In(1),
-            "contribution": Out(signed(26 + guard_bits)),
+            "contribution": Out(signed(CONTRIBUTION_BITS + guard_bits)),
         })
 
     def elaborate(self, platform):
         m = Module()
         plus, minus = Signal(TERM_POSITIONS), Signal(TERM_POSITIONS)  # the digits still to issue
-        b = Signal(signed(9))
-        shift = Signal(signed(6))
+        b = Signal(self.step.b.shape())
+        shift = Signal(self.step.shift.shape())
         onehot, position = _highest(plus | minus)
 
-        # picked: the signed b of the issued term and its left shift plus 7 (0 .. 24 + G for in-bound terms)
-        term_b = Signal(signed(10))
-        amount = Signal(5)
+        # picked: the signed b of the issued term (-b of the most negative b needs a bit more) and its left shift
+        # plus B_FRACTION_BITS
+        term_b = Signal(signed(len(b) + 1))
+        amount = Signal(SHIFT_AMOUNT_BITS)
         issued = Signal()
         m.d.sync += [
             term_b.eq(Mux((minus & onehot).any(), -b, b)),
             amount.eq(position + shift),
             issued.eq(self.active & (plus | minus).any()),
         ]
-        # shifted: floor(term_b * 2**(amount - 7))
+        # shifted: floor(term_b * 2**(amount - B_FRACTION_BITS))
         width = len(self.contribution)
-        m.d.sync += self.contribution.eq(Mux(issued, (term_b << amount)[7:7 + width].as_signed(), 0))
+        m.d.sync += self.contribution.eq(
+            Mux(issued, (term_b << amount)[B_FRACTION_BITS:B_FRACTION_BITS + width].as_signed(), 0))
 
         with m.If(self.active):
             m.d.sync += [plus.eq(plus & ~onehot), minus.eq(minus & ~onehot)]
