@@ -16,7 +16,7 @@ from pathlib import Path
 from dashraker.designs import DESIGNS
 from dashraker.sim.runner import SIMULATORS, run_tile
 
-TESTBENCH = Path(__file__).resolve().parent.parent / "tests" / "hw" / "cocotb_tile.py"
+TESTBENCH = Path(__file__).resolve().parent.parent / "tests" / "baseline" / "cocotb_baseline_tile.py"
 
 
 def main():

@@ -3,7 +3,7 @@
 Typical use in a pytest test::
 
     run_cocotb(Tile(4, 4, 16, "bf16", 0, "tree"), toplevel="tile_4x4",
-               test_module=Path(__file__).with_name("cocotb_tile.py"),
+               test_module=Path(__file__).with_name("cocotb_baseline_tile.py"),
                build_dir=cache / "tile_4x4", simulator="icarus",
                config={"rows": 4, "cols": 4, "seed": 1})
 

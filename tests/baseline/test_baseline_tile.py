@@ -9,7 +9,7 @@ import pytest
 from dashraker.designs import DESIGNS
 from dashraker.sim.runner import configuration_cases, run_tile
 
-COCOTB_MODULE = Path(__file__).with_name("cocotb_tile.py")
+COCOTB_MODULE = Path(__file__).with_name("cocotb_baseline_tile.py")
 DESIGN = DESIGNS["baseline"]
 
 CONFIGS = {
