@@ -21,7 +21,7 @@ from pathlib import Path
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 from dashraker.hw.verilog import place
 
-__all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "AreaError", "measure", "read_stat",
+__all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "AreaError", "is_measured", "measure", "read_stat",
            "unique_modules", "design_area", "describe", "estimate_seconds", "parts"]
 
 # Transistors per generic cell: Yosys kernel/cost.h, CellCosts cmos_transistors_db (what ``stat -tech cmos`` uses).
@@ -248,6 +248,19 @@ def parts(area, area_parts):
     return result
 
 
+def _cached(design, params, root):
+    return Path(root) / design.cache_name(params, SCRIPT_VERSION) / "area.json"
+
+
+def is_measured(design, params, root="build/area"):
+    """Whether ``design_area`` of the tile has a record under ``root`` (a damaged one is measured again)."""
+    try:
+        json.loads(_cached(design, params, root).read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return True
+
+
 def design_area(design, params, root="build/area", progress=True, max_seconds=3600):
     """The area of ``design``'s tile of ``params``, cached in ``root/<configuration>-<source hash>/area.json``.
 
@@ -261,8 +274,8 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     from dashraker.hw.verilog import shared_verilog
     from dashraker.trace.store import save_json
 
-    folder = Path(root) / design.cache_name(params, SCRIPT_VERSION)
-    path = folder / "area.json"
+    path = _cached(design, params, root)
+    folder = path.parent
     if path.exists():
         try:
             record = json.loads(path.read_text())

@@ -31,7 +31,8 @@ def register(subparsers):
     parser.add_argument("--step", action="append", help="recorded step(s) to map, repeatable or comma-separated "
                         "(default: all)")
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes (default: one per 1e10 "
-                        "multiply-accumulates x designs, at most one per CPU; 1: in this process)")
+                        "multiply-accumulates x designs, at most one per CPU; 1: in this process); also the tiles "
+                        "whose area is synthesised at once (default: one per CPU)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on the workers of this Dask scheduler "
                         "instead; the trace must be at the same path on storage they share (docs/guides/cli-map.md)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -105,7 +106,7 @@ def run(args):
         check_output_folder(args.area_cache, "--area-cache")  # before the mapping and the synthesis
     with out:
         _check_trace(args.trace, steps)  # bad input is refused before the tiles are synthesised
-        configs = with_silicon(configs, args.area_cache, not args.no_progress)
+        configs = with_silicon(configs, args.area_cache, not args.no_progress, args.jobs)
         rows = _map(args, configs, steps)
         sums = totals(rows)
         print(summary_table(rows, sums))
@@ -149,13 +150,14 @@ def _check_trace(path, steps):
         raise CliError(f"{path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
 
 
-def with_silicon(configs, area_cache, progress):
-    """Every configuration with its tile's and the reference tile's transistors (for leakage), or a ``CliError``."""
+def with_silicon(configs, area_cache, progress, jobs=None):
+    """Every configuration with its tile's and the reference tile's transistors (for leakage), or a ``CliError``;
+    tiles not yet measured are synthesised ``jobs`` at a time (``silicon.resolve_all``)."""
     from dashraker.fpga.area import AreaError
     from dashraker.mapping import silicon
 
     try:
-        return [silicon.resolve(config, area_cache, progress) for config in configs]
+        return silicon.resolve_all(configs, area_cache, progress, jobs)
     except AreaError as error:
         raise CliError(f"leakage needs the tile's area: {error}") from None
 

@@ -2,6 +2,7 @@
 it ends) or on a Dask cluster. A task is ``run(trace, configs, task)``, a module-level function, returning rows."""
 
 import concurrent.futures
+import contextlib
 import ctypes
 import gc
 import multiprocessing
@@ -14,7 +15,7 @@ import numba
 import torch
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["ClusterError", "in_process", "limit_threads", "on_dask", "on_local_workers"]
+__all__ = ["ClusterError", "in_process", "in_processes", "limit_threads", "on_dask", "on_local_workers"]
 
 # Threads of every pool the models compute on (PyTorch intra-op, BLAS and OpenMP, Numba) in each
 # mapping process: the processes are the parallelism; spinning threads slow small tensors down
@@ -133,28 +134,46 @@ def _end_workers(pool):
         process.join()
 
 
+@contextlib.contextmanager
+def _local_pool(jobs, start):
+    """A pool of ``jobs`` worker processes that end with this one; on an error, SIGINT or SIGTERM none outlives it."""
+    context = multiprocessing.get_context(start)
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
+                                                initargs=(os.getpid(),)) as pool:
+        try:
+            yield pool
+        except BaseException:
+            _end_workers(pool)
+            raise
+
+
 def on_local_workers(run, trace_path, configs, tasks, jobs, bar, start="fork"):
     """``run`` each of ``tasks`` on ``jobs`` processes forked from this one: its imports (and compiled kernels) come with them.
 
     ``start="spawn"`` starts fresh interpreters instead, for a GPU (CUDA cannot be used again in a forked child).
     """
-    context = multiprocessing.get_context(start)
     results = []
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
-                                                initargs=(os.getpid(),)) as pool:
+    with _local_pool(jobs, start) as pool:
+        gc.freeze()  # the workers' garbage collections leave what they inherit untouched: fewer pages copied
         try:
-            gc.freeze()  # the workers' garbage collections leave what they inherit untouched: fewer pages copied
-            try:
-                futures = [pool.submit(_worker_task, run, str(trace_path), configs, task) for task in tasks]  # forks them
-            finally:
-                gc.unfreeze()
-            for future in concurrent.futures.as_completed(futures):
-                results.extend(future.result())
-                bar.update()
-        except BaseException:  # a failed task, SIGINT or SIGTERM: no worker outlives the run
-            _end_workers(pool)
-            raise
+            futures = [pool.submit(_worker_task, run, str(trace_path), configs, task) for task in tasks]  # forks them
+        finally:
+            gc.unfreeze()
+        for future in concurrent.futures.as_completed(futures):
+            results.extend(future.result())
+            bar.update()
     return results
+
+
+def in_processes(function, calls, jobs, bar):
+    """``function(*call)`` for each of ``calls``, on ``jobs`` processes forked from this one; the results in the
+    calls' order (the first error raised, the other calls stopped)."""
+    with _local_pool(jobs, "fork") as pool:
+        futures = [pool.submit(function, *call) for call in calls]
+        for future in concurrent.futures.as_completed(futures):
+            future.result()
+            bar.update()
+        return [future.result() for future in futures]
 
 
 def _connect(address):

@@ -8,8 +8,10 @@ static power per transistor times this silicon times an operation's run time.
 """
 
 import dataclasses
+import os
 
-__all__ = ["sram_transistors", "chip_parts", "silicon_transistors", "leakage_pj", "reference_params", "resolve"]
+__all__ = ["sram_transistors", "chip_parts", "silicon_transistors", "leakage_pj", "reference_params", "resolve",
+           "resolve_all"]
 
 
 def sram_transistors(config, tiles=None):
@@ -53,6 +55,34 @@ def reference_params(config):
     ref = reference()
     names = {parameter.name for parameter in ref.parameters}
     return ref.params(**{key: config.params[key] for key in ("rows", "cols", "lanes", "fmt") if key in names})
+
+
+def _tiles(config):
+    """The (design, params) of ``config``'s tile and of the reference tile on its array."""
+    from dashraker.designs import reference
+
+    return [(config.design, config.params), (reference(), reference_params(config))]
+
+
+def resolve_all(configs, area_root="build/area", progress=True, jobs=None):
+    """``resolve`` of each of ``configs``, the distinct tiles not yet measured synthesised ``jobs`` at a time (default:
+    one per CPU): each tile's conversion and Yosys run use one core, and a first ``map --design all`` of the packaged
+    configuration synthesises three tiles."""
+    from tqdm import tqdm
+
+    from dashraker.fpga.area import design_area, is_measured
+    from dashraker.mapping.executors import in_processes
+
+    todo = {}
+    for design, params in (tile for config in configs for tile in _tiles(config)):
+        if not is_measured(design, params, area_root):
+            todo.setdefault(design.cache_name(params), (design, params, area_root, False))
+    jobs = min(len(todo), jobs or os.cpu_count() or 1)
+    if jobs > 1:
+        with tqdm(total=len(todo), desc=f"area: synthesising {len(todo)} tiles, {jobs} at a time", unit="tile",
+                  disable=not progress, leave=False) as bar:
+            in_processes(design_area, list(todo.values()), jobs, bar)
+    return [resolve(config, area_root, progress) for config in configs]
 
 
 def resolve(config, area_root="build/area", progress=True):

@@ -118,7 +118,7 @@ def run(args):
     print(f"\nwrote {out.path / 'report.md'} (with study.json, study.png) in {result['wall_s']:.0f} s")
 
 
-def _configs(config_path, area_cache, progress):
+def _configs(config_path, area_cache, progress, jobs):
     """Every design's configuration with its silicon resolved, the reference first."""
     from dashraker.designs import reference
     from dashraker.mapping.cli import with_silicon
@@ -129,7 +129,7 @@ def _configs(config_path, area_cache, progress):
         configs = [dataclasses.replace(load_config(config_path, name), area_scope="compute") for name in names]
     except ConfigError as error:
         raise CliError(str(error)) from None
-    return with_silicon(configs, area_cache, progress)
+    return with_silicon(configs, area_cache, progress, jobs)
 
 
 def _map(trace, configs, steps, jobs, scheduler, progress):
@@ -148,7 +148,7 @@ def study(traces, config_path=None, steps=None, jobs=None, scheduler=None, area_
     from dashraker.designs import reference
     from dashraker.mapping import isoarea
 
-    configs = _configs(config_path, area_cache, progress)
+    configs = _configs(config_path, area_cache, progress, jobs)
     ref = reference().name
     by_name = {c.design.name: c for c in configs}
     chip = [dataclasses.replace(c, area_scope="chip") for c in configs]

@@ -28,4 +28,4 @@ def tile_areas_unmeasured(request, monkeypatch):
     of other things map without it (their reports say "leakage not modelled"); tests marked ``real_area``
     synthesise their (small) tiles."""
     if request.node.get_closest_marker("real_area") is None:
-        monkeypatch.setattr("dashraker.mapping.silicon.resolve", lambda config, *args, **kwargs: config)
+        monkeypatch.setattr("dashraker.mapping.silicon.resolve_all", lambda configs, *args, **kwargs: list(configs))

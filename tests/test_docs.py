@@ -199,12 +199,12 @@ def test_site_builds_with_warnings_as_errors(tmp_path):
 def test_every_example_runs(tmp_path):
     """Both chains, one after the other, on one area cache: the first ``map`` of the packaged configuration (the
     README's and the tutorial's, ``--design tensordash``) synthesises its tiles' area, about 3 minutes on 2 cores,
-    over the example timeout; the test makes it first, as that map does (``silicon.resolve``), once for both."""
+    over the example timeout; the test makes it first, as that map does (``silicon.resolve_all``), once for both."""
     from dashraker.mapping import silicon
     from dashraker.mapping.config import load_config
 
     areas = tmp_path / "area"
-    silicon.resolve(load_config(design="tensordash"), areas, progress=False)
+    silicon.resolve_all([load_config(design="tensordash")], areas, progress=False)
     for chain, pages in chains().items():
         folder = tmp_path / chain
         (folder / "build").mkdir(parents=True)

@@ -39,7 +39,7 @@ def map_command():
     tiles), as the autouse fixture ``tile_areas_unmeasured`` does in this process: the tests that signal or kill
     the command, whose workers start only after it."""
     return [sys.executable, "-c", "import sys; import dashraker.mapping.silicon as silicon; "
-            "silicon.resolve = lambda config, *args, **kwargs: config; "
+            "silicon.resolve_all = lambda configs, *args, **kwargs: list(configs); "
             "from dashraker.cli import main; sys.exit(main(['map', *sys.argv[1:]]))"]
 
 
