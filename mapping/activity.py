@@ -23,7 +23,8 @@ import re
 
 import numpy as np
 
-from dashraker.mapping.engine import COMPONENTS, MEMORY, energy_pj
+from dashraker.mapping.components import MEMORY, components
+from dashraker.mapping.engine import energy_pj
 
 __all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "macs", "Sample", "run_passes",
            "sample_passes", "synthetic_passes", "table_entry", "calibrated_entries"]
@@ -213,7 +214,7 @@ def synthetic_passes(kind, rows, cols, lanes, passes, steps, fmt="bf16", seed=0)
 
 def table_entry(component, fmt):
     """The energy table's entry of a mapper component (the multiplier's by operand format)."""
-    return COMPONENTS[component] or f"mul_{fmt}"
+    return components()[component] or f"mul_{fmt}"
 
 
 def calibrated_entries(samples, energy_parts, fmt):

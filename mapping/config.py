@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from dashraker.mapping.components import required_entries
+
 __all__ = [
     "ConfigError",
     "MemoryConfig",
@@ -230,9 +232,7 @@ def load_energy_table(ref, base=None):
                 points = tuple(parsed)
         else:
             entries[name] = entry.number("pj", minimum=0.0)
-    required = {"mul_fp32", "mul_bf16", "add_fp32", "add_int32", "fused_lane", "frame_add", "mux8_bit", "scheduler_lane",
-                "term_encode", "term_shift", "exponent_lane", "block_normalize", "dram_64b", "zvc_encode", "zvc_decode"}
-    missing = sorted(required - set(entries))
+    missing = sorted(required_entries() - set(entries))
     if missing:
         raise fields.error(f"entries.{missing[0]}", "missing")
     if not points:

@@ -15,34 +15,11 @@ import torch
 from dashraker.designs import reference
 from dashraker.designs.descriptor import Operands
 from dashraker.mapping import memory, silicon
+from dashraker.mapping.components import MEMORY, STATIC, components
 from dashraker.mapping.dataflow import operands, plan, problem_passes
 
-__all__ = ["spread", "map_op", "energy_pj", "COMPONENTS", "MEMORY", "STATIC"]
+__all__ = ["spread", "map_op", "energy_pj"]
 
-# Hardware-action counts -> energy table entry; the report's components are these keys.
-COMPONENTS = {
-    "mul": None,  # mul_bf16 or mul_fp32, by operand format
-    "add_fp32": "add_fp32",
-    "add_int32": "add_int32",
-    "fused_lanes": "fused_lane",
-    "frame_adds": "frame_add",
-    "mux_bits": "mux8_bit",
-    "scheduler_lanes": "scheduler_lane",
-    "term_encodes": "term_encode",
-    "terms": "term_shift",
-    "exponent_lanes": "exponent_lane",
-    "block_ends": "block_normalize",
-    "tile_sram_words": None,  # by tile buffer size
-    "global_sram_words": None,  # by global buffer size
-    "dram_words": "dram_64b",
-    "zvc_encodes": "zvc_encode",
-    "zvc_decodes": "zvc_decode",
-}
-
-# Components of the memory system; the others but STATIC make up the core (PEs, schedulers, encoders).
-MEMORY = ("tile_sram_words", "global_sram_words", "dram_words", "zvc_encodes", "zvc_decodes")
-# Static energy (not a count of actions): the configured silicon's leakage over the operation's run time.
-STATIC = ("leakage",)
 
 def spread(pass_cycles, tiles):
     """Cycles of passes run round robin on ``tiles`` tiles: the busiest tile's total."""
@@ -60,7 +37,8 @@ def energy_pj(counts, config):
         "tile_sram_words": table.sram_pj(config.memory.tile_buffer_kib),
         "global_sram_words": table.sram_pj(config.memory.global_buffer_kib),
     }
-    return {key: float(counts.get(key, 0)) * (unit.get(key) or table.entries[entry]) for key, entry in COMPONENTS.items()}
+    return {key: float(counts.get(key, 0)) * (unit.get(key) or table.entries[entry])
+            for key, entry in components().items()}
 
 
 class _Passes:
@@ -274,7 +252,7 @@ def _pass_arrays(config, op_plan):
     """Every pass of the operation on the design and on the dense baseline (``_Passes.arrays``), the action counts
     of the cost model's evaluation, and (ZVC) the compressed bytes of each pass's row and column sets."""
     design_passes, dense_passes = _Passes(), _Passes()
-    counts = {name: 0 for name in COMPONENTS}
+    counts = dict.fromkeys(components(), 0)
     evaluates = config.design.cost.operands is not Operands.NONE
     per_problem = _evaluate(op_plan.problems, config) if evaluates else [None] * len(op_plan.problems)
     carried = _dnnsim_carried(config, op_plan)

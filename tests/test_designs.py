@@ -77,6 +77,29 @@ def test_fused_dot_counts_its_own_actions():
     assert "add_fp32" in baseline.cost.pass_counts(DESIGNS["fpraker"].params(), arrays, 16)
 
 
+def test_every_counted_action_is_a_component():
+    """A cost model counts the shared actions and those its ``Cost.components`` declares, its energy parts name
+    them, and the registry's components keep the report's column order; two designs charging one action at
+    different entries are refused."""
+    import dataclasses
+
+    from dashraker.designs.baseline import DOT
+    from dashraker.mapping.components import MEMORY, SHARED, components
+
+    arrays = {name: np.array([3]) for name in ("cycles", "steps", "rows", "cols")}
+    for descriptor in DESIGNS.values():
+        charged = {**SHARED, **descriptor.cost.components}
+        for overrides in [{"dot": dot} for dot in DOT.choices] if "dot" in descriptor.params() else [{}]:
+            counted = descriptor.cost.pass_counts(descriptor.params(**overrides), arrays, 16)
+            assert set(counted) <= charged.keys(), (descriptor.name, overrides)
+        assert set(descriptor.energy_parts.values()) <= charged.keys(), descriptor.name
+    assert list(components()) == ["mul", "add_fp32", "add_int32", "fused_lanes", "frame_adds", "mux_bits",
+                                  "scheduler_lanes", "term_encodes", "terms", "exponent_lanes", "block_ends", *MEMORY]
+    other = dataclasses.replace(DESIGNS["tensordash"].cost, components={"mux_bits": "mux2_bit"})
+    with pytest.raises(ValueError, match="charges 'mux_bits' at 'mux2_bit', already charged at 'mux8_bit'"):
+        components([*DESIGNS.values(), dataclasses.replace(DESIGNS["tensordash"], name="other", cost=other)])
+
+
 def test_dense_cost_is_the_steps():
     values = np.ones((3, 1, 5, 16), np.float32)
     assert reference().cost.cycles(reference().params(), values, values).tolist() == [5, 5, 5]

@@ -5,7 +5,7 @@ import numpy as np
 from dashraker.designs.descriptor import Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.baseline import Tile
 
-__all__ = ["BASELINE", "ACCUMULATORS", "DOT", "check_dot"]
+__all__ = ["BASELINE", "ACCUMULATORS", "DOT", "SUM_COMPONENTS", "check_dot", "sum_counts"]
 
 # The MAC datapath's accumulation order (SPEC section 2), shared with TensorDash's PEs: by default (0) the 384-bit
 # fixed-point accumulator rounded once per pass, exact over fp32's whole range (docs/guides/fused-dot.md);
@@ -49,6 +49,10 @@ def _pass_counts(params, arrays, value_bits):
     return {"mul": pe_cycles * params["lanes"], **sum_counts(params, pe_cycles)}
 
 
+# The fused dot product's actions (``sum_counts``) -> their energy-table entries; the tree's fp32 adds are shared.
+SUM_COMPONENTS = {"fused_lanes": "fused_lane", "frame_adds": "frame_add"}
+
+
 def sum_counts(params, pe_cycles):
     """The step sums' actions over ``pe_cycles`` PE-cycles: an fp32 add per lane (N - 1 tree nodes and the
     accumulator), or the fused dot product's lanes (exponent, alignment, integer tree node) and frame adds. The
@@ -68,7 +72,7 @@ BASELINE = Design(
     build=_build,
     golden=_golden,
     constraint=check_dot,
-    cost=Cost(operands=Operands.NONE, pass_counts=_pass_counts),
+    cost=Cost(operands=Operands.NONE, pass_counts=_pass_counts, components=SUM_COMPONENTS),
     area_parts={"pe": r"pe\d+_\d+", "multipliers": r"pe\d+_\d+\.mul\d+", "adder_tree": r"pe\d+_\d+\.tree",
                 "fused_tree": r"pe\d+_\d+\.dot", "accumulator": r"pe\d+_\d+\.accumulate"},
     energy_parts={"multipliers": "mul", "adder_tree": "add_fp32", "fused_tree": "fused_lanes", "accumulator": "add_fp32"},

@@ -144,7 +144,7 @@ class Design:
         Area hook: part name -> regular expression of the instance paths (below the
         tile) that make up that part, for the per-part FPGA and ASIC breakdowns.
     energy_parts : dict
-        Part of ``area_parts`` -> the mapper's energy component (``mapping.engine.COMPONENTS``) whose actions
+        Part of ``area_parts`` -> the mapper's energy component (shared or the cost model's ``components``) whose actions
         that part performs: what ``dashraker energy --calibrate`` fits the energy table's entries to.
     reference : bool
         The dense design every other one is compared against.
@@ -262,7 +262,7 @@ class Cost:
     evaluate : callable(params, scheduled, partner, device="cpu") -> dict of int64 arrays
         Per pass (per row set when ``operands`` is ``SCHEDULED``, ``partner`` then None):
         ``cycles`` and per-pass action counters named as the mapper's energy
-        components. Operands are fp32 values already in the operand format,
+        components (the shared ones or ``components``). Operands are fp32 values already in the operand format,
         ``[P, R, S, N]`` and ``[P, C, S, N]``: NumPy arrays, or with ``device`` a torch
         GPU device, the reference models run there and ``BOTH`` operands come as torch
         tensors already on it; the results are the same. A per-row-set counter counts
@@ -272,12 +272,17 @@ class Cost:
         ``rows`` and ``cols`` (PEs used) of an operation.
     max_values : int
         Values per ``evaluate`` call on the CPU (bounds its memory); a GPU takes ``GPU_BATCH`` times more.
+    components : dict
+        The actions the cost model counts beyond those every design shares (``mapping.components``: the
+        multipliers, the adders, the memory system's), each -> the energy-table entry it is charged at. With
+        the shared ones they are the mapper's energy components and the report's energy columns.
     """
 
     operands: Operands
     pass_counts: Callable
     evaluate: Callable = None
     max_values: int = 1 << 22
+    components: dict = dataclasses.field(default_factory=dict)
 
     GPU_BATCH = 16  # a GPU's calls are this many times larger: fewer, fuller kernels
 

@@ -77,7 +77,9 @@ FPRAKER = Design(
     packages=("dashraker.hw.fpraker", "dashraker.models.fpraker"),
     build=_build,
     golden=_golden,
-    cost=Cost(operands=Operands.BOTH, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
+    cost=Cost(operands=Operands.BOTH, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES,
+              components={"term_encodes": "term_encode", "terms": "term_shift", "exponent_lanes": "exponent_lane",
+                          "block_ends": "block_normalize"}),
     fill=_fill,
     published=(  # FPRaker (MICRO 2021), as issue 33 quotes it
         Claim("faster than FP MAC units at iso-compute area", "> 1x", lambda x: x > 1, "iso", "speedup"),

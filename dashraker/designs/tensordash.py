@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from dashraker.designs.baseline import ACCUMULATORS, DOT, check_dot, sum_counts
+from dashraker.designs.baseline import ACCUMULATORS, DOT, SUM_COMPONENTS, check_dot, sum_counts
 from dashraker.designs.descriptor import Claim, Cost, Design, Operands, Parameter, tile_parameters
 from dashraker.hw.tensordash import Tile
 from dashraker.hw.tensordash.scheduler import check_parameters
@@ -96,7 +96,8 @@ TENSORDASH = Design(
               "energy_efficiency"),
         Claim("area overhead over the accelerator", "under 5%", lambda x: x < 0.05, "equal_chip", "area_overhead"),
     ),
-    cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES),
+    cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES,
+              components={**SUM_COMPONENTS, "mux_bits": "mux8_bit", "scheduler_lanes": "scheduler_lane"}),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
                 "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot",
                 "accumulator": r"pe\d+_\d+\.mac\.accumulate",
