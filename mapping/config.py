@@ -200,6 +200,10 @@ class _Fields:
             raise self.error(extra[0], f"unknown field; expected one of {sorted(known)}")
 
 
+# Energy-table entries renamed: old name -> new name (a table of one's own that still uses the old one is refused).
+RENAMED_ENTRIES = {"block_normalize": "step_accumulate"}
+
+
 def load_energy_table(ref, base=None):
     """Load an energy table: a packaged name (``horowitz45``) or a YAML path (relative to ``base``)."""
     packaged = importlib.resources.files("dashraker.mapping") / "energy" / f"{ref}.yaml"
@@ -232,6 +236,9 @@ def load_energy_table(ref, base=None):
                 points = tuple(parsed)
         else:
             entries[name] = entry.number("pj", minimum=0.0)
+    for old, new in RENAMED_ENTRIES.items():
+        if old in fields.section("entries").data:
+            raise fields.error(f"entries.{old}", f"renamed '{new}': rename the entry")
     missing = sorted(required_entries() - set(entries))
     if missing:
         raise fields.error(f"entries.{missing[0]}", "missing")

@@ -94,7 +94,7 @@ def test_every_counted_action_is_a_component():
             assert set(counted) <= charged.keys(), (descriptor.name, overrides)
         assert set(descriptor.energy_parts.values()) <= charged.keys(), descriptor.name
     assert list(components()) == ["mul", "add_fp32", "add_int32", "fused_lanes", "frame_adds", "mux_bits",
-                                  "scheduler_lanes", "term_encodes", "terms", "exponent_lanes", "block_ends", *MEMORY]
+                                  "scheduler_lanes", "term_encodes", "terms", "exponent_lanes", "step_ends", *MEMORY]
     other = dataclasses.replace(DESIGNS["tensordash"].cost, components={"mux_bits": "mux2_bit"})
     with pytest.raises(ValueError, match="charges 'mux_bits' at 'mux2_bit', already charged at 'mux8_bit'"):
         components([*DESIGNS.values(), dataclasses.replace(DESIGNS["tensordash"], name="other", cost=other)])

@@ -59,7 +59,7 @@ def _pass_counts(params, arrays, value_bits):
     lanes = params["lanes"]
     steps = int((arrays["steps"] * arrays["rows"] * arrays["cols"]).sum())
     lane_cycles = int((arrays["cycles"] * arrays["rows"] * arrays["cols"]).sum()) * lanes
-    return {"add_int32": lane_cycles, "exponent_lanes": steps * lanes, "block_ends": steps}
+    return {"add_int32": lane_cycles, "exponent_lanes": steps * lanes, "step_ends": steps}
 
 
 FPRAKER = Design(
@@ -68,7 +68,7 @@ FPRAKER = Design(
     parameters=(
         *tile_parameters(("bf16",)),
         Parameter("lanes", 8, "lanes N per PE", minimum=1),
-        Parameter("guard_bits", 3, "guard bits G of the accumulator window", minimum=0, maximum=MAX_GUARD_BITS),
+        Parameter("guard_bits", 3, "guard bits G of the accumulator's frame", minimum=0, maximum=MAX_GUARD_BITS),
         # 0 is not offered: the RTL takes a clock for every step, and an all-zero pass costing 0 cycles would deliver
         # its results in the clock of the previous pass's (issue 38)
         Parameter("zero_block_cycles", 1, "cycles an all-zero step costs (the RTL takes one for every step)",
@@ -79,7 +79,7 @@ FPRAKER = Design(
     golden=_golden,
     cost=Cost(operands=Operands.BOTH, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES,
               components={"term_encodes": "term_encode", "terms": "term_shift", "exponent_lanes": "exponent_lane",
-                          "block_ends": "block_normalize"}),
+                          "step_ends": "step_accumulate"}),
     fill=_fill,
     published=(  # FPRaker (MICRO 2021), as issue 33 quotes it
         Claim("faster than FP MAC units at iso-compute area", "> 1x", lambda x: x > 1, "iso", "speedup"),
@@ -90,5 +90,5 @@ FPRAKER = Design(
                 "decoder": r"front_end\.decoder\d+_\d+", "encoder": r"front_end\.decoder\d+_\d+\.encoder\d+",
                 "output": r"output", "rounder": r"output\.rounder\d+_\d+", "sequencer": r"sequencer\d+_\d+"},
     energy_parts={"lanes": "terms", "encoder": "term_encodes", "exponent_unit": "exponent_lanes",
-                  "rounder": "block_ends"},
+                  "rounder": "step_ends"},
 )

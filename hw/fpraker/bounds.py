@@ -19,8 +19,8 @@ __all__ = ["REACH", "MAX_SHIFT", "SHIFT_AMOUNT_BITS", "MAX_GUARD_BITS", "MOVE_LI
 
 MOVE_LIMIT = -(-ACCUMULATOR_BITS // (1 << FRAME_BITS))  # frame moves of this many steps or more leave 0 or -1
 
-# A digit 2**t of a lane d places below E is in bounds while d <= t + REACH + G: its product reaches the window's last
-# place (a product's own 2p places, then G guard bits); the lane's shift is then REACH + G - d.
+# A digit 2**t of a lane d places below E is in bounds while d <= t + REACH + G: its product reaches the last place
+# 2**(E - 150 - G) (a product's own 2p places, then G guard bits); the lane's shift is then REACH + G - d.
 REACH = 2 * BF16.precision
 MAX_SHIFT = TERM_POSITIONS - 1 + REACH  # the largest t + shift of an in-bound digit, besides G
 SHIFT_AMOUNT_BITS = 5  # the lane shifter's amount, t + shift: 0 .. MAX_SHIFT + G
@@ -29,7 +29,7 @@ MAX_GUARD_BITS = (1 << SHIFT_AMOUNT_BITS) - 1 - MAX_SHIFT
 
 def bounded_lane_layout():
     """A lane whose out-of-bounds digits are dropped: its remaining digits, signed ``b``, and ``shift``, where
-    a term ``2**t`` adds ``floor(b * 2**(t + shift - 7))`` to the step's sum in units of ``E``'s window."""
+    a term ``2**t`` adds ``floor(b * 2**(t + shift - 7))`` to the step's sum in units of ``2**(E - 150 - G)``."""
     return data.StructLayout({"plus": TERM_POSITIONS, "minus": TERM_POSITIONS, "b": signed(B_BITS), "shift": signed(6)})
 
 
@@ -47,7 +47,7 @@ class Bounds(wiring.Component):
     """Aligns a PE's step to its exponent ``E`` (combinational).
 
     Each live lane is ``d = E - Pe`` below ``E``; its digit ``2**t`` is in bounds when
-    ``d <= t + REACH + G`` (its product reaches the window's last place). The lane keeps
+    ``d <= t + REACH + G`` (its product reaches the last place ``2**(E - 150 - G)``). The lane keeps
     only its in-bound digits, so that the PE issues all it holds and the step's length
     is known before it starts. The frame moves by the steps of ``2**FRAME_BITS`` that
     ``E`` rose past, and ``E``'s offset in its frame is the left shift of the step's sum.

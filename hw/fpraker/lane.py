@@ -29,7 +29,7 @@ def _highest(digits):
 
 
 class Lane(wiring.Component):
-    """One lane of a PE: each active cycle its next in-bound term of ``a`` times ``b``, in window units.
+    """One lane of a PE: each active cycle its next in-bound term of ``a`` times ``b``, in units of ``2**(E - 150 - G)``.
 
     On ``load`` the lane takes its part of the next step: the in-bound NAF digits of
     ``a`` (the front end dropped the others), the signed ``b`` and ``shift``. Each
@@ -41,7 +41,7 @@ class Lane(wiring.Component):
     Parameters
     ----------
     guard_bits : int
-        G, guard bits of the accumulator window.
+        G, guard bits of the accumulator's frame.
 
     Ports
     -----
@@ -52,7 +52,7 @@ class Lane(wiring.Component):
     active : In(1)
         This cycle issues a term.
     contribution : Out(signed(CONTRIBUTION_BITS + G))
-        The term issued ``LANE_LATENCY`` cycles ago, in units of the window's last place.
+        The term issued ``LANE_LATENCY`` cycles ago, in units of ``2**(E - 150 - G)``.
     """
 
     def __init__(self, guard_bits):

@@ -51,8 +51,8 @@ class PE(wiring.Component):
     """One FPRaker PE: N lanes of ``a`` terms times bit-parallel ``b``, summed into a 64-bit accumulator.
 
     Each active cycle every lane issues its next in-bound term (``Lane``); an integer
-    adder tree, registered every two levels, sums them in units of the window of the
-    step's exponent ``E``; the sum is shifted left by ``E``'s offset in its frame and
+    adder tree, registered every two levels, sums them in units of ``2**(E - 150 - G)`` (``E`` the
+    step's exponent); the sum is shifted left by ``E``'s offset in its frame and
     added into the accumulator ``U``. At a step's first cycle ``U`` first follows the
     frame's move (an arithmetic right shift by a multiple of ``2**FRAME_BITS`` bits: a
     few multiplexers, so that the add is the only one-cycle loop); at a pass's first it

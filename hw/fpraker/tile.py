@@ -52,7 +52,7 @@ class Tile(wiring.Component):
     lanes : int
         Lanes N per PE (default 8).
     guard_bits : int
-        G, guard bits of the window below the fp32 significand (default 3, at most 7).
+        G, guard bits of the accumulator's frame below the fp32 significand (default 3, at most 7).
     zero_block_cycles : 1
         Cost of an all-zero step (the registry offers 1 only).
 

@@ -8,7 +8,7 @@ holds the pair (a_i, b_i). ``a`` is the term-serial operand: its 8-bit significa
 at most 5 signed powers of two ``s * 2**t``, ``t`` in 0..8, processed most
 significant first. ``b`` stays bit-parallel.
 
-The accumulator is a *frame window*: a wide fixed-point integer whose alignment
+The accumulator is a wide fixed-point integer in a *frame* whose alignment
 depends only on the operands, never on the running sum. So every exponent, shift
 amount, in-bound test and cycle count of a step can be computed ahead of the
 accumulator (feed-forward, pipelined in the RTL), and the RTL's only loop is one

@@ -71,6 +71,11 @@ def test_energy_table_errors_and_values(tmp_path):
         load_energy_table(_write(tmp_path, "bad.yaml", data))
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(_write(tmp_path, "broken.yaml", "design: [baseline"))
+    data = yaml.safe_load(open(table.path).read())
+    data["entries"]["block_normalize"] = data["entries"].pop("step_accumulate")  # a table of its old name
+    with pytest.raises(ConfigError, match=r"^[^\n]*old\.yaml: field 'entries\.block_normalize': renamed "
+                                          r"'step_accumulate': rename the entry$"):
+        load_energy_table(_write(tmp_path, "old.yaml", data))
 
 
 def test_cli_maps_a_real_trace(tmp_path, mobilenet_trace, capsys):
