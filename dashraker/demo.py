@@ -2,7 +2,8 @@
 
 Records a few steps of a VGG-style CNN learning scikit-learn's digits, generates and
 lints the Verilog of the three designs, maps the trace onto them and writes the
-tables and plots. Each stage is the same subcommand a user would run by hand.
+tables and plots, then studies it as the seed papers' comparison points ask (``study``).
+Each stage is the same subcommand a user would run by hand.
 """
 
 from pathlib import Path
@@ -68,4 +69,6 @@ def run(args):
     config = _write_config(out / "accelerator.yaml")
     _stage("map the trace onto every design", ["map", str(trace), "--design", "all", "--config", str(config),
                                                "--out", str(out / "map")])
+    _stage("study the papers' comparison points on it", ["study", str(trace), "--config", str(config),
+                                                          "--out", str(out / "study")])
     print(f"\ndemo done: everything is under {out}/")
