@@ -21,8 +21,8 @@ from pathlib import Path
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 from dashraker.hw.verilog import place
 
-__all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "AreaError", "is_measured", "measure", "read_stat",
-           "unique_modules", "design_area", "describe", "estimate_seconds", "parts"]
+__all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "AreaError", "is_measured", "measure",
+           "read_stat", "unique_modules", "design_area", "describe", "estimate_seconds", "parts"]
 
 # Transistors per generic cell: Yosys kernel/cost.h, CellCosts cmos_transistors_db (what ``stat -tech cmos`` uses).
 CMOS_TRANSISTORS = {

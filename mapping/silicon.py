@@ -67,7 +67,7 @@ def _tiles(config):
 def resolve_all(configs, area_root="build/area", progress=True, jobs=None):
     """``resolve`` of each of ``configs``, the distinct tiles not yet measured synthesised ``jobs`` at a time (default:
     one per CPU): each tile's conversion and Yosys run use one core, and a first ``map --design all`` of the packaged
-    configuration synthesises three tiles."""
+    configuration synthesises four (each design's, and the baseline on FPRaker's lanes)."""
     from tqdm import tqdm
 
     from dashraker.fpga.area import design_area, is_measured
