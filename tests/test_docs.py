@@ -1,9 +1,9 @@
 """The documentation: the Sphinx site builds with warnings as errors, and every example in it runs.
 
 Examples are the fenced ``sh`` and ``python`` blocks of README.md and of every page under
-docs/ but the results pages (whose commands record how a figure was made). They run in page order (README, the tutorial, then the other pages by path), all
-in one scratch folder, so a page may use what the tutorial made (its trace
-``traces/mlp``). ``sh`` blocks run in bash with ``-euo pipefail`` and the project's
+docs/ but the results pages (whose commands record how a figure was made). They run in two chains of pages
+(``chains``), each in page order in a scratch folder of its own, so a page may use what its chain's first page
+made (the trace ``traces/mlp``). ``sh`` blocks run in bash with ``-euo pipefail`` and the project's
 ``.venv/bin`` first on PATH; ``python`` blocks run in this process, each page in a
 namespace of its own. A ``text output`` block right after an example is what it prints:
 each of its lines must appear, in order, in the example's output (``...`` lines stand
@@ -198,8 +198,8 @@ def test_site_builds_with_warnings_as_errors(tmp_path):
 @pytest.mark.early
 def test_every_example_runs(tmp_path):
     """Both chains, one after the other, on one area cache: the first ``map`` of the packaged configuration (the
-    README's and the tutorial's, ``--design tensordash``) synthesises its tiles' area, about 3 minutes on 2 cores,
-    over the example timeout; the test makes it first, as that map does (``silicon.resolve_all``), once for both."""
+    README's and the tutorial's, ``--design tensordash``) synthesises its tiles' area, minutes on 2 cores, over
+    the example timeout; the test makes it first, as that map does (``silicon.resolve_all``), once for both."""
     from dashraker.mapping import silicon
     from dashraker.mapping.config import load_config
 
