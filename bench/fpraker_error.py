@@ -2,7 +2,7 @@
 
 Usage: python bench/fpraker_error.py [--rows 64] [--seed 0]
 Random data and real tensors of one training step of the digits CNN
-(``dashraker.models.fpraker.training.capture_step``); the left operand of each
+(``dashraker.models.training.capture_step``); the left operand of each
 matmul is the term-serial one. Dense baseline: 1 cycle per step.
 """
 
@@ -14,7 +14,7 @@ import torch
 from tqdm import tqdm
 
 from dashraker.models.fpraker.errors import matmul_report
-from dashraker.models.fpraker.training import capture_step
+from dashraker.models.training import capture_step
 
 __all__ = ["main"]
 

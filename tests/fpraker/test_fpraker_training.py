@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from dashraker.models.fpraker.errors import matmul_report
-from dashraker.models.fpraker.training import DigitsNet, Matmul, fpraker_matmul, train
+from dashraker.models.training import DigitsNet, Matmul, fpraker_matmul, train
 from dashraker.models.numerics import quantize
 
 

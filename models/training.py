@@ -1,25 +1,50 @@
-"""Training with FPRaker arithmetic: matmuls whose forward and both backward products run on the golden tile.
+"""Training with a tile's arithmetic: matmuls whose forward and both backward products run on a golden tile.
 
-``Matmul`` is an autograd function; in mode ``"fpraker"`` every product of a
-training step (forward ``x @ w``, input gradient ``g @ w.T``, weight gradient
-``x.T @ g``) is computed by ``golden.tile`` on bf16 (RNE) operands, the left
-operand on the term-serial side. Convolutions are unfold -> matmul, so they get
-the same arithmetic; everything else (bias, ReLU, pooling, the loss, SGD) stays
-fp32. Modes ``"fp32"`` and ``"bf16"`` (operands rounded to bf16, fp32 matmul) are
-the baselines trained with the same data, seed and steps.
+``Matmul`` is an autograd function; in a tile's mode (``TILE_MODES``) every product of
+a training step (forward ``x @ w``, input gradient ``g @ w.T``, weight gradient
+``x.T @ g``) is computed by that design's golden model on bf16 (RNE) operands, in
+passes of 8-lane steps as the mapper forms them: ``"fpraker"`` by FPRaker's
+``golden.tile`` (the left operand on the term-serial side), ``"tree"`` and ``"fused"``
+by the dense baseline's ``dense_tile`` with that step sum (``dot``) and the
+fixed-point accumulator, the designs' default. Convolutions are unfold -> matmul, so
+they get the same arithmetic; everything else (bias, ReLU, pooling, the loss, SGD)
+stays fp32. Modes ``"fp32"`` and ``"bf16"`` (operands rounded to bf16, fp32 matmul)
+are the references trained with the same data, seed and steps.
 """
+
+import functools
 
 import torch
 from torch.nn import functional as F
 
-from dashraker.models.baseline import accumulate
+from dashraker.models.baseline import accumulate, dense_tile
 from dashraker.models.fpraker.golden import tile
 from dashraker.models.numerics import quantize, to_bf16_bits
 
-__all__ = ["MODES", "fpraker_matmul", "Matmul", "DigitsNet", "digits_data", "train", "capture_step"]
+__all__ = ["MODES", "REFERENCE_MODES", "TILE_MODES", "fpraker_matmul", "baseline_matmul", "Matmul", "DigitsNet",
+           "digits_data", "train", "capture_step"]
 
-MODES = ("fp32", "bf16", "fpraker")
+REFERENCE_MODES = ("fp32", "bf16")
+TILE_MODES = ("fpraker", "tree", "fused")  # FPRaker's tile, then the baseline's with each step sum (``dot``)
+MODES = REFERENCE_MODES + TILE_MODES
 _LANES = 8
+
+
+def _passes(x, w, chunk=None):
+    """``x [M, K]``, ``w [K, N]`` as a tile's passes: a [passes, M, steps, lanes], b [passes, N, steps, lanes].
+
+    Each pass reduces ``chunk`` consecutive elements (default: all K), in steps of ``_LANES``; the last
+    step of a pass is padded with zeros.
+    """
+    (m, k), n = x.shape, w.shape[1]
+    chunk = chunk or k
+    if k % chunk:
+        raise ValueError(f"reduction length {k} is not a multiple of the chunk {chunk}")
+    passes, steps = k // chunk, -(-chunk // _LANES)
+    pad = steps * _LANES - chunk
+    a = F.pad(x.reshape(m, passes, chunk), (0, pad)).reshape(m, passes, steps, _LANES)
+    b = F.pad(w.T.reshape(n, passes, chunk), (0, pad)).reshape(n, passes, steps, _LANES)
+    return a.transpose(0, 1), b.transpose(0, 1)
 
 
 def fpraker_matmul(x, w, chunk=None, guard_bits=3):
@@ -29,16 +54,27 @@ def fpraker_matmul(x, w, chunk=None, guard_bits=3):
     elements (for a weight gradient: one pass per sample, SPEC section 5) whose
     results are then added one by one in fp32.
     """
-    (m, k), n = x.shape, w.shape[1]
-    chunk = chunk or k
-    if k % chunk:
-        raise ValueError(f"reduction length {k} is not a multiple of the chunk {chunk}")
-    passes, steps = k // chunk, -(-chunk // _LANES)
-    pad = steps * _LANES - chunk
-    a = F.pad(to_bf16_bits(x).reshape(m, passes, chunk), (0, pad)).reshape(m, passes, steps, _LANES)
-    b = F.pad(to_bf16_bits(w.T).reshape(n, passes, chunk), (0, pad)).reshape(n, passes, steps, _LANES)
-    partial = tile(a.transpose(0, 1), b.transpose(0, 1), guard_bits).outputs
+    a, b = _passes(to_bf16_bits(x), to_bf16_bits(w), chunk)
+    partial = tile(a, b, guard_bits).outputs
     return accumulate(partial.permute(1, 2, 0))
+
+
+def baseline_matmul(x, w, chunk=None, dot="fused"):
+    """``x [M, K] @ w [K, N]`` with every dot product on the golden baseline PE with step sum ``dot``.
+
+    ``dense_tile`` on bf16 operands, the fixed-point accumulator (``accumulators`` 0) rounding once per
+    pass; ``chunk`` splits the reduction into passes added one by one in fp32, as ``fpraker_matmul``.
+    """
+    a, b = _passes(quantize(x, "bf16"), quantize(w, "bf16"), chunk)
+    partial = torch.stack([dense_tile(a[p], b[p], "bf16", accumulators=0, dot=dot) for p in range(len(a))], -1)
+    return accumulate(partial)
+
+
+_TILE_MATMULS = {
+    "fpraker": fpraker_matmul,
+    "tree": functools.partial(baseline_matmul, dot="tree"),
+    "fused": functools.partial(baseline_matmul, dot="fused"),
+}
 
 
 def _product(x, w, mode, chunk=None):
@@ -46,7 +82,7 @@ def _product(x, w, mode, chunk=None):
         return x @ w
     if mode == "bf16":
         return quantize(x, "bf16") @ quantize(w, "bf16")
-    return fpraker_matmul(x, w, chunk)
+    return _TILE_MATMULS[mode](x, w, chunk)
 
 
 class Matmul(torch.autograd.Function):
