@@ -165,8 +165,9 @@ def _run(command, what):
 def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=(), what=None, params=None):
     """Compile Verilog into a pyverilator model cached at ``build_dir`` (a folder swapped in whole when done).
 
-    ``write(work)`` writes the Verilog into the work folder and returns its path; ``extend(wrapper_text)`` returns
-    pyverilator's C++ wrapper with this project's C functions appended; ``args`` are extra Verilator options.
+    ``write(work)`` writes the Verilog into the work folder and returns its path; ``extend(wrapper_text, work)``
+    returns pyverilator's C++ wrapper with this project's C functions appended (Verilator's model generated in
+    ``work``); ``args`` are extra Verilator options.
     The model's shared library is ``build_dir / f"V{top}"``.
     """
     from pyverilator import PyVerilator
@@ -187,7 +188,7 @@ def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=()
                 raise CosimBuildError(f"{what}: Verilator failed on {source} "
                                       f"(see {work / 'verilator.log'})") from error
             wrapper = work / "pyverilator_wrapper.cpp"
-            wrapper.write_text(extend(wrapper.read_text()))
+            wrapper.write_text(extend(wrapper.read_text(), work))
             _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{top}.mk",
                   "LDFLAGS=-fPIC -shared", f"OPT_FAST={optimize}", f"OPT_GLOBAL={optimize}"], f"{what}: C++ build")
         (work / "params.json").write_text(json.dumps(params or {"top": top}, indent=1))
@@ -217,10 +218,11 @@ class Cosim:
     optimize : str
         C++ optimisation flag of the model (default ``-O2``; ``-O0`` compiles several times faster,
         for short runs).
-    toggles : bool
-        Build the model with Verilator's toggle coverage (``dashraker.sim.toggles``), so that ``toggle_counts``
-        gives every instance's net toggles since ``zero_toggles`` (default False: a separate build, and the model
-        without it runs as before).
+    toggles : bool or str
+        Build the model with toggle counting (``dashraker.sim.toggles``), so that ``toggle_counts`` gives every
+        instance's net toggles since ``zero_toggles``: True or ``"counters"`` (counters generated into the model's
+        C++), ``"coverage"`` (Verilator's toggle coverage). Default False: a separate build, and the model without
+        it runs as before.
 
     Attributes
     ----------
@@ -236,8 +238,10 @@ class Cosim:
         self.in_layout = payload_layout(self.tile, "steps")
         self.out_layout = payload_layout(self.tile, "results")
         self.optimize = optimize
-        self.toggles = bool(toggles)
-        extra = {"opt": optimize, **({"toggles": toggles_module.VERSION} if self.toggles else {})}
+        self.toggles = "counters" if toggles is True else toggles or None  # the counting method
+        if self.toggles:
+            toggles_module.verilator_args(self.toggles)  # refuses an unknown method
+        extra = {"opt": optimize, **({"toggles": f"{self.toggles}{toggles_module.VERSION}"} if self.toggles else {})}
         # absolute: the C++ build runs make in its own folder, where a relative path would name nothing
         self.build_dir = Path(build_root).resolve() / self.design.cache_name(self.params, _EXTENSION_VERSION, **extra)
         self.top = f"{self.design.name}_tile"
@@ -253,7 +257,7 @@ class Cosim:
     def _build(self, jobs):
         from dashraker.hw.verilog import write_verilog
 
-        def extend(text):
+        def extend(text, work):
             ports = {**_wrapper_ports(text, "inputs"), **_wrapper_ports(text, "outputs")}
             code = _EXTENSION.format(
                 top=f"V{self.top}",
@@ -262,13 +266,15 @@ class Cosim:
                 in_valid=ports["steps__valid"][0], in_ready=ports["steps__ready"][0],
                 out_valid=ports["results__valid"][0], out_ready=ports["results__ready"][0],
             )
-            return text + code + (toggles_module.EXTENSION if self.toggles else "")
+            if not self.toggles:
+                return text + code
+            return toggles_module.instrument(text + code, work, self.top, self.toggles)
 
         def write(work):
             return write_verilog(self.tile, work / f"{self.top}.v", self.top)
 
         compile_model(write, self.top, self.build_dir, extend, self.optimize, jobs,
-                      args=toggles_module.VERILATOR_ARGS if self.toggles else (), what=self.design.name,
+                      args=toggles_module.verilator_args(self.toggles) if self.toggles else (), what=self.design.name,
                       params={"design": self.design.name, **self.params})
 
     def _load(self, so_file):
@@ -290,13 +296,13 @@ class Cosim:
     def zero_toggles(self):
         """Start counting toggles afresh (a model built with ``toggles``)."""
         self._require_toggles()
-        self.sim.lib.cosim_toggles_zero()
+        toggles_module.zero_counts(self.sim.lib, self.sim.model)
 
     def toggle_counts(self):
         """Net toggles per instance since ``zero_toggles``: ``{instance path below the tile: Toggles}`` (the
         tile's own nets under ""), clock and reset excluded; see ``dashraker.sim.toggles``."""
         self._require_toggles()
-        return toggles_module.read_counts(self.sim.lib, self.top)
+        return toggles_module.read_counts(self.sim.lib, self.top, self.toggles, self.build_dir)
 
     def _require_toggles(self):
         if not self.toggles:
