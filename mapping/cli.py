@@ -10,7 +10,7 @@ __all__ = ["register", "run"]
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
-    from dashraker.mapping.config import AREA_MEASURES, AREA_SCOPES, COMPARISONS, COMPRESSIONS, DATAFLOWS
+    from dashraker.mapping.config import AREA_ESTIMATES, AREA_MEASURES, AREA_SCOPES, COMPARISONS, COMPRESSIONS, DATAFLOWS
 
     parser = subparsers.add_parser(
         "map",
@@ -49,6 +49,9 @@ def register(subparsers):
     parser.add_argument("--area-scope", choices=AREA_SCOPES, help="silicon that area and leakage count: compute "
                         "(the tiles' logic) or chip (also the tile buffers and the global buffer) (default: the "
                         "configuration's)")
+    parser.add_argument("--area-estimate", choices=AREA_ESTIMATES, help="tiles' transistors: asic (queues of at "
+                        "least the energy table's register_file_min_bits as register files) or generated (the RTL as "
+                        "it is, memories in flip-flops) (default: the configuration's)")
     parser.add_argument("--compression", choices=COMPRESSIONS, help="memory traffic: none (dense) or zvc (zero-value "
                         "compressed buffers and DRAM) (default: the configuration's memory.compression)")
     parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
@@ -127,11 +130,14 @@ def run(args):
 
 
 def override(config, args):
-    """``config`` with the command line's ``--dataflow``, ``--area-scope`` and ``--compression`` where given."""
+    """``config`` with the command line's ``--dataflow``, ``--area-scope``, ``--area-estimate`` and ``--compression``
+    where given."""
     if getattr(args, "dataflow", None):
         config = dataclasses.replace(config, dataflow=args.dataflow)
     if getattr(args, "area_scope", None):
         config = dataclasses.replace(config, area_scope=args.area_scope)
+    if getattr(args, "area_estimate", None):
+        config = dataclasses.replace(config, area_estimate=args.area_estimate)
     if getattr(args, "compression", None):
         config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, compression=args.compression))
     return config
@@ -205,8 +211,9 @@ def _iso_area(args, configs, steps, sums):
     iso_sums = {**sums, **totals(_map(args, changed, steps))}
     entries = isoarea.compare(sums, iso_sums, budget.areas, {c.design.name: c.tiles for c in configs},
                               budget.tiles_iso, ref, budget.fixed)
-    print("\n" + isoarea.iso_table(entries, measure, budget.scope))
+    print("\n" + isoarea.iso_table(entries, measure, budget.scope, budget.estimate))
     print("energy counts every action of every tile and the leakage of all the configured silicon "
           f"({budget.scope} scope)")
-    return {"measure": measure, "unit": isoarea.MEASURES[measure], "scope": budget.scope, "reference": ref,
+    return {"measure": measure, "unit": isoarea.MEASURES[measure], "scope": budget.scope,
+            "estimate": budget.estimate if measure == "asic" else None, "reference": ref,
             "fixed_area": budget.fixed, "designs": entries}

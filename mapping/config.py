@@ -15,6 +15,7 @@ __all__ = [
     "EnergyTable",
     "AcceleratorConfig",
     "AREA_SCOPES",
+    "AREA_ESTIMATES",
     "COMPRESSIONS",
     "default_config_path",
     "load_config",
@@ -29,8 +30,12 @@ COMPARISONS = ("lanes", "iso-area")  # equal lanes (the configured tiles), or as
 AREA_MEASURES = ("asic", "fpga")
 # what the area counts (SPEC section 7b): the tiles' logic, or the tiles, their buffers and the global buffer
 AREA_SCOPES = ("compute", "chip")
+# the tile's ASIC area (SPEC section 7b, fpga.area.ESTIMATES): its queues as register files, or as generated
+AREA_ESTIMATES = ("asic", "generated")
 COMPRESSIONS = ("none", "zvc")  # memory traffic dense, or zero-value compressed (SPEC section 7)
-SILICON = ("transistor_um2", "leakage_nw", "sram_bit_cell_um2", "sram_array_efficiency")  # the table's silicon figures
+# the table's silicon figures
+SILICON = ("transistor_um2", "leakage_nw", "sram_bit_cell_um2", "sram_array_efficiency", "register_file_bit_cell_um2",
+           "register_file_min_bits")
 
 
 class ConfigError(ValueError):
@@ -54,7 +59,8 @@ class MemoryConfig:
 @dataclasses.dataclass(frozen=True)
 class EnergyTable:
     """Energy per action in pJ (``entries``), the SRAM size/energy points and the ``silicon`` figures of the table
-    file (``SILICON``: area and leakage of a transistor, SRAM bit cell area and array efficiency)."""
+    file (``SILICON``: area and leakage of a transistor, SRAM bit cell area and array efficiency, register-file
+    bit cell area and the smallest memory held in a register file)."""
 
     name: str
     path: str
@@ -67,6 +73,13 @@ class EnergyTable:
         """The area of one SRAM bit, with its share of the periphery, in transistors of logic."""
         s = self.silicon
         return s["sram_bit_cell_um2"] / s["sram_array_efficiency"] / s["transistor_um2"]
+
+    @property
+    def register_file_bit_transistors(self):
+        """The area of one register-file bit, with its share of the periphery (the SRAM's array efficiency), in
+        transistors of logic."""
+        s = self.silicon
+        return s["register_file_bit_cell_um2"] / s["sram_array_efficiency"] / s["transistor_um2"]
 
     def leakage_pj(self, transistors, seconds):
         """Static energy (pJ) of ``transistors`` (of logic, or their SRAM area) over ``seconds``."""
@@ -103,6 +116,7 @@ class AcceleratorConfig:
     dataflow: str = "default"  # mapping.dataflow.DATAFLOWS: pass formation (SPEC section 5, or DNNsim's)
     device: str = "cpu"  # where the cost models run: "cpu" (fused kernels) or a torch GPU device, e.g. "cuda"
     area_scope: str = AREA_SCOPES[0]  # the silicon that area and leakage count: tiles, or tiles and SRAM
+    area_estimate: str = AREA_ESTIMATES[0]  # the tiles' transistors: queues as register files, or as generated
     # Transistors of one tile of this design and of the reference design on the same array (``mapping.silicon``),
     # for leakage; None until resolved (then the mapper charges no leakage and says so).
     tile_transistors: int = None
@@ -127,6 +141,7 @@ class AcceleratorConfig:
                 "tiles": self.tiles, "clock_mhz": self.clock_mhz, "memory": dataclasses.asdict(self.memory),
                 "energy": {"name": self.energy.name, "path": self.energy.path}, "compare": self.compare,
                 "area": self.area, "dataflow": self.dataflow, "area_scope": self.area_scope,
+                "area_estimate": self.area_estimate,
                 "tile_transistors": self.tile_transistors, "reference_tile_transistors": self.reference_tile_transistors}
 
 
@@ -253,7 +268,7 @@ def load_energy_table(ref, base=None):
             raise entry.error("source", f"names no entry of 'sources' ({sorted(sources)})")
         entry.text("node")
         entry.text("per")
-        figures[name] = entry.number("value", minimum=1e-12)
+        figures[name] = entry.number("value", int if name == "register_file_min_bits" else float, minimum=1e-12)
     if figures["sram_array_efficiency"] > 1:
         raise silicon.error("sram_array_efficiency.value", f"must be at most 1, not {figures['sram_array_efficiency']}")
     return EnergyTable(fields.text("name"), str(path), entries, points, figures)
@@ -325,7 +340,7 @@ def load_config(path=None, design=None, device="cpu"):
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
     top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
-                 "compare", "area", "dataflow", "area_scope"})
+                 "compare", "area", "dataflow", "area_scope", "area_estimate"})
     name = design if design is not None else top.data.get("design")
     if name not in DESIGNS:
         raise top.error("design", f"must be one of {list(DESIGNS)}, not {name!r}")
@@ -359,4 +374,5 @@ def load_config(path=None, design=None, device="cpu"):
         dataflow=top.choice("dataflow", DATAFLOWS, DATAFLOWS[0]),
         device=check_device(device),
         area_scope=top.choice("area_scope", AREA_SCOPES, AREA_SCOPES[0]),
+        area_estimate=top.choice("area_estimate", AREA_ESTIMATES, AREA_ESTIMATES[0]),
     )

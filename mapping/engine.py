@@ -330,6 +330,7 @@ def _energy_figures(config, counts, baseline_counts, time_s, dense_time_s):
     core, baseline_core = (sum(v for k, v in e.items() if k not in MEMORY + STATIC) for e in (energy, baseline_energy))
     return {
         "area_scope": config.area_scope,
+        "area_estimate": config.area_estimate,
         "silicon_transistors": (None if config.tile_transistors is None
                                 else round(silicon.silicon_transistors(config, config.tile_transistors))),
         "leakage_pj": leakage,

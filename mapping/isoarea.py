@@ -1,7 +1,8 @@
 """Iso-area comparison (SPEC section 7b): each design gets as many tiles as fit in the reference design's area.
 
 The area budget is the reference design's configuration: its tiles times its tile area
-under the chosen measure (``asic``: CMOS transistors from ``dashraker area``; ``fpga``:
+under the chosen measure (``asic``: CMOS transistors from ``dashraker area``, under the
+configurations' ``area_estimate``: queues as register files, or as generated; ``fpga``:
 LUTs from the FPGA flow's reports). Every other design keeps its configured tile
 (rows x cols PEs of its lanes) and gets ``floor(budget / its tile area)`` whole tiles;
 a design whose one tile exceeds the budget is refused. Speedup, energy efficiency and
@@ -54,10 +55,11 @@ def _fpga_luts(config, reports):
 def tile_area(config, measure, area_root="build/area", fpga_reports=None, progress=True):
     """The area of one tile of ``config`` under ``measure`` (``MEASURES``)."""
     if measure == "asic":
-        from dashraker.fpga.area import AreaError, design_area
+        from dashraker.fpga.area import AreaError
+        from dashraker.mapping.silicon import tile_transistors
 
         try:
-            return design_area(config.design, config.params, area_root, progress)["transistors"]
+            return tile_transistors(config, config.design, config.params, area_root, progress)
         except AreaError as error:
             raise AreaMeasureError(str(error)) from None
     if measure == "fpga":
@@ -71,6 +73,7 @@ class Budget:
     every design has, and the tiles each gets (``tiles_iso``)."""
 
     scope: str
+    estimate: str
     areas: dict
     fixed: float
     tiles_iso: dict
@@ -94,7 +97,7 @@ def budget(configs, measure, area_root="build/area", fpga_reports=None, progress
         areas[config.design.name] = area
     ref = reference().name
     tiles = tile_counts(areas, ref, next(c.tiles for c in configs if c.design.name == ref))
-    return Budget(scope, areas, fixed, tiles)
+    return Budget(scope, configs[0].area_estimate, areas, fixed, tiles)
 
 
 def tile_counts(areas, reference, reference_tiles):
@@ -132,11 +135,12 @@ def compare(equal, iso, areas, tiles_equal, tiles_iso, reference, fixed=0.0):
     return entries
 
 
-def iso_table(entries, measure, scope="compute"):
-    """The comparison as a fixed-width table."""
+def iso_table(entries, measure, scope="compute", estimate=None):
+    """The comparison as a fixed-width table; ``estimate``: the ASIC area estimate the measure took."""
     header = (f"{'design':<12} {'tile area':>14} {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}"
               f" | {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}")
-    lines = [f"area measure: {MEASURES[measure]} per tile, {scope} scope"
+    named = f" ({estimate} estimate)" if measure == "asic" and estimate else ""
+    lines = [f"area measure: {MEASURES[measure]}{named} per tile, {scope} scope"
              f"{' (tile with its buffers; the global buffer beside)' if scope == 'chip' else ''}; "
              "left: configured tiles (equal lanes), right: iso-area",
              header, "-" * len(header)]

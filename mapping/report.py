@@ -16,7 +16,7 @@ _SCALAR_FIELDS = (
     "problems", "passes", "values_scheduled", "dense_cycles", "cycles", "speedup", "compute_s", "dram_s", "time_s",
     "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
     "core_energy_pj", "baseline_core_energy_pj", "core_energy_efficiency", "compression", "area_scope",
-    "silicon_transistors", "leakage_pj",
+    "area_estimate", "silicon_transistors", "leakage_pj",
 )  # fmt: skip
 
 
@@ -28,8 +28,8 @@ def summary_table(rows, sums):
     for design in dict.fromkeys(row["design"] for row in rows):
         first = next(r for r in rows if r["design"] == design)
         silicon = first.get("silicon_transistors")
-        leak = (f"leakage of {silicon:,} transistors" if silicon is not None else "leakage not modelled "
-                "(tile area unknown)")
+        leak = (f"leakage of {silicon:,} transistors ({first.get('area_estimate', 'asic')} area estimate)"
+                if silicon is not None else "leakage not modelled (tile area unknown)")
         lines += ["", f"== {design} == memory {first.get('compression', 'none')}, {first.get('area_scope', 'compute')} "
                   f"scope, {leak}", header, "-" * len(header)]
         for r in (r for r in rows if r["design"] == design):

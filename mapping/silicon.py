@@ -1,7 +1,9 @@
 """The silicon a configuration has: its tiles' logic and, at chip scope, its SRAM, in transistors (SPEC 7, 7b).
 
 Tiles are measured from their own RTL (``dashraker area``: CMOS transistors of Yosys's generic
-synthesis). SRAM (each tile's two buffers and the global buffer) is converted to transistors of
+synthesis), under the configuration's ``area_estimate``: ``asic`` holds each memory of at least the
+table's ``register_file_min_bits`` in a register file of the table's per-bit area
+(``fpga.area.asic_estimate``), ``generated`` takes the RTL as it is. SRAM (each tile's two buffers and the global buffer) is converted to transistors of
 the same area with the energy table's ``silicon`` figures: a bit cell's area over the array
 efficiency (its periphery), over the area of one transistor of logic. Leakage is the table's
 static power per transistor times this silicon times an operation's run time.
@@ -10,8 +12,27 @@ static power per transistor times this silicon times an operation's run time.
 import dataclasses
 import os
 
-__all__ = ["sram_transistors", "chip_parts", "silicon_transistors", "leakage_pj", "reference_params", "resolve",
+__all__ = ["estimates", "tile_transistors", "sram_transistors", "chip_parts", "silicon_transistors", "leakage_pj", "reference_params", "resolve",
            "resolve_all"]
+
+
+def estimates(record, table):
+    """Both area estimates of a ``dashraker area`` record with the energy ``table``'s register files:
+    ``{"generated": {...}, "asic": fpga.area.asic_estimate(...)}``, each with ``transistors`` and ``gates``."""
+    from dashraker.fpga.area import asic_estimate
+
+    return {"asic": asic_estimate(record, table.register_file_bit_transistors,
+                                  table.silicon["register_file_min_bits"]),
+            "generated": {key: record[key] for key in ("transistors", "gates", "flip_flops")}}
+
+
+def tile_transistors(config, design, params, area_root="build/area", progress=True):
+    """Transistors of ``design``'s tile of ``params`` under ``config.area_estimate`` (cached ``dashraker area``
+    figures, synthesised if missing); raises ``fpga.area.AreaError``."""
+    from dashraker.fpga.area import design_area
+
+    return estimates(design_area(design, params, area_root, progress), config.energy)[config.area_estimate][
+        "transistors"]
 
 
 def sram_transistors(config, tiles=None):
@@ -86,13 +107,12 @@ def resolve_all(configs, area_root="build/area", progress=True, jobs=None):
 
 
 def resolve(config, area_root="build/area", progress=True):
-    """``config`` with its tile's transistors and the reference's tile on the same array (cached ``dashraker area``
-    figures, synthesised if missing); raises ``fpga.area.AreaError``."""
+    """``config`` with its tile's transistors and the reference's tile on the same array under its
+    ``area_estimate`` (``tile_transistors``); raises ``fpga.area.AreaError``."""
     from dashraker.designs import reference
-    from dashraker.fpga.area import design_area
 
-    tile = design_area(config.design, config.params, area_root, progress)["transistors"]
+    tile = tile_transistors(config, config.design, config.params, area_root, progress)
     ref, params = reference(), reference_params(config)
     same = config.design is ref and params == config.params
-    ref_tile = tile if same else design_area(ref, params, area_root, progress)["transistors"]
+    ref_tile = tile if same else tile_transistors(config, ref, params, area_root, progress)
     return dataclasses.replace(config, tile_transistors=tile, reference_tile_transistors=ref_tile)

@@ -65,6 +65,8 @@ AXES = (
 )
 
 def register(subparsers):
+    from dashraker.mapping.config import AREA_ESTIMATES
+
     parser = subparsers.add_parser(
         "study", help="the seed papers' comparison points on recorded traces, in one Markdown report",
         description="Map the traces on every design at equal lanes and at iso-area, at compute and chip area "
@@ -81,6 +83,8 @@ def register(subparsers):
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on this Dask scheduler's workers, as 'map'")
     parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
                         help="folder of cached 'dashraker area' figures (default build/area)")
+    parser.add_argument("--area-estimate", choices=AREA_ESTIMATES, help="tiles' transistors: asic (queues "
+                        "as register files) or generated (the RTL as it is), as 'map' (default: the configuration's)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -105,7 +109,7 @@ def run(args):
     start = time.perf_counter()
     with out:
         result = study(args.traces, args.config, steps, args.jobs, args.scheduler, args.area_cache,
-                       not args.no_progress)
+                       not args.no_progress, args.area_estimate)
         result["wall_s"] = round(time.perf_counter() - start, 1)
         text = report(result)
         with out.staging() as staging:
@@ -118,8 +122,9 @@ def run(args):
     print(f"\nwrote {out.path / 'report.md'} (with study.json, study.png) in {result['wall_s']:.0f} s")
 
 
-def _configs(config_path, area_cache, progress, jobs):
-    """Every design's configuration with its silicon resolved, the reference first."""
+def _configs(config_path, area_cache, progress, jobs, area_estimate=None):
+    """Every design's configuration with its silicon resolved (under ``area_estimate``, default the
+    configuration's), the reference first."""
     from dashraker.designs import reference
     from dashraker.mapping.cli import with_silicon
     from dashraker.mapping.config import ConfigError, load_config
@@ -127,6 +132,8 @@ def _configs(config_path, area_cache, progress, jobs):
     names = [reference().name, *(name for name in DESIGNS if name != reference().name)]
     try:
         configs = [dataclasses.replace(load_config(config_path, name), area_scope="compute") for name in names]
+        if area_estimate:
+            configs = [dataclasses.replace(c, area_estimate=area_estimate) for c in configs]
     except ConfigError as error:
         raise CliError(str(error)) from None
     return with_silicon(configs, area_cache, progress, jobs)
@@ -143,12 +150,14 @@ def _map(trace, configs, steps, jobs, scheduler, progress):
         raise CliError(str(error)) from None
 
 
-def study(traces, config_path=None, steps=None, jobs=None, scheduler=None, area_cache="build/area", progress=True):
-    """Map ``traces`` under every accounting of ``SCENARIOS``; returns the figures ``report`` writes."""
+def study(traces, config_path=None, steps=None, jobs=None, scheduler=None, area_cache="build/area", progress=True,
+          area_estimate=None):
+    """Map ``traces`` under every accounting of ``SCENARIOS`` (tiles' transistors under ``area_estimate``, default
+    the configuration's); returns the figures ``report`` writes."""
     from dashraker.designs import reference
     from dashraker.mapping import isoarea
 
-    configs = _configs(config_path, area_cache, progress, jobs)
+    configs = _configs(config_path, area_cache, progress, jobs, area_estimate)
     ref = reference().name
     by_name = {c.design.name: c for c in configs}
     chip = [dataclasses.replace(c, area_scope="chip") for c in configs]
@@ -159,6 +168,7 @@ def study(traces, config_path=None, steps=None, jobs=None, scheduler=None, area_
         except isoarea.AreaMeasureError as error:
             raise CliError(str(error)) from None
     result = {"config": configs[0].path, "reference": ref, "energy_table": configs[0].energy.path,
+              "area_estimate": configs[0].area_estimate,
               "designs": {c.design.name: {"tile_transistors": c.tile_transistors,
                                           "reference_tile_transistors": c.reference_tile_transistors,
                                           "params": c.params, "tiles": c.tiles} for c in configs},
@@ -249,6 +259,8 @@ def _x(value):
 
 def report(result):
     """The study as Markdown: the papers beside ours, every accounting, the gap axis by axis."""
+    from dashraker.fpga.area import ESTIMATES
+
     ref = result["reference"]
     designs = [name for name in result["designs"] if name != ref]
     lines = ["# Study: the seed papers' comparison points on recorded traces", "",
@@ -263,7 +275,9 @@ def report(result):
         area = result["area"][name]
         lines.append(f"| {name} | {d['tile_transistors']:,} | {d['tiles']} | {area['compute']:,.0f} | "
                      f"{area['chip']:,.0f} | {result['tiles_iso']['compute'][name]} / {result['tiles_iso']['chip'][name]} |")
-    lines += ["", "Areas in transistors (SRAM as transistors of equal area: the energy table's `silicon` figures). "
+    estimate = result.get("area_estimate", "asic")
+    lines += ["", "Areas in transistors (SRAM as transistors of equal area: the energy table's `silicon` figures); "
+              f"tiles: the {estimate} area estimate ({ESTIMATES[estimate]}). "
               "Leakage is charged in every accounting on the scope's silicon.", ""]
     for entry in result["traces"]:
         figures = entry["scenarios"]
@@ -333,6 +347,8 @@ def plot(path, result):
     import matplotlib.pyplot as plt
 
     from dashraker.mapping.report import save_figure
+
+    from dashraker.fpga.area import ESTIMATES
 
     ref = result["reference"]
     designs = [name for name in result["designs"] if name != ref]

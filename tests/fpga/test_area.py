@@ -203,3 +203,55 @@ def test_a_tile_converted_and_synthesised_once_per_module_matches_the_whole_tile
         assert once[part]["flip_flops"] == whole[part]["flip_flops"], part
         assert once[part].get("instances") == whole[part].get("instances"), part
         assert once[part]["transistors"] == pytest.approx(whole[part]["transistors"], rel=1e-3), part
+
+
+# A queue of eight 8-bit words with an asynchronous read (Amaranth's SyncFIFO keeps such a memory), around it a
+# register of no memory.
+QUEUE = """
+module queue(input clk, input we, input [2:0] wa, input [7:0] wd, input [2:0] ra, output [7:0] rd, output reg [1:0] q);
+  reg [7:0] words [7:0];
+  always @(posedge clk) begin if (we) words[wa] <= wd; q <= wa[1:0]; end
+  assign rd = words[ra];
+endmodule
+"""
+# Two copies of one register marked keep (as the FPRaker front end's operands, per PE, for the FPGA's routing).
+KEPT_COPIES = """
+module copies(input clk, input [3:0] d, output [3:0] x, output [3:0] y);
+  (* keep = 1 *) reg [3:0] first;
+  (* keep = 1 *) reg [3:0] second;
+  always @(posedge clk) begin first <= d; second <= d; end
+  assign x = first; assign y = second;
+endmodule
+"""
+
+
+def test_a_memory_is_listed_with_what_it_maps_to_and_an_asic_estimate_holds_it_in_a_register_file(tmp_path):
+    """By hand: 64 bits are 64 flip-flops, each with its write-enable multiplexer (dffunmap), and a read tree of 7
+    2:1 multiplexers per bit (8 words), 120 multiplexers in all; the row decoder's gates are the rest. The ASIC
+    estimate takes the memory's figures out and 64 bits of the register file in."""
+    from dashraker.fpga.area import asic_estimate
+
+    area = measure(QUEUE, "queue", tmp_path, progress=False)
+    (held,) = area["memories"]
+    assert held["instance"] == "" and held["count"] == 1 and held["bits"] == 64
+    assert held["memories"] == [{"name": "words", "width": 8, "depth": 8, "bits": 64, "read_ports": 1,
+                                 "write_ports": 1, "sync_read": False}]
+    assert held["flip_flops"] == 64 and area["flip_flops"] == 66  # the memory's, then q's two
+    assert area["cells"]["$_MUX_"] == 64 + 8 * 7
+    decoder = held["transistors"] - 64 * (T["$_DFF_P_"] + T["$_MUX_"]) - 56 * T["$_MUX_"]
+    assert 0 < decoder < 8 * 4 * T["$_AND_"]  # a few gates per word line
+    logic = area["transistors"] - held["transistors"]
+    assert logic == 2 * T["$_DFF_P_"]  # q
+    asic = asic_estimate(area, 6.5, 64)
+    assert asic["transistors"] == round(logic + 64 * 6.5) == 448
+    assert asic["register_files"] == 1 and asic["register_file_bits"] == 64 and asic["flip_flops"] == 2
+    assert asic["replaced_transistors"] == held["transistors"] and asic["replaced_flip_flops"] == 64
+    generated = asic_estimate(area, 6.5, 65)  # under the threshold: as generated
+    assert generated["transistors"] == area["transistors"] and generated["register_files"] == 0
+
+
+def test_copies_of_a_register_marked_keep_are_merged_in_the_area_synthesis(tmp_path):
+    """``keep`` on a signal keeps the wire, not a second flip-flop: the copies the FPGA flow keeps apart (it marks
+    the flip-flops) are one register in the area's figures."""
+    area = measure(KEPT_COPIES, "copies", tmp_path, progress=False)
+    assert area["flip_flops"] == 4 and area["cells"] == {"$_DFF_P_": 4}
