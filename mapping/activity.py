@@ -23,11 +23,13 @@ import re
 
 import numpy as np
 
+from dashraker.designs.descriptor import Operands
 from dashraker.mapping.components import MEMORY, components
 from dashraker.mapping.engine import energy_pj
 
 __all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "macs", "Sample", "run_passes",
-           "sample_passes", "synthetic_passes", "table_entry", "calibrated_entries"]
+           "sample_passes", "synthetic_passes", "table_entry", "calibrated_entries", "activity_ratios",
+           "activity_energy_pj", "energy_verdicts"]
 
 ACTIVITY_ENTRIES = ("transistor_toggle", "flip_flop_clock")
 
@@ -94,10 +96,10 @@ def table_counts(design, params, scheduled, partner, rows_used, cols_used):
     cost = design.cost
     passes, _, steps, _ = scheduled.shape
     counts, cycles = {}, np.full(passes, steps, np.int64)
-    if cost.operands != "none":
-        found = dict(cost.evaluate(params, scheduled, partner if cost.operands == "both" else None))
+    if cost.operands is not Operands.NONE:
+        found = dict(cost.evaluate(params, scheduled, partner if cost.operands is Operands.BOTH else None))
         cycles = np.asarray(found.pop("cycles"), np.int64)
-        partners = np.asarray(cols_used) if cost.operands == "scheduled" else 1
+        partners = np.asarray(cols_used) if cost.operands is Operands.SCHEDULED else 1
         for name, values in found.items():
             counts[name] = int((np.asarray(values) * partners).sum())
     arrays = {"cycles": cycles, "steps": np.full(passes, steps, np.int64), "rows": np.asarray(rows_used, np.int64),
@@ -236,3 +238,49 @@ def calibrated_entries(samples, energy_parts, fmt):
             pooled[entry] = (energy, count + sample.counts.get(component, 0), designs)
     return {entry: (energy / count, energy, count, sorted(designs))
             for entry, (energy, count, designs) in pooled.items() if count > 0}
+
+
+def activity_ratios(samples):
+    """{(design, op): activity energy / the table's core energy} of ``samples``' trace passes (synthetic left out),
+    pooled per design and operation; an operation whose table core energy is zero is left out."""
+    pooled = {}
+    for sample in samples:
+        if sample.op == "synthetic":
+            continue
+        activity, table = pooled.get((sample.design, sample.op), (0.0, 0.0))
+        pooled[sample.design, sample.op] = (activity + sample.activity_pj, table + sample.table_core_pj)
+    return {key: activity / table for key, (activity, table) in pooled.items() if table > 0}
+
+
+def activity_energy_pj(sums, design, ratios, core_only=False):
+    """A design's energy over all its operations with each operation's core energy (the mapper's ``sums``, as
+    ``mapping.runner.totals`` gives them) scaled by its activity/table ratio (``activity_ratios``); memory and
+    leakage as the table has them (left out with ``core_only``). Refuses (``KeyError``) an operation with no
+    ratio."""
+    total = 0.0
+    for (name, op), figures in sums.items():
+        if name != design or op == "all":
+            continue
+        if (design, op) not in ratios:
+            raise KeyError(f"{design} {op}: no activity sample of this operation (dashraker energy --design {design})")
+        core = figures["core_energy_pj"]
+        total += ratios[design, op] * core + (0.0 if core_only else figures["energy_pj"] - core)
+    return total
+
+
+def energy_verdicts(equal, iso, ratios, reference):
+    """Per design, at the configured tiles (``equal``) and at iso-area (``iso``: the mapper's ``sums`` of each
+    design's iso-area tile count): energy efficiency over ``reference`` under the table (the mapper's energy) and
+    under the activity model (``activity_energy_pj``), each design against the reference in the same model; the
+    same of the core energy alone (``*_core_*``)."""
+    verdicts = {}
+    for design in dict.fromkeys(name for name, op in iso if op == "all"):
+        entry = {}
+        for label, sums in (("equal", equal), ("iso", iso)):
+            for key, core in (("", False), ("core_", True)):
+                field = "core_energy_pj" if core else "energy_pj"
+                entry[f"table_{key}{label}"] = sums[reference, "all"][field] / sums[design, "all"][field]
+                entry[f"activity_{key}{label}"] = (activity_energy_pj(sums, reference, ratios, core)
+                                                   / activity_energy_pj(sums, design, ratios, core))
+        verdicts[design] = entry
+    return verdicts

@@ -5,7 +5,9 @@ co-simulated with toggle counting (``Cosim(toggles=True)``); ``mapping.activity`
 toggles and ``dashraker area``'s per-instance transistors and flip-flops into energy per
 part, and the mapper's cost model and energy table give the table-based energy of the same
 passes. ``--calibrate FILE`` writes an energy table whose per-action entries are fitted to
-this activity, which ``map`` takes as ``energy_table``.
+this activity, which ``map`` takes as ``energy_table``. ``--iso-area`` maps the trace's step at the
+configured tiles and at iso-area (as ``map --compare iso-area``) and gives each design's energy
+efficiency over the reference under both energy models.
 """
 
 from pathlib import Path
@@ -29,7 +31,8 @@ def register(subparsers):
                     "from the instance's transistors, plus clocked flip-flops) beside the mapper's table-based "
                     "energy of the same passes. --calibrate writes an energy table fitted to this activity.")
     parser.add_argument("trace", type=Path, help="trace folder (dashraker trace record)")
-    parser.add_argument("--design", required=True, choices=[*DESIGNS, "all"])
+    parser.add_argument("--design", choices=[*DESIGNS, "all"],
+                        help="design(s) to co-simulate; without it, only the reports of --add-report are used")
     parser.add_argument("--passes", type=int, default=8,
                         help="passes K per layer operation, spread evenly over its passes (default 8)")
     parser.add_argument("--layer", default=None, help="only this layer (default: every layer)")
@@ -45,7 +48,14 @@ def register(subparsers):
                         help="write an energy table (YAML) whose per-action entries are fitted to this activity")
     parser.add_argument("--add-report", type=Path, action="append", default=[], metavar="DIR",
                         help="an earlier report (--out folder) of other designs on the same trace and step, whose "
-                             "samples join --calibrate's fit (repeatable)")
+                             "samples join --calibrate's fit and --iso-area's verdicts (repeatable)")
+    parser.add_argument("--iso-area", action="store_true",
+                        help="also map the step at the configured tiles and at iso-area (asic measure) and give each "
+                             "design's energy efficiency over the reference by the table and by the activity (each "
+                             "operation's core energy scaled by its activity/table ratio; memory and leakage alike)")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="--iso-area: the mapper's accelerator configuration (default: the packaged one)")
+    parser.add_argument("--jobs", type=int, default=None, help="--iso-area: mapping worker processes")
     parser.add_argument("--out", type=Path, default=None, help=f"folder for {' and '.join(REPORTS)}")
     add_design_flags(parser, "1x1 tile, as `dashraker area`")
     parser.add_argument("--build", type=Path, default=Path("build/cosim"),
@@ -67,6 +77,8 @@ def _designs(args):
     from dashraker.designs import DESIGNS
     from dashraker.sim.cosim_cli import given_params
 
+    if args.design is None:
+        return []
     names = list(DESIGNS) if args.design == "all" else [args.design]
     chosen = []
     for name in names:
@@ -144,10 +156,18 @@ def _run(args):
         raise CliError(f"{table.path}: entries.{missing[0]}: missing (the activity model needs "
                        f"{' and '.join(activity.ACTIVITY_ENTRIES)})")
     designs = _designs(args)
-    step, work = _work(args, trace)
-    if args.add_report and args.calibrate is None:
-        raise CliError("--add-report joins samples to --calibrate's fit: give --calibrate too")
+    step, work = _work(args, trace) if designs else (trace.steps[-1] if args.step is None else args.step, [])
+    if args.add_report and args.calibrate is None and not args.iso_area:
+        raise CliError("--add-report joins samples to --calibrate's fit or --iso-area's verdicts: give one of them")
+    if not designs and not args.add_report:
+        raise CliError("give --design, or the reports to use (--add-report) with --calibrate or --iso-area")
     earlier = [sample for folder in args.add_report for sample in read_report(folder, args.trace, step, designs)]
+    if args.iso_area:
+        from dashraker.designs import reference
+
+        if reference().name not in {d.name for d, _ in designs} | {s.design for s in earlier}:
+            raise CliError(f"--iso-area: no sample of the reference design {reference().name} (co-simulate it or "
+                           "--add-report its report)")
     if args.calibrate is not None:
         check_output_file(args.calibrate, "--calibrate")
     out = OutputFolder(args.out, "--out", is_energy_output, "give a new folder or an earlier energy report") \
@@ -182,11 +202,19 @@ def _run(args):
                 if groups:
                     samples.append(activity.run_passes(cosim, area, config, groups, layer, op, progress=bar,
                                                        prime=op == "synthetic"))
+    from dashraker.designs import design as find_design
+
+    if not designs:  # the reports' designs alone
+        samples, earlier = earlier, []
+        designs = [(find_design(name), None) for name in dict.fromkeys(s.design for s in samples)]
     text = report(samples, args.trace, step, designs)
-    print(text)
     meta = {"trace": str(args.trace), "step": step, "commit": _commit(), "energy_table": table.path,
             "designs": {design.name: params for design, params in designs},
             "area_transistors": {name: area["transistors"] for name, area in areas.items()}}
+    if args.iso_area:
+        meta["iso_area"] = iso_area_verdicts(args, step, samples + earlier, not args.no_progress)
+        text += "\n\n" + verdict_table(meta["iso_area"])
+    print(text)
     if out is not None:
         from dashraker.trace.store import save_json
 
@@ -195,12 +223,62 @@ def _run(args):
             (staging / "energy.md").write_text(text + "\n")
         print(f"\nwrote {out.path / REPORTS[0]}, {out.path / REPORTS[1]}")
     if args.calibrate is not None:
-        from dashraker.designs import design as find_design
-
         others = [(find_design(name), None) for name in dict.fromkeys(s.design for s in earlier)]
         fitted = write_calibrated(args.calibrate, table, samples + earlier, designs + others, args.trace,
                                   meta["commit"])
         print(f"wrote {args.calibrate}: " + ", ".join(f"{name} {pj:.4g} pJ" for name, (pj, *_) in fitted.items()))
+
+
+def iso_area_verdicts(args, step, samples, progress):
+    """Map the trace's ``step`` for the designs of ``samples`` (the reference among them) at the configured tiles
+    and at iso-area (``mapping.isoarea``, asic measure, the configuration's area scope) and give each design's
+    energy efficiency over the reference under the table and the activity (``activity.energy_verdicts``)."""
+    import dataclasses
+
+    from dashraker.designs import reference
+    from dashraker.mapping import activity, isoarea
+    from dashraker.mapping.cli import with_silicon
+    from dashraker.mapping.config import ConfigError, load_config
+    from dashraker.mapping.runner import map_trace, totals
+
+    names = list(dict.fromkeys(s.design for s in samples if s.op != "synthetic"))
+    ref = reference().name
+    try:
+        configs = [load_config(args.config, name) for name in names]
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    configs = with_silicon(configs, args.area_cache, progress, args.jobs)
+    try:
+        equal = totals(map_trace(args.trace, configs, [step], args.jobs, progress))
+        areas = isoarea.budget(configs, "asic", args.area_cache, None, progress)
+        changed = [dataclasses.replace(c, tiles=areas.tiles_iso[c.design.name]) for c in configs
+                   if c.tiles != areas.tiles_iso[c.design.name]]
+        iso = {**equal, **totals(map_trace(args.trace, changed, [step], args.jobs, progress))}
+        verdicts = activity.energy_verdicts(equal, iso, activity.activity_ratios(samples), ref)
+    except (isoarea.AreaMeasureError, KeyError, ValueError) as error:
+        raise CliError(f"--iso-area: {error}") from None
+    return {"config": str(args.config or "packaged default"), "reference": ref, "scope": areas.scope,
+            "estimate": areas.estimate, "tiles_equal": {c.design.name: c.tiles for c in configs},
+            "tiles_iso": areas.tiles_iso, "params": {c.design.name: c.params for c in configs},
+            "ratios": {f"{design} {op}": ratio for (design, op), ratio in activity.activity_ratios(samples).items()},
+            "designs": verdicts}
+
+
+def verdict_table(verdicts):
+    """``iso_area_verdicts``' figures as Markdown."""
+    ref = verdicts["reference"]
+    lines = [f"Energy efficiency over {ref} by the table and by the activity (mapper configuration "
+             f"{verdicts['config']}, {verdicts['scope']} scope, asic area, {verdicts['estimate']} estimate; activity: "
+             "each operation's core energy x its activity/table ratio, memory and leakage as the table's)", "",
+             "| design | tiles (configured / iso-area) | configured: table | configured: activity | iso-area: table | "
+             "iso-area: activity | iso-area core only: table | iso-area core only: activity |",
+             "|---|---|---|---|---|---|---|---|"]
+    for design, v in verdicts["designs"].items():
+        lines.append(f"| {design} | {verdicts['tiles_equal'][design]} / {verdicts['tiles_iso'][design]} "
+                     f"| {v['table_equal']:.2f}x | {v['activity_equal']:.2f}x | {v['table_iso']:.2f}x "
+                     f"| {v['activity_iso']:.2f}x | {v['table_core_iso']:.2f}x | {v['activity_core_iso']:.2f}x |")
+    ratios = ", ".join(f"{key} {ratio:.2f}" for key, ratio in verdicts["ratios"].items())
+    return "\n".join(lines + ["", f"activity / table core energy of the sampled passes: {ratios}"])
 
 
 def read_report(folder, trace, step, designs):
@@ -261,7 +339,29 @@ def report(samples, trace, step, designs):
             toggles = sum(s.parts[part]["toggles"] for s in members)
             lines.append(f"| {part} | {1e3 * _per_mac(energy, macs):.2f} | {clock / energy if energy else 0:.0%} "
                          f"| {_per_mac(toggles, macs):.2f} | {_per_mac(toggles, useful):.2f} |")
-    return "\n".join(lines)
+    return "\n".join(lines + _multiplier_table(samples))
+
+
+def _multiplier_table(samples):
+    """Per layer and operation, the multipliers' toggles per MAC slot and per useful MAC of every design that has
+    multipliers (trace passes), beside the scheduled operand's zeros and the useful share of the MAC slots."""
+    members = [s for s in samples if s.op != "synthetic" and "multipliers" in s.parts]
+    names = list(dict.fromkeys(s.design for s in members))
+    if not names:
+        return []
+    lines = ["", "Multiplier toggles by layer and operation (trace passes): per MAC slot / per useful MAC", "",
+             "| layer | operation | zeros (scheduled) | useful MACs | " + " | ".join(names) + " |",
+             "|---|---|---|---|" + "---|" * len(names)]
+    for layer, op in dict.fromkeys((s.layer, s.op) for s in members):
+        by_design = {s.design: s for s in members if (s.layer, s.op) == (layer, op)}
+        first = next(iter(by_design.values()))
+        zeros = first.scheduled_zeros / first.scheduled_values if first.scheduled_values else 0.0
+        cells = [f"{_per_mac(d.parts['multipliers']['toggles'], d.macs):.0f} / "
+                 f"{_per_mac(d.parts['multipliers']['toggles'], d.useful_macs):.0f}" if d else "-"
+                 for d in (by_design.get(name) for name in names)]
+        lines.append(f"| {layer} | {op} | {zeros:.1%} | {_per_mac(first.useful_macs, first.macs):.1%} | "
+                     + " | ".join(cells) + " |")
+    return lines
 
 
 def _merge(samples):

@@ -100,6 +100,18 @@ def test_cli_errors_before_building(small_trace, tmp_path, monkeypatch, capsys):
     assert "--lookahead does not apply to design baseline" in capsys.readouterr().err
     assert main(["energy", str(small_trace), "--design", "baseline", "--passes", "0", "--no-progress"]) == 2
     assert "--passes must be positive" in capsys.readouterr().err
+    assert main(["energy", str(small_trace), "--no-progress"]) == 2
+    assert "give --design, or the reports to use" in capsys.readouterr().err
+    import json
+
+    folder = tmp_path / "td"
+    folder.mkdir()
+    (folder / "energy.json").write_text(json.dumps({"trace": str(small_trace), "step": 1, "samples": [
+        _sample("tensordash", "fwd", 2.0, 1.0).as_dict()]}))
+    assert main(["energy", str(small_trace), "--add-report", str(folder), "--no-progress"]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert main(["energy", str(small_trace), "--add-report", str(folder), "--iso-area", "--no-progress"]) == 2
+    assert "no sample of the reference design baseline" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # a toggle-counting Verilator build and a synthesis: minutes
@@ -150,3 +162,68 @@ def test_earlier_reports_join_the_fit(tmp_path):
         read_report(folder, tmp_path / "t", 3, [(design("fpraker"), {})])
     fitted = calibrated_entries([read], {"fpraker": design("fpraker").energy_parts}, "bf16")
     assert fitted["term_shift"][0] == pytest.approx(0.5)
+
+
+def _sample(design, op, activity, table, layer="fc"):
+    """A sample whose activity energy (its tile part) and table core energy are given, in pJ."""
+    return Sample(design, layer, op, passes=1, parts={"tile": {"energy_pj": activity, "clock_pj": 0.0}},
+                  table_pj={"mul_bf16": table, "dram_words": 1000.0})  # memory: not core energy
+
+
+def test_iso_area_verdicts_by_hand():
+    """Both energy models' verdicts from a small synthetic report: the activity model scales each operation's core
+    energy by its activity/table ratio and keeps memory and leakage; efficiency is against the reference in the same
+    model, at the configured tiles and at iso-area."""
+    from dashraker.mapping.activity import activity_energy_pj, activity_ratios, energy_verdicts
+
+    samples = [_sample("baseline", "fwd", 40.0, 10.0), _sample("baseline", "fwd", 20.0, 10.0, "conv"),
+               _sample("baseline", "bwd_weight", 30.0, 10.0), _sample("tensordash", "fwd", 50.0, 5.0),
+               _sample("tensordash", "bwd_weight", 20.0, 10.0), _sample("tensordash", "synthetic", 1.0, 1.0, "zeros")]
+    ratios = activity_ratios(samples)
+    assert ratios == {("baseline", "fwd"): 3.0, ("baseline", "bwd_weight"): 3.0, ("tensordash", "fwd"): 10.0,
+                      ("tensordash", "bwd_weight"): 2.0}
+
+    def sums(base_core, td_core, other):  # per operation: energy = core + other (memory and leakage)
+        out = {}
+        for design, core in (("baseline", base_core), ("tensordash", td_core)):
+            for op in ("fwd", "bwd_weight"):
+                out[design, op] = {"core_energy_pj": core[op], "energy_pj": core[op] + other}
+            out[design, "all"] = {key: sum(out[design, op][key] for op in ("fwd", "bwd_weight"))
+                                  for key in ("core_energy_pj", "energy_pj")}
+        return out
+
+    equal = sums({"fwd": 100.0, "bwd_weight": 100.0}, {"fwd": 50.0, "bwd_weight": 80.0}, 100.0)
+    # at iso-area TensorDash has fewer tiles: the same actions, more leakage over a longer run
+    iso = {**equal, **{key: value for key, value in sums({"fwd": 100.0, "bwd_weight": 100.0},
+                                                         {"fwd": 50.0, "bwd_weight": 80.0}, 150.0).items()
+                       if key[0] == "tensordash"}}
+    assert activity_energy_pj(equal, "tensordash", ratios) == pytest.approx(10 * 50 + 2 * 80 + 200)
+    assert activity_energy_pj(equal, "tensordash", ratios, core_only=True) == pytest.approx(660)
+    verdict = energy_verdicts(equal, iso, ratios, "baseline")["tensordash"]
+    assert verdict["table_equal"] == pytest.approx(400 / 330)
+    assert verdict["table_core_iso"] == pytest.approx(200 / 130) and verdict["table_iso"] == pytest.approx(400 / 430)
+    assert verdict["activity_iso"] == pytest.approx(800 / (660 + 300))
+    assert verdict["activity_equal"] == pytest.approx((3 * 200 + 200) / 860)
+    assert verdict["activity_core_iso"] == pytest.approx(600 / 660)  # the table favours it; the activity does not
+    with pytest.raises(KeyError, match="tensordash bwd_input"):
+        energy_verdicts({**equal, ("tensordash", "bwd_input"): {"core_energy_pj": 1.0, "energy_pj": 1.0}}, equal,
+                        ratios, "baseline")
+
+
+def test_report_compares_multiplier_toggles_by_layer():
+    """The report's multiplier table: per layer and operation, each design's multiplier toggles per MAC slot and per
+    useful MAC, beside the scheduled zeros; designs without multipliers are left out."""
+    from dashraker.designs import design
+    from dashraker.sim.energy_cli import report
+
+    def sample(name, toggles):
+        parts = {"tile": {"energy_pj": 1.0, "clock_pj": 0.5, "dynamic_pj": 0.5, "toggles": toggles}}
+        if toggles:
+            parts["multipliers"] = {"energy_pj": 0.5, "clock_pj": 0.25, "dynamic_pj": 0.25, "toggles": toggles}
+        return Sample(name, "conv1", "fwd", passes=1, macs=100, useful_macs=40, scheduled_values=10,
+                      scheduled_zeros=4, parts=parts)
+
+    text = report([sample("baseline", 300), sample("tensordash", 200), sample("fpraker", 0)], "t", 1,
+                  [(design(name), None) for name in ("baseline", "tensordash", "fpraker")])
+    assert "| layer | operation | zeros (scheduled) | useful MACs | baseline | tensordash |" in text
+    assert "| conv1 | fwd | 40.0% | 40.0% | 3 / 8 | 2 / 5 |" in text
