@@ -268,8 +268,9 @@ def verdict_table(verdicts):
     """``iso_area_verdicts``' figures as Markdown."""
     ref = verdicts["reference"]
     lines = [f"Energy efficiency over {ref} by the table and by the activity (mapper configuration "
-             f"{verdicts['config']}, {verdicts['scope']} scope, asic area, {verdicts['estimate']} estimate; activity: "
-             "each operation's core energy x its activity/table ratio, memory and leakage as the table's)", "",
+             f"{verdicts['config']}; iso-area by CMOS transistors, {verdicts['estimate']} area estimate, "
+             f"{verdicts['scope']} scope; activity: each operation's core energy x its activity/table ratio, memory "
+             "and leakage as the table's)", "",
              "| design | tiles (configured / iso-area) | configured: table | configured: activity | iso-area: table | "
              "iso-area: activity | iso-area core only: table | iso-area core only: activity |",
              "|---|---|---|---|---|---|---|---|"]

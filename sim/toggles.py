@@ -30,6 +30,7 @@ hardware switches once. Those nets are the input stage's alone.
 """
 
 import ctypes
+import functools
 import json
 import os
 import re
@@ -225,9 +226,15 @@ def zero_counts(lib, model):
     lib.cosim_toggles_zero(model)
 
 
+@functools.lru_cache(maxsize=16)
+def _layout(path):
+    """The counted nets written beside a counters model (read once per process)."""
+    return json.loads(Path(path).read_text())
+
+
 def _counter_points(lib, build_dir):
     """(module, net, bits, counts) per counted net of a counters model: counts an array of one per net, or per bit."""
-    layout = json.loads((Path(build_dir) / NETS_FILE).read_text())
+    layout = _layout(str(Path(build_dir).resolve() / NETS_FILE))
     nets = layout["nets"]
     size = sum(bits * elements for *_, bits, elements in nets) if layout["per_bit"] else len(nets)
     counts = np.zeros(max(size, 1), np.uint64)
@@ -259,7 +266,7 @@ def net_bits(lib, build_dir, method, module):
     per_bit, points = _counter_points(lib, build_dir)
     if not per_bit:
         raise ValueError("per-bit toggles need a model built with per_bit counters")
-    layout = {(m, n): e for m, n, _, e in json.loads((Path(build_dir) / NETS_FILE).read_text())["nets"]}
+    layout = {(m, n): e for m, n, _, e in _layout(str(Path(build_dir).resolve() / NETS_FILE))["nets"]}
     nets = {}
     for owner, name, bits, counts in points:
         if owner != module:
