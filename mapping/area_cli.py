@@ -56,7 +56,8 @@ def _estimates(config, record):
     both = silicon.estimates(record, config.energy)
     asic = both["asic"]
     print(f"ASIC estimate: {asic['transistors']:,} transistors, {asic['gates']:,.0f} NAND2 gate equivalents: "
-          f"{asic['register_files']:,} memories of at least {asic['min_bits']:,} bits "
+          f"{asic['register_files']:,} {'memory' if asic['register_files'] == 1 else 'memories'} of at least "
+          f"{asic['min_bits']:,} bits "
           f"({asic['register_file_bits']:,} bits) as register files of {asic['bit_transistors']:.3f} transistors per "
           f"bit ({config.energy.name}), in place of {asic['replaced_transistors']:,} transistors "
           f"({asic['replaced_flip_flops']:,} flip-flops); the configuration's area estimate: {config.area_estimate}")
