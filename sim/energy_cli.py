@@ -204,9 +204,10 @@ def _run(args):
                                                        prime=op == "synthetic"))
     from dashraker.designs import design as find_design
 
-    if not designs:  # the reports' designs alone
+    if not designs:  # the reports' designs alone, with the parameters their reports name
         samples, earlier = earlier, []
-        designs = [(find_design(name), None) for name in dict.fromkeys(s.design for s in samples)]
+        given = {name: params for folder in args.add_report for name, params in _report_params(folder).items()}
+        designs = [(find_design(name), given.get(name)) for name in dict.fromkeys(s.design for s in samples)]
     text = report(samples, args.trace, step, designs)
     meta = {"trace": str(args.trace), "step": step, "commit": _commit(), "energy_table": table.path,
             "designs": {design.name: params for design, params in designs},
@@ -280,6 +281,13 @@ def verdict_table(verdicts):
                      f"| {v['activity_iso']:.2f}x | {v['table_core_iso']:.2f}x | {v['activity_core_iso']:.2f}x |")
     ratios = ", ".join(f"{key} {ratio:.2f}" for key, ratio in verdicts["ratios"].items())
     return "\n".join(lines + ["", f"activity / table core energy of the sampled passes: {ratios}"])
+
+
+def _report_params(folder):
+    """{design: params} of an ``energy.json`` that ``read_report`` has read."""
+    import json
+
+    return json.loads((Path(folder) / REPORTS[0]).read_text()).get("designs") or {}
 
 
 def read_report(folder, trace, step, designs):
@@ -384,7 +392,9 @@ def write_calibrated(path, table, samples, designs, trace, commit):
     from dashraker.mapping import activity
     from dashraker.outputs import atomic_write
 
-    fmt = designs[0][1]["fmt"]  # the run's own designs first; earlier reports' come with params None
+    fmt = next((params["fmt"] for _, params in designs if params), None)  # earlier reports' may have no params
+    if fmt is None:
+        raise CliError("--calibrate: no report names its designs' parameters (the operand format)")
     fitted = activity.calibrated_entries([s for s in samples if s.op != "synthetic"],
                                          {design.name: design.energy_parts for design, _ in designs}, fmt)
     if not fitted:

@@ -227,3 +227,23 @@ def test_report_compares_multiplier_toggles_by_layer():
                   [(design(name), None) for name in ("baseline", "tensordash", "fpraker")])
     assert "| layer | operation | zeros (scheduled) | useful MACs | baseline | tensordash |" in text
     assert "| conv1 | fwd | 40.0% | 40.0% | 3 / 8 | 2 / 5 |" in text
+
+
+def test_reports_alone_are_fitted(small_trace, tmp_path, capsys):
+    """Without --design, --calibrate fits the --add-report reports' samples, the operand format from their
+    parameters; nothing is co-simulated."""
+    import json
+
+    from dashraker.designs import design
+
+    sample = Sample("baseline", "fcs.0", "fwd", passes=1, macs=10, counts={"mul": 4, "add_fp32": 8},
+                    parts={"tile": {"energy_pj": 9.0, "clock_pj": 1.0, "dynamic_pj": 8.0, "toggles": 5},
+                           "multipliers": {"energy_pj": 2.0, "clock_pj": 0.0, "dynamic_pj": 2.0, "toggles": 5}})
+    folder, fitted = tmp_path / "base", tmp_path / "fitted.yaml"
+    folder.mkdir()
+    (folder / "energy.json").write_text(json.dumps({
+        "trace": str(small_trace), "step": 1, "designs": {"baseline": design("baseline").params()},
+        "samples": [sample.as_dict()]}))
+    args = ["energy", str(small_trace), "--add-report", str(folder), "--calibrate", str(fitted), "--no-progress"]
+    assert main(args) == 0
+    assert load_energy_table(str(fitted)).entries["mul_bf16"] == pytest.approx(0.5)  # 2 pJ over 4 multiplications
