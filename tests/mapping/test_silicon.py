@@ -84,6 +84,28 @@ def test_a_bad_area_estimate_or_a_table_without_register_files_is_one_line_namin
         load_config(path)
 
 
+def test_area_refuses_a_bad_configuration_in_one_line_before_synthesis(tmp_path, capsys):
+    from dashraker.cli import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text("area_estimate: fpga\n")
+    assert main(["area", "fpraker", "--config", str(path), "--out", str(tmp_path / "area"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "field 'area_estimate': must be one of ['asic', 'generated'], not 'fpga'" in err and err.count("\n") == 1
+    assert not (tmp_path / "area").exists() or not any((tmp_path / "area").iterdir())
+
+
+def test_the_iso_area_table_names_the_area_estimate():
+    from dashraker.mapping.isoarea import iso_table
+
+    entry = {"design": "baseline", "tile_area": 10, **{f"{k}_{x}": 1 for k in ("tiles", "speedup", "energy_efficiency",
+                                                                             "throughput_per_area")
+                                                      for x in ("equal", "iso")}}
+    assert iso_table([entry], "asic", "compute", "generated").startswith(
+        "area measure: CMOS transistors (generated estimate) per tile, compute scope")
+    assert iso_table([entry], "fpga", "compute", "asic").startswith("area measure: ECP5 LUT4s per tile")
+
+
 def test_area_prints_and_writes_both_estimates(tmp_path, capsys):
     """``dashraker area`` of a measured tile (a hand-made record): the tile as generated and the ASIC estimate, its
     memory table, and both in the JSON; a bad ``--area-estimate`` is refused before any synthesis."""
