@@ -7,8 +7,9 @@ configuration; ``dashraker.sim.toggles`` for the toggles), over a co-simulated r
     clock   = own flip-flops x simulated cycles x E_clock
 
 Each net bit of an instance is taken to switch an equal share of the instance's own
-transistors (its cells, submodules apart). ``E_toggle`` and ``E_clock`` are the energy
-table's ``transistor_toggle`` and ``flip_flop_clock`` entries (``horowitz45``: from the
+transistors (its cells, submodules apart). Identical instances, which ``dashraker area``
+synthesises once and counts, each have the figures of their class. ``E_toggle`` and ``E_clock``
+are the energy table's ``transistor_toggle`` and ``flip_flop_clock`` entries (``horowitz45``: from the
 table's own 0.134 fJ per transistor per operation, the ``transistor_fj`` rule, at an
 adder's activity of one toggle per net bit every other operation). A part (a design's
 ``area_parts``) is the sum of its instances with their submodules, as in ``dashraker area``.
@@ -34,11 +35,35 @@ __all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts",
 ACTIVITY_ENTRIES = ("transistor_toggle", "flip_flop_clock")
 
 
-def _own_figures(area):
-    """{instance: (own transistors, own flip-flops)}, the tile's own under ""."""
+def _place(name):
+    """An instance's place up to indices (``pe1_2.mul3`` -> ``pe#_#.mul#``), where ``dashraker area`` looks for
+    identical modules."""
+    return re.sub(r"\d+", "#", name)
+
+
+def _own_figures(area, instances=()):
+    """{instance: (own transistors, own flip-flops)}, the tile's own under "". ``dashraker area`` lists each class of
+    identical modules once, under its first instance, with its ``count``: the other ``instances`` at the same place
+    up to indices share what that place's rows count beyond their listed instances (a place of one class: each
+    gets its figures). Refuses (``ValueError``) instances that the record does not count."""
     figures = {"": (area["own"]["transistors"], area["own"]["flip_flops"])}
+    beyond = {}  # place -> (transistors, flip-flops, instances) of the unlisted copies
     for row in area["instances"]:
-        figures[row["instance"]] = (row["own"]["transistors"], row["own"]["flip_flops"])
+        own, copies = (row["own"]["transistors"], row["own"]["flip_flops"]), row.get("count", 1) - 1
+        figures[row["instance"]] = own
+        transistors, flip_flops, count = beyond.get(_place(row["instance"]), (0, 0, 0))
+        beyond[_place(row["instance"])] = (transistors + copies * own[0], flip_flops + copies * own[1], count + copies)
+    unlisted = {}
+    for name in instances:
+        if name not in figures:
+            unlisted.setdefault(_place(name), []).append(name)
+    for place, names in unlisted.items():
+        transistors, flip_flops, count = beyond.get(place, (0, 0, 0))
+        if count != len(names):
+            raise ValueError(f"the area record counts {count} more instances at {place}, the RTL has {len(names)} "
+                             f"({', '.join(sorted(names)[:3])}...)")
+        for name in names:
+            figures[name] = (transistors / count, flip_flops / count)
     return figures
 
 
@@ -47,7 +72,7 @@ def instance_energy(area, toggles, cycles, table):
     and cells, from ``area`` (``fpga.area.design_area``'s record), ``toggles`` (``{instance: Toggles}``),
     ``cycles`` clocked and the energy ``table`` (its activity entries)."""
     e_toggle, e_clock = (table.entries[name] for name in ACTIVITY_ENTRIES)
-    figures = _own_figures(area)
+    figures = _own_figures(area, toggles)
     result = {}
     for name in sorted(set(figures) | set(toggles)):
         transistors, flip_flops = figures.get(name, (0, 0))

@@ -24,6 +24,21 @@ def _area():
                                               {"instance": "pe0_0.mul0", "count": 1, "own": own(300, 4)}]}
 
 
+def test_identical_instances_share_their_class_figures():
+    """``dashraker area`` lists identical modules once with their count: every copy in the RTL gets the figures
+    (its toggles its own), and a copy the record does not count is refused."""
+    area = _area()
+    area["instances"][1]["count"] = 3  # pe0_0.mul0, mul1 and mul2 are one class
+    toggles = {"pe0_0.mul0": Toggles(30, 60), "pe0_0.mul1": Toggles(60, 60), "pe0_0.mul2": Toggles(0, 60)}
+    energies = instance_energy(area, toggles, cycles=7, table=TABLE)
+    assert [energies[f"pe0_0.mul{i}"]["transistors"] for i in range(3)] == [300, 300, 300]
+    assert energies["pe0_0.mul1"]["dynamic_pj"] == pytest.approx(2 * energies["pe0_0.mul0"]["dynamic_pj"])
+    parts = part_energy(energies, {"multipliers": r"pe\d+_\d+\.mul\d+"})
+    assert parts["multipliers"]["instances"] == 3 and parts["multipliers"]["flip_flops"] == 12
+    with pytest.raises(ValueError, match="counts 2 more instances at pe#_#.mul#, the RTL has 3"):
+        instance_energy(area, {**toggles, "pe0_0.mul3": Toggles(1, 60)}, cycles=7, table=TABLE)
+
+
 def test_energy_by_hand():
     toggles = {"": Toggles(10, 20), "pe0_0": Toggles(0, 8), "pe0_0.mul0": Toggles(30, 60)}
     energies = instance_energy(_area(), toggles, cycles=7, table=TABLE)
