@@ -40,13 +40,14 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["METHODS", "VERSION", "EXCLUDED", "NETS_FILE", "Toggles", "verilator_args", "instrument", "counted_nets",
+__all__ = ["METHODS", "VERSIONS", "EXCLUDED", "NETS_FILE", "Toggles", "verilator_args", "instrument", "counted_nets",
            "counter_code", "read_dat", "per_instance", "read_counts", "zero_counts", "net_bits"]
 
 METHODS = ("counters", "coverage")
-VERSION = 2  # bump when the instrumentation changes, to rebuild cached models
+VERSIONS = {"counters": 3, "coverage": 2}  # bump a method's when its instrumentation changes (rebuilds its models)
 EXCLUDED = ("clk", "rst")  # charged as clocking, or never toggling during a run
 NETS_FILE = "toggle_nets.json"  # the counters' nets, written into the build folder
+_CHUNK = 400  # nets per generated count function: one function of every net takes g++ -O2 many times longer
 
 # coverage: every bit of every net, however wide (Verilator's default skips vectors wider than 256 bits: the payloads)
 _COVERAGE_ARGS = ("--coverage-toggle", "--coverage-max-width", str(1 << 20))
@@ -130,14 +131,9 @@ def counter_code(nets, model_class, root_class, per_bit=False):
              f'#include "{root_class}.h"',
              f"static uint64_t cosim_toggle_counts[{max(counters, 1)}];",
              f"static uint64_t cosim_toggle_last[{max(slots, 1)}];",
-             "static int cosim_toggles_on = 1;",
-             f"static void cosim_toggles_count({model_class}* top) {{",
-             "    if (!cosim_toggles_on) return;",
-             f"    {root_class}* const r = top->rootp;",
-             "    uint64_t* const c = cosim_toggle_counts;",
-             "    uint64_t* const p = cosim_toggle_last;",
-             "    uint64_t v;"]
+             "static int cosim_toggles_on = 1;"]
     counter = slot = 0
+    statements = []
     for net in nets:
         arrayed = net.elements > 1
         loops = (f"for (int e = 0; e < {net.elements}; ++e) " if arrayed else "") + \
@@ -152,9 +148,17 @@ def counter_code(nets, model_class, root_class, per_bit=False):
         else:
             step = f"c[{counter}] += __builtin_popcountll(v);"
             counter += 1
-        lines.append(f"    {loops}{{ v = (uint64_t){value} ^ {last}; {last} = (uint64_t){value}; {step} }}")
+        statements.append(f"    {loops}{{ v = (uint64_t){value} ^ {last}; {last} = (uint64_t){value}; {step} }}")
         slot += net.words * net.elements
-    lines += ["}", 'extern "C" {',
+    chunks = [statements[at:at + _CHUNK] for at in range(0, len(statements), _CHUNK)]
+    for index, chunk in enumerate(chunks):
+        lines += [f"static void __attribute__((noinline)) cosim_toggles_count{index}({root_class}* const r, "
+                  "uint64_t* const c, uint64_t* const p) {", "    uint64_t v;", *chunk, "}"]
+    lines += [f"static void cosim_toggles_count({model_class}* top) {{",
+              "    if (!cosim_toggles_on) return;",
+              *(f"    cosim_toggles_count{index}(top->rootp, cosim_toggle_counts, cosim_toggle_last);"
+                for index in range(len(chunks))),
+              "}", 'extern "C" {',
               f"void cosim_toggles_zero({model_class}* top) {{",
               "    cosim_toggles_count(top);  // the nets' present values are the reference",
               "    for (uint64_t& count : cosim_toggle_counts) count = 0;", "}",
