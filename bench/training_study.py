@@ -1,6 +1,6 @@
 """Training-numerics study: the digits CNN trained with a tile's arithmetic in every matmul vs fp32 and bf16.
 
-Usage: python bench/training_study.py OUT_FOLDER [--arithmetic fpraker tree fused] [--steps 150] [--batch 16]
+Usage: python bench/training_study.py OUT_FOLDER [--arithmetic term-serial tree fused] [--steps 150] [--batch 16]
 Trains the references fp32 and bf16, then each arithmetic chosen (default: all of ``TILE_MODES``: FPRaker's
 tile, the baseline's with the fp32 adder tree, the baseline's with the fused dot product), with the same seed,
 batches and initial weights. Writes OUT_FOLDER/training_study.png (loss and test-accuracy curves) and

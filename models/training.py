@@ -3,7 +3,7 @@
 ``Matmul`` is an autograd function; in a tile's mode (``TILE_MODES``) every product of
 a training step (forward ``x @ w``, input gradient ``g @ w.T``, weight gradient
 ``x.T @ g``) is computed by that design's golden model on bf16 (RNE) operands, in
-passes of 8-lane steps as the mapper forms them: ``"fpraker"`` by FPRaker's
+passes of 8-lane steps as the mapper forms them: ``"term-serial"`` by FPRaker's
 ``golden.tile`` (the left operand on the term-serial side), ``"tree"`` and ``"fused"``
 by the dense baseline's ``dense_tile`` with that step sum (``dot``) and the
 fixed-point accumulator, the designs' default. Convolutions are unfold -> matmul, so
@@ -25,7 +25,7 @@ __all__ = ["MODES", "REFERENCE_MODES", "TILE_MODES", "fpraker_matmul", "baseline
            "digits_data", "train", "capture_step"]
 
 REFERENCE_MODES = ("fp32", "bf16")
-TILE_MODES = ("fpraker", "tree", "fused")  # FPRaker's tile, then the baseline's with each step sum (``dot``)
+TILE_MODES = ("term-serial", "tree", "fused")  # FPRaker's tile, then the baseline's with each step sum (``dot``)
 MODES = REFERENCE_MODES + TILE_MODES
 _LANES = 8
 
@@ -71,7 +71,7 @@ def baseline_matmul(x, w, chunk=None, dot="fused"):
 
 
 _TILE_MATMULS = {
-    "fpraker": fpraker_matmul,
+    "term-serial": fpraker_matmul,
     "tree": functools.partial(baseline_matmul, dot="tree"),
     "fused": functools.partial(baseline_matmul, dot="fused"),
 }

@@ -35,7 +35,7 @@ def test_training_study_runs_every_arithmetic(tmp_path, monkeypatch, capsys):
     study = runpy.run_path(str(BENCH / "training_study.py"))
     assert study["main"]([str(tmp_path / "out"), "--steps", "2", "--batch", "2"]) == 0
     histories = json.loads((tmp_path / "out" / "training_study.json").read_text())
-    assert list(histories) == ["fp32", "bf16", "fpraker", "tree", "fused"]
+    assert list(histories) == ["fp32", "bf16", "term-serial", "tree", "fused"]
     assert all(len(history["loss"]) == 2 and history["seconds"] > 0 for history in histories.values())
     assert (tmp_path / "out" / "training_study.png").stat().st_size > 0
     rows = capsys.readouterr().out.splitlines()

@@ -30,7 +30,7 @@ def test_autograd_products_use_the_mode():
     x = torch.randn(6, 16, generator=generator, requires_grad=True)
     w = torch.randn(16, 4, generator=generator, requires_grad=True)
     grad = torch.randn(6, 4, generator=generator)
-    Matmul.apply(x, w, "fpraker").backward(grad)
+    Matmul.apply(x, w, "term-serial").backward(grad)
     gx, gw = x.grad.clone(), w.grad.clone()
     qx, qw, qg = (quantize(t.detach(), "bf16").double() for t in (x, w, grad))
     assert torch.allclose(gx.double(), qg @ qw.T, rtol=1e-5, atol=1e-6)
@@ -38,7 +38,7 @@ def test_autograd_products_use_the_mode():
 
 
 def test_training_runs_and_learns_in_every_mode():
-    for mode in ("fp32", "fpraker"):
+    for mode in ("fp32", "term-serial"):
         history = train(mode, steps=4, batch=4, eval_every=2)
         assert len(history["loss"]) == 4 and history["eval_step"] == [2, 4]
         assert all(0 <= a <= 1 for a in history["accuracy"])
