@@ -3,17 +3,18 @@
 Tiles are measured from their own RTL (``dashraker area``: CMOS transistors of Yosys's generic
 synthesis), under the configuration's ``area_estimate``: ``asic`` holds each memory of at least the
 table's ``register_file_min_bits`` in a register file of the table's per-bit area
-(``fpga.area.asic_estimate``), ``generated`` takes the RTL as it is. SRAM (each tile's two buffers and the global buffer) is converted to transistors of
-the same area with the energy table's ``silicon`` figures: a bit cell's area over the array
-efficiency (its periphery), over the area of one transistor of logic. Leakage is the table's
-static power per transistor times this silicon times an operation's run time.
+(``fpga.area.asic_estimate``), ``generated`` takes the RTL as it is. SRAM (each tile's two buffers
+and the global buffer) is converted to transistors of the same area with the energy table's
+``silicon`` figures: a bit cell's area over the array efficiency (its periphery), over the area of
+one transistor of logic. Leakage is the table's static power per transistor times this silicon
+times an operation's run time.
 """
 
 import dataclasses
 import os
 
-__all__ = ["estimates", "tile_transistors", "sram_transistors", "chip_parts", "silicon_transistors", "leakage_pj", "reference_params", "resolve",
-           "resolve_all"]
+__all__ = ["estimates", "tile_transistors", "sram_transistors", "chip_parts", "silicon_transistors", "leakage_pj",
+           "reference_params", "resolve", "resolve_all"]
 
 
 def estimates(record, table):

@@ -241,7 +241,8 @@ class Cosim:
         self.toggles = "counters" if toggles is True else toggles or None  # the counting method
         if self.toggles:
             toggles_module.verilator_args(self.toggles)  # refuses an unknown method
-        extra = {"opt": optimize, **({"toggles": f"{self.toggles}{toggles_module.VERSIONS[self.toggles]}"} if self.toggles else {})}
+        counting = {"toggles": f"{self.toggles}{toggles_module.VERSIONS[self.toggles]}"} if self.toggles else {}
+        extra = {"opt": optimize, **counting}
         # absolute: the C++ build runs make in its own folder, where a relative path would name nothing
         self.build_dir = Path(build_root).resolve() / self.design.cache_name(self.params, _EXTENSION_VERSION, **extra)
         self.top = f"{self.design.name}_tile"
