@@ -25,6 +25,7 @@ import re
 import numpy as np
 
 from dashraker.designs.descriptor import Operands
+from dashraker.hw.verilog import place
 from dashraker.mapping.components import MEMORY, components
 from dashraker.mapping.engine import energy_pj
 
@@ -33,12 +34,6 @@ __all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts",
            "activity_energy_pj", "energy_verdicts"]
 
 ACTIVITY_ENTRIES = ("transistor_toggle", "flip_flop_clock")
-
-
-def _place(name):
-    """An instance's place up to indices (``pe1_2.mul3`` -> ``pe#_#.mul#``), where ``dashraker area`` looks for
-    identical modules."""
-    return re.sub(r"\d+", "#", name)
 
 
 def _own_figures(area, instances=()):
@@ -51,16 +46,17 @@ def _own_figures(area, instances=()):
     for row in area["instances"]:
         own, copies = (row["own"]["transistors"], row["own"]["flip_flops"]), row.get("count", 1) - 1
         figures[row["instance"]] = own
-        transistors, flip_flops, count = beyond.get(_place(row["instance"]), (0, 0, 0))
-        beyond[_place(row["instance"])] = (transistors + copies * own[0], flip_flops + copies * own[1], count + copies)
+        where = place(row["instance"])
+        transistors, flip_flops, count = beyond.get(where, (0, 0, 0))
+        beyond[where] = (transistors + copies * own[0], flip_flops + copies * own[1], count + copies)
     unlisted = {}
     for name in instances:
         if name not in figures:
-            unlisted.setdefault(_place(name), []).append(name)
-    for place, names in unlisted.items():
-        transistors, flip_flops, count = beyond.get(place, (0, 0, 0))
+            unlisted.setdefault(place(name), []).append(name)
+    for where, names in unlisted.items():
+        transistors, flip_flops, count = beyond.get(where, (0, 0, 0))
         if count != len(names):
-            raise ValueError(f"the area record counts {count} more instances at {place}, the RTL has {len(names)} "
+            raise ValueError(f"the area record counts {count} more instances at {where}, the RTL has {len(names)} "
                              f"({', '.join(sorted(names)[:3])}...)")
         for name in names:
             figures[name] = (transistors / count, flip_flops / count)
