@@ -206,9 +206,7 @@ def _iso_area(args, configs, steps, sums):
         budget = isoarea.budget(configs, measure, args.area_cache, args.fpga_reports, not args.no_progress)
     except isoarea.AreaMeasureError as error:
         raise CliError(str(error)) from None
-    changed = [dataclasses.replace(c, tiles=budget.tiles_iso[c.design.name]) for c in configs
-               if c.tiles != budget.tiles_iso[c.design.name]]
-    iso_sums = {**sums, **totals(_map(args, changed, steps))}
+    iso_sums = {**sums, **totals(_map(args, budget.resized(configs), steps))}
     entries = isoarea.compare(sums, iso_sums, budget.areas, {c.design.name: c.tiles for c in configs},
                               budget.tiles_iso, ref, budget.fixed)
     print("\n" + isoarea.iso_table(entries, measure, budget.scope, budget.estimate))

@@ -78,6 +78,12 @@ class Budget:
     fixed: float
     tiles_iso: dict
 
+    def resized(self, configs):
+        """The ``configs`` whose iso-area tile count differs from their configured one, with that count (the others'
+        configured figures are their iso-area figures)."""
+        return [dataclasses.replace(c, tiles=self.tiles_iso[c.design.name]) for c in configs
+                if c.tiles != self.tiles_iso[c.design.name]]
+
 
 def budget(configs, measure, area_root="build/area", fpga_reports=None, progress=True):
     """The areas and iso-area tile counts of ``configs`` (one per design, the reference among them) under

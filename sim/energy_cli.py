@@ -234,8 +234,6 @@ def iso_area_verdicts(args, step, samples, progress):
     """Map the trace's ``step`` for the designs of ``samples`` (the reference among them) at the configured tiles
     and at iso-area (``mapping.isoarea``, asic measure, the configuration's area scope) and give each design's
     energy efficiency over the reference under the table and the activity (``activity.energy_verdicts``)."""
-    import dataclasses
-
     from dashraker.designs import reference
     from dashraker.mapping import activity, isoarea
     from dashraker.mapping.cli import with_silicon
@@ -252,16 +250,15 @@ def iso_area_verdicts(args, step, samples, progress):
     try:
         equal = totals(map_trace(args.trace, configs, [step], args.jobs, progress))
         areas = isoarea.budget(configs, "asic", args.area_cache, None, progress)
-        changed = [dataclasses.replace(c, tiles=areas.tiles_iso[c.design.name]) for c in configs
-                   if c.tiles != areas.tiles_iso[c.design.name]]
-        iso = {**equal, **totals(map_trace(args.trace, changed, [step], args.jobs, progress))}
-        verdicts = activity.energy_verdicts(equal, iso, activity.activity_ratios(samples), ref)
+        iso = {**equal, **totals(map_trace(args.trace, areas.resized(configs), [step], args.jobs, progress))}
+        ratios = activity.activity_ratios(samples)
+        verdicts = activity.energy_verdicts(equal, iso, ratios, ref)
     except (isoarea.AreaMeasureError, KeyError, ValueError) as error:
         raise CliError(f"--iso-area: {error}") from None
     return {"config": str(args.config or "packaged default"), "reference": ref, "scope": areas.scope,
             "estimate": areas.estimate, "tiles_equal": {c.design.name: c.tiles for c in configs},
             "tiles_iso": areas.tiles_iso, "params": {c.design.name: c.params for c in configs},
-            "ratios": {f"{design} {op}": ratio for (design, op), ratio in activity.activity_ratios(samples).items()},
+            "ratios": {f"{design} {op}": ratio for (design, op), ratio in ratios.items()},
             "designs": verdicts}
 
 
