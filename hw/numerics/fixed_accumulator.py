@@ -12,13 +12,12 @@ from dashraker.hw.numerics.integer_rounder import INTEGER_ROUNDER_LATENCY, Integ
 
 __all__ = ["FixedPointAccumulator", "FIXED_ACCUMULATOR_LATENCY", "SEGMENTS", "SHIFT_BITS", "addend_layout"]
 
-SEGMENTS = 4  # the frame's add, cut into this many carry chains (96 bits each), each carry kept for the next cycle
+SEGMENTS = 8  # the frame's add, cut into this many carry chains (48 bits each), each carry kept for the next cycle
 SHIFT_BITS = 9  # an addend's place in the frame: its unit's exponent minus the frame's (0 to 383)
 EXPONENT_BITS = 10  # signed biased exponents of the frame's places (its top, 2^191, is 318)
 # Cycles from a pass's last addend entering to its result: two aligning stages, the add loop, the carries'
-# resolution (a stage per segment above the first), the magnitude (a stage per segment), the rounding stages and
-# the result register.
-FIXED_ACCUMULATOR_LATENCY = 2 + 1 + (SEGMENTS - 1) + SEGMENTS + INTEGER_ROUNDER_LATENCY + 1
+# resolution (two stages), the magnitude, the rounding stages and the result register.
+FIXED_ACCUMULATOR_LATENCY = 2 + 1 + 2 + 1 + INTEGER_ROUNDER_LATENCY + 1
 FP32_SHIFT = 150 + FIXED_POINT_FRAME[1]  # an fp32 number's place: its biased exponent minus this
 
 # What a pass's specials make of its result; NONE: its rounded sum.
@@ -46,12 +45,16 @@ class FixedPointAccumulator(wiring.Component):
     Stages: the addend's magnitude shifted by its place's low 4 bits; placed in the
     frame by the high 5 (one of 24 places 16 bits apart: an AND-OR of a few terms per
     bit, no barrel shifter) and inverted where negative (its +1 is the add's carry in);
-    the add, the only loop, cut into ``SEGMENTS`` carry chains of 96 bits, each carry
+    the add, the only loop, cut into ``SEGMENTS`` carry chains of 48 bits, each carry
     out kept in a register and added into the next segment in the next cycle (the
     total is the segments plus those carries); at the end of a pass the carries are
-    resolved, a segment per stage; the total's magnitude (inverted where negative, its
-    +1 carried through the segments a stage each); then six registered rounding stages
-    (``IntegerRounder``) and the result register.
+    resolved in two stages: each kept carry added into its segment, then the carries
+    from below, each segment's found from the flags of those under it (whether they
+    make a carry or pass one on), no chain across segments; the total's magnitude
+    (inverted where negative, its +1 added into each segment whose segments below are
+    all zero); then the registered rounding stages (``IntegerRounder``) and the result
+    register. No carry chain is longer than a segment (96-bit ones bounded the clock
+    of 1x1 and 2x2 tiles on ECP5).
     IEEE's specials stay sticky over the pass: a NaN or Infs of both signs give the
     canonical NaN, an Inf of one sign that Inf.
 
@@ -149,39 +152,46 @@ class FixedPointAccumulator(wiring.Component):
             m.d.sync += [register.eq(value[segment]) for register, value in zip(carries, sums)]
             m.d.sync += total_specials.eq(specials)
 
-        # The carries resolved, a segment per stage: segment i takes the carry kept below it and the carry out
-        # of the previous stage's add (the top segment's carry out is dropped: two's complement wraps).
-        resolved, pending, carry = passed, passed_carries, Const(0, 1)
-        kind, valid = _kind(passed_specials), passed_valid
-        for index in range(1, SEGMENTS):
-            added = resolved[index] + pending[index - 1] + carry
-            stage = [Signal(segment, name=f"resolved{index}_{part}") for part in range(SEGMENTS)]
-            kept = [Signal(name=f"kept{index}_{part}") for part in range(SEGMENTS - 1)]
-            next_carry, next_kind, next_valid = Signal(name=f"carry_out{index}"), Signal(range(4)), Signal()
-            m.d.sync += [register.eq(value) for register, value in zip([*stage, *kept], [*resolved, *pending])]
-            m.d.sync += [stage[index].eq(added[:segment]), next_carry.eq(added[segment]), next_kind.eq(kind),
-                         next_valid.eq(valid)]
-            resolved, pending, carry, kind, valid = stage, kept, next_carry, next_kind, next_valid
+        # The carries resolved in two stages. First each kept carry added into the segment above it, with whether
+        # that sum passes a carry from below on (all ones) and whether it is zero, both from the segment and the kept
+        # carry beside the add rather than after it.
+        added = [Signal(segment + 1, name=f"added{index}") for index in range(SEGMENTS)]
+        propagates = [Signal(name=f"propagates{index}") for index in range(SEGMENTS)]
+        added_zeros = [Signal(name=f"added_zero{index}") for index in range(SEGMENTS)]
+        for index, (part, kept) in enumerate(zip(passed, [Const(0, 1), *passed_carries])):
+            m.d.sync += [added[index].eq(part + kept), propagates[index].eq(part[1:].all() & (part[0] ^ kept)),
+                         added_zeros[index].eq(part == kept.replicate(segment))]
+        added_kind, added_valid = Signal(range(4)), Signal()
+        m.d.sync += [added_kind.eq(_kind(passed_specials)), added_valid.eq(passed_valid)]
 
-        # The magnitude: the total inverted where negative, the +1 of its negation carried up a segment per stage
-        # (a 384-bit negation in one stage bounded the clock at 60 MHz on ECP5).
-        negative = resolved[-1][-1]
-        magnitude = [part ^ negative.replicate(segment) for part in resolved]
-        carry = negative
+        # Then each segment's carry from below, made by a segment under it and passed on by those between, added in
+        # (the top segment's carry out is dropped: two's complement wraps); a segment is zero if its sum was zero
+        # without a carry or all ones with one.
+        resolved = [Signal(segment, name=f"resolved{index}") for index in range(SEGMENTS)]
+        resolved_zeros = [Signal(name=f"resolved_zero{index}") for index in range(SEGMENTS)]
+        carry = Const(0, 1)
         for index in range(SEGMENTS):
-            added = magnitude[index] + carry
-            stage = [Signal(segment, name=f"magnitude{index}_{part}") for part in range(SEGMENTS)]
-            next_carry, next_negative, next_kind, next_valid = (Signal(name=f"magnitude_carry{index}"), Signal(),
-                                                                Signal(range(4)), Signal())
-            m.d.sync += [register.eq(value) for register, value in zip(stage, magnitude)]
-            m.d.sync += [stage[index].eq(added[:segment]), next_carry.eq(added[segment]),
-                         next_negative.eq(negative), next_kind.eq(kind), next_valid.eq(valid)]
-            magnitude, carry, negative, kind, valid = stage, next_carry, next_negative, next_kind, next_valid
+            m.d.sync += [resolved[index].eq(added[index][:segment] + carry),
+                         resolved_zeros[index].eq(Mux(carry, propagates[index], added_zeros[index]))]
+            carry = added[index][segment] | (propagates[index] & carry)
+        kind, valid = Signal(range(4)), Signal()
+        m.d.sync += [kind.eq(added_kind), valid.eq(added_valid)]
 
-        # Rounding: six registered stages (``IntegerRounder``), the pass's kind beside the value.
+        # The magnitude: the total inverted where negative, the +1 of its negation added into each segment whose
+        # segments below are all zero, no chain across segments (on ECP5 a 384-bit negation bounded the clock at
+        # 60 MHz; 96-bit chains, a stage each, took 4.8 ns of logic and bounded the 2x2 tiles below 100 MHz).
+        negative = resolved[-1][-1]
+        magnitude = [Signal(segment, name=f"magnitude{index}") for index in range(SEGMENTS)]
+        for index, part in enumerate(resolved):
+            carry = negative & Cat(*resolved_zeros[:index]).all()
+            m.d.sync += magnitude[index].eq((part ^ negative.replicate(segment)) + carry)
+        magnitude_negative, magnitude_kind, magnitude_valid = Signal(), Signal(range(4)), Signal()
+        m.d.sync += [magnitude_negative.eq(negative), magnitude_kind.eq(kind), magnitude_valid.eq(valid)]
+
+        # Rounding: the registered stages of ``IntegerRounder``, the pass's kind beside the value.
         m.submodules.rounder = rounder = IntegerRounder(width, EXPONENT_BITS, range(4), magnitude=True)
-        m.d.comb += [rounder.valid.eq(valid), rounder.value.eq(Cat(*magnitude)), rounder.negative.eq(negative),
-                     rounder.top.eq(top), rounder.tag.eq(kind)]
+        m.d.comb += [rounder.valid.eq(magnitude_valid), rounder.value.eq(Cat(*magnitude)),
+                     rounder.negative.eq(magnitude_negative), rounder.top.eq(top), rounder.tag.eq(magnitude_kind)]
         exponent = rounder.exponent
         m.d.sync += self.result_valid.eq(rounder.result_valid)
         with m.If(rounder.result_valid):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
+from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.mapping.config import default_config_path, load_config
 from dashraker.mapping.engine import map_op, spread
 
@@ -147,14 +148,14 @@ def test_tensordash_skips_causal_zeros_of_a_matmul(tmp_path):
 def test_fpraker_terms_by_hand(tmp_path):
     # a = 1.3125 = 1.0101b: significand 168 = 128 + 32 + 8, three terms; b = 1.0; equal exponents, all
     # in bound. 16 inputs on 8 lanes = 2 blocks of 3 cycles each; 4 samples x 4 outputs = 1 pass. The tile's
-    # pipeline adds 26 cycles to the operation: 10 in the front end (operands taken in two hops, decode, two
+    # pipeline adds to the operation 10 cycles in the front end (operands taken in two hops, decode, two
     # comparator levels of the 8 lanes' maximum, exponent, bounds, the lanes' step lengths, the PE's; its queue),
-    # 7 in the PE (its strobes, pick, shift, two adder-tree stages, frame shift, accumulator), 7 rounding and 2
-    # through the result queue.
+    # 7 in the PE (its strobes, pick, shift, two adder-tree stages, frame shift, accumulator), the rounding's
+    # ``ROUNDER_LATENCY`` and 2 through the result queue.
     layer, tensors = linear(np.full((4, 16), 1.3125), np.ones((4, 16)))
     config = config_file(tmp_path, "fpraker", tiles=2, rows=4, cols=4)
     result = map_op(config, layer, tensors, "fwd")
-    assert (result["passes"], result["dense_cycles"], result["cycles"]) == (1, 2, 6 + 26)
+    assert (result["passes"], result["dense_cycles"], result["cycles"]) == (1, 2, 6 + 10 + 7 + ROUNDER_LATENCY + 2)
     assert result["counts"]["terms"] == 4 * 4 * 16 * 3 and result["counts"]["term_encodes"] == 4 * 16
 
 
