@@ -15,6 +15,7 @@ from dashraker.fpga.devices import DEVICES
 from dashraker.fpga.devices import device as find_device
 from dashraker.fpga.report import (fit_problems, flow_report, hierarchy_breakdown, parse_nextpnr_report,
                                    synthesis_resources, write_report)
+from dashraker.processes import ends_with_parent
 
 __all__ = ["FlowError", "FlowOptions", "OptionError", "run_flow", "reusable", "kept_seeds", "is_flow_output",
            "median_seed", "pin_count",
@@ -148,7 +149,9 @@ class _Processes:
         with self._lock:
             if self._stopped:
                 raise FlowError(f"{Path(command[0]).name} not started: the run is stopping")
-            process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            # A worker killed at once (SIGTERM at its default, SIGKILL) takes its tools with it.
+            process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                       preexec_fn=ends_with_parent)
             self._running.add(process)
         return process
 

@@ -15,6 +15,8 @@ import numba
 import torch
 from threadpoolctl import ThreadpoolController
 
+from dashraker.processes import end_with_parent
+
 __all__ = ["ClusterError", "in_process", "in_processes", "limit_threads", "on_dask", "on_local_workers"]
 
 # Threads of every pool the models compute on (PyTorch intra-op, BLAS and OpenMP, Numba) in each
@@ -94,9 +96,6 @@ def in_process(run, trace, configs, tasks, bar):
         restore()
 
 
-PR_SET_PDEATHSIG = 1  # Linux prctl(2): the signal a process gets when the thread that made it ends
-
-
 def _worker_init(parent):
     # Ctrl-C reaches the whole process group: the parent alone handles it and ends the workers,
     # with SIGTERM, which must end a worker rather than raise the parent's ``Terminated`` in it.
@@ -110,8 +109,7 @@ def _end_with_parent(parent):
     system's), which no handler of the parent sees: Linux delivers SIGKILL to it then (``PR_SET_PDEATHSIG``; the
     pool makes its workers from the parent's main thread, whose end is the parent's). Elsewhere a thread polls
     ``os.getppid()``, which changes when the parent is gone."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if hasattr(libc, "prctl") and libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+    if end_with_parent():
         if os.getppid() != parent:  # it died before the request took effect
             os._exit(1)
         return

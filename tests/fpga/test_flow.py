@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -408,6 +409,32 @@ def test_a_failed_seed_or_a_signal_ends_every_nextpnr(end, echo_flow, tmp_path, 
     # seed 3 waited for a free job and never started
     assert not (tmp_path / "pid-3").exists() and not (out / "nextpnr-seed3.log").exists()
     assert not (out / "report.json").exists() and not (out / "report.md").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_worker_takes_its_tools_with_it(signum, tmp_path):
+    """A mapping worker dies at once on SIGTERM (its default) or SIGKILL, running no ``finally``: the tool it was
+    running (an area's Yosys) must not outlive it."""
+    tool = _fake_nextpnr(tmp_path, None)
+    worker = subprocess.Popen([sys.executable, "-c", f"""
+from dashraker.fpga import flow
+flow._Processes().start([{str(tool)!r}, "--seed", "1"], {str(tmp_path)!r}).wait()
+"""])
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pid-1").exists():
+            assert worker.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = int((tmp_path / "pid-1").read_text())
+        worker.send_signal(signum)
+        worker.wait()
+        deadline = time.monotonic() + 10
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(pid)
+    finally:
+        worker.kill()
+        worker.wait()
 
 
 def test_a_yosys_error_is_quoted_from_its_own_log(tmp_path):
