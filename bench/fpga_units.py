@@ -26,6 +26,7 @@ from dashraker.fpga.compare import breakdown
 from dashraker.fpga.flow import MAX_SEEDS, FlowOptions, run_flow
 from dashraker.hw.numerics import (FP32_LAYOUT, Accumulator, FixedPointAccumulator, FloatLayout, FPAdder,
                                    FPMultiplier, mac_stages)
+from dashraker.hw.numerics.fixed_accumulator import SEGMENTS
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
 from dashraker.models.interconnect import DEFAULT_PATTERN
 
@@ -137,8 +138,8 @@ UNITS = {
     **{f"window-loop-{lanes}-{scheduler}": (f"TensorDash window loop, {lanes} lanes T<2,5> H=2, one row, {scheduler}",
                                             lambda lanes=lanes, scheduler=scheduler: WindowLoop(lanes, scheduler))
        for lanes in (8, 16) for scheduler in ("separable1", "separable2")},
-    "fixed-accumulator": ("384-bit fixed-point accumulator from 2^-192 (aligning stages, a 4-segment add loop, "
-                          "carry resolution, rounding to fp32; MacUnit's default)",
+    "fixed-accumulator": (f"384-bit fixed-point accumulator from 2^-192 (aligning stages, an add loop of {SEGMENTS} "
+                          "segments, carry resolution, rounding to fp32; MacUnit's default)",
                           lambda: AccumulatorAlone(FixedPointAccumulator)),
 }
 
