@@ -14,9 +14,12 @@ CONFIGS = {
     "td_2x2x8_t25_bf16": dict(rows=2, cols=2, lanes=8, lookahead=2, pattern="T<2,5>", fmt="bf16"),
     "td_2x2x16_t25_bf16": dict(rows=2, cols=2, lanes=16, lookahead=2, pattern="T<2,5>", fmt="bf16"),
     "td_1x3x8_h1_fp32": dict(rows=1, cols=3, lanes=8, lookahead=1, pattern="(0,0),(1,0),(1,-1),(1,2)", fmt="fp32"),
+    "td_1x2x8_h1_fp32": dict(rows=1, cols=2, lanes=8, lookahead=1, pattern="(0,0),(1,0),(1,-1),(1,2)", fmt="fp32"),
     "td_4x4x16_t25_bf16": dict(rows=4, cols=4, lanes=16, lookahead=2, pattern="T<2,5>", fmt="bf16"),
     # The separable allocators (SPEC section 3, amended 2026-11-27): the FPGA tile's 8 lanes, and 16 lanes.
     "td_1x2x8_sep2_bf16": dict(rows=1, cols=2, lanes=8, lookahead=2, pattern="T<2,5>", fmt="bf16",
+                               scheduler="separable2"),
+    "td_1x1x8_sep2_bf16": dict(rows=1, cols=1, lanes=8, lookahead=2, pattern="T<2,5>", fmt="bf16",
                                scheduler="separable2"),
     "td_2x1x8_sep1_fp32": dict(rows=2, cols=1, lanes=8, lookahead=2, pattern="T<2,5>", fmt="fp32",
                                scheduler="separable1"),
@@ -24,10 +27,11 @@ CONFIGS = {
                                 scheduler="separable2"),
     "td_1x2x8_t25_bf16_fused": dict(rows=1, cols=2, lanes=8, lookahead=2, pattern="T<2,5>", fmt="bf16", dot="fused"),
 }
-# The quick suite runs each simulator once: Verilator the greedy scheduler's fp32 window of lookahead 1 (it compiles
-# small designs quickly), Icarus a separable allocator's bf16 tile; co-simulation runs greedy's T<2,5> tile on real
-# trace data. The fused dot product's MAC unit is the baseline's, whose quick cases run it on both simulators.
-QUICK = {("td_1x3x8_h1_fp32", "verilator"), ("td_1x2x8_sep2_bf16", "icarus")}
+# The quick suite runs each simulator once, on the smallest tiles that keep what it checks: Verilator the greedy
+# scheduler's fp32 window of lookahead 1 with two columns of partner muxes (it compiles small designs quickly), Icarus
+# a separable allocator's bf16 tile; co-simulation runs greedy's T<2,5> tile on real trace data. The fused dot
+# product's MAC unit is the baseline's, whose quick cases run it on both simulators.
+QUICK = {("td_1x2x8_h1_fp32", "verilator"), ("td_1x1x8_sep2_bf16", "icarus")}
 
 
 @pytest.mark.early
