@@ -12,8 +12,17 @@ __all__ = ["end_with_parent", "ends_with_parent"]
 
 PR_SET_PDEATHSIG = 1  # Linux prctl(2): the signal a process gets when the thread that made it ends
 
+
+def _prctl():
+    """The C library's ``prctl``, or None where there is none (not Linux; no C library to load, as on Windows)."""
+    try:
+        return getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+    except (OSError, TypeError):
+        return None
+
+
 # Resolved once, here: a child between fork and exec (``ends_with_parent``) only calls it, loading nothing.
-_PRCTL = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+_PRCTL = _prctl()
 
 
 def end_with_parent(signal_number=signal.SIGKILL):
