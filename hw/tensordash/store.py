@@ -25,6 +25,14 @@ class StepStore(wiring.Component):
     tail, and the read position registered by ``read``), so no address decoding
     lands in the data bits' logic.
 
+    A write lands a cycle after it is offered: the banks' write values and every
+    position's write enable are registered first, so that the input handshake (``write``,
+    the producer's valid and the window's ready) ends at a few enable registers instead of
+    fanning out to the enables of every stored bit. The tail moves at once. No read misses
+    a write: the window reads a step two cycles after its write at the earliest (the
+    flag buffer holds it from the next cycle, whose decision is read the cycle after).
+    No write clobbers a step still to be read either, since it lands later than before.
+
     Parameters
     ----------
     rows, cols, lanes, lookahead, fmt
@@ -38,6 +46,10 @@ class StepStore(wiring.Component):
         The stored steps by position (read by the formal harness).
     tail_bank, tail_entry : Signal
         The tail (where the next write starts) as one-hot bank and entry (read by the formal harness).
+    write_enables : list of Signal
+        Per position, whether the registered write lands there at the next edge (read by the formal harness).
+    write_values : list of Signal
+        Per bank, the registered value it writes (read by the formal harness).
 
     Ports
     -----
@@ -64,6 +76,8 @@ class StepStore(wiring.Component):
         self.positions = [Signal(layout, name=f"position{p}") for p in range(depth)]
         self.tail_bank = Signal(lookahead + 1, init=1)
         self.tail_entry = Signal(ENTRIES, init=1)
+        self.write_enables = [Signal(name=f"write_enable{p}") for p in range(depth)]
+        self.write_values = [Signal(layout, name=f"write_value{bank}") for bank in range(lookahead + 1)]
         steps = data.ArrayLayout(layout, lookahead + 1)
         super().__init__({
             "write": In(1),
@@ -80,17 +94,20 @@ class StepStore(wiring.Component):
         tail_bank, tail_entry = self.tail_bank, self.tail_entry
 
         # Write: bank b takes the chunk's step i where the tail's bank is b - i, in the
-        # tail's entry, or the next one where the chunk wrapped past the last bank.
+        # tail's entry, or the next one where the chunk wrapped past the last bank; the value
+        # and the enables are registered, and the write lands at the next edge.
         for bank in range(banks):
             takes = [tail_bank[(bank - i) % banks] for i in range(banks)]
-            value = _one_hot_mux(m, takes, list(self.steps), f"write_value{bank}")
+            m.d.sync += self.write_values[bank].eq(one_hot_mux(takes, list(self.steps)))
             written = Signal(name=f"written{bank}")
             m.d.comb += written.eq(self.write & _any(take & (self.count > i) for i, take in enumerate(takes)))
             wrapped = _any(tail_bank[bank + 1:])
             for entry in range(ENTRIES):
+                position = entry * banks + bank
                 hit = (~wrapped & tail_entry[entry]) | (wrapped & tail_entry[entry - 1])
-                with m.If(written & hit):
-                    m.d.sync += self.positions[entry * banks + bank].eq(value)
+                m.d.sync += self.write_enables[position].eq(written & hit)
+                with m.If(self.write_enables[position]):
+                    m.d.sync += self.positions[position].eq(self.write_values[bank])
         with m.If(self.write):
             with m.Switch(self.count):
                 for count in range(banks + 1):

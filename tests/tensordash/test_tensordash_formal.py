@@ -9,8 +9,9 @@ Two harnesses, small configurations (N = 4..16):
 - ``WindowProof``: over every input sequence (free ``en``, stream valid and payload,
   reset), each cycle of the staging window drops only head-pass steps that hold no
   value in any row, moves every kept step down by the steps it dropped with its data
-  (in the operand store, seen through the head position) intact and its flags minus
-  exactly the issued values, appends the accepted chunk behind them, never issues a
+  (in the operand store, seen through the head position once its registered write
+  lands) intact and its flags minus exactly the issued values, appends the accepted
+  chunk behind them, never issues a
   zero or another pass's value, and never overfills; and the operands read from the
   store a cycle after a taken decision are the steps its window held.
   The property relates one cycle to the next, so induction of length 1 proves it
@@ -95,14 +96,17 @@ class WindowProof(wiring.Component):
         chunk, occupancy, decision = self.steps.payload, dut.occupancy, dut.decision
         m.d.comb += Assume(~self.steps.valid | ((chunk.count >= 1) & (chunk.count <= width)))
 
-        # The buffer's steps in window order: slot j is the store's position head + j.
+        # The buffer's steps in window order: slot j is the store's position head + j, as it is once the
+        # registered write lands (a position the write enables holds the bank's write value).
+        store = dut.store
+        landed = [Mux(store.write_enables[p], store.write_values[p % width], store.positions[p]) for p in range(depth)]
         slots = []
         for j in range(depth):
-            slot = Signal(len(Cat(dut.store.positions[0])), name=f"slot{j}")
+            slot = Signal(len(Cat(store.positions[0])), name=f"slot{j}")
             with m.Switch(dut.head):
                 for head in range(depth):
                     with m.Case(head):
-                        m.d.comb += slot.eq(dut.store.positions[(head + j) % depth])
+                        m.d.comb += slot.eq(landed[(head + j) % depth])
             slots.append(slot)
 
         # The specification's view of this cycle: which window steps are in the head's
@@ -147,7 +151,6 @@ class WindowProof(wiring.Component):
         dropped = Signal(range(-depth - width, depth + width + 1))
         m.d.comb += dropped.eq(was_occupancy + Mux(was_accept, was_count, 0) - occupancy)
 
-        store = dut.store
         tail = Signal(range(2 * depth), name="tail")
         m.d.comb += tail.eq(dut.head + occupancy)
         m.d.comb += [
