@@ -1,5 +1,6 @@
 """Verilog conversion of generated components, written atomically."""
 
+import contextlib
 import re
 
 from dashraker.outputs import atomic_write
@@ -76,6 +77,57 @@ def _read_signals(fragment, skip):
     return signals
 
 
+@contextlib.contextmanager
+def _first_copies_elaborated():
+    """Within this context Amaranth's elaboration (``Fragment.get``, which a ``Module`` calls on each submodule)
+    builds only the first sub-component of each sameness (``_sameness``); a later copy becomes an empty fragment
+    whose origin is the copy, which ``shared_verilog`` replaces by an instance of the kept module (a copy seen twice
+    is always shared, and the logic inside a shared copy is never read). Elaborating the sixteen PEs of a 4x4 tile
+    took most of its conversion. Not thread-safe: ``Fragment.get`` is patched for the whole process meanwhile."""
+    from amaranth.hdl._ir import Fragment
+
+    original, seen = Fragment.__dict__["get"], set()
+
+    def get(obj, platform):
+        key = _sameness(obj)
+        if key is not None and key in seen:
+            _mark_used(obj)
+            copy = Fragment()
+            copy.origins = (obj,)
+            return copy
+        fragment = original.__func__(obj, platform)
+        # a copy may be left out only where the elaborated first one is a module of its own with the same sameness
+        if key is not None and type(fragment) is Fragment and fragment.origins and fragment.origins[0] is obj \
+                and _sameness(obj) == key:
+            seen.add(key)
+        return fragment
+
+    Fragment.get = staticmethod(get)
+    try:
+        yield
+    finally:
+        Fragment.get = original
+
+
+def _mark_used(obj, depth=0):
+    """Mark a copy left unelaborated, and the elaboratables it holds, as used (Amaranth warns of unused ones)."""
+    from amaranth.hdl import Elaboratable
+
+    if isinstance(obj, Elaboratable):
+        obj._MustUse__used = True
+        values = vars(obj).values()
+    elif isinstance(obj, (list, tuple)):
+        values = obj
+    elif isinstance(obj, dict):
+        values = obj.values()
+    else:
+        return
+    if depth < 8:
+        for value in values:
+            if isinstance(value, (Elaboratable, list, tuple, dict)):
+                _mark_used(value, depth + 1)
+
+
 def shared_verilog(component, name):
     """Verilog of ``component`` (top module ``name``) where every sub-component that occurs more than once with
     the same class, signature, parameters and used outputs, in the same place up to indices (``pe0_0.mul3`` and
@@ -86,6 +138,8 @@ def shared_verilog(component, name):
     parent uses (logic behind an unused output is dropped, as Amaranth drops it from the whole design) and is
     named by its first copy's instance path (``name.pe0_0``), as Amaranth names modules. The logic is
     ``to_verilog``'s up to names, except that a constant a parent ties to a copy's input is not folded into it.
+    Only the first copy is elaborated (``_first_copies_elaborated``): the others become the instances of the kept
+    module without their logic ever being built.
     """
     from amaranth.back import verilog
     from amaranth.hdl import ClockSignal, Instance, ResetSignal
@@ -106,7 +160,8 @@ def shared_verilog(component, name):
         return found
 
     def convert(component, module, ports):
-        fragment = Fragment.get(component, None)
+        with _first_copies_elaborated():
+            fragment = Fragment.get(component, None)
         shared = {sub for subs in copies(fragment, {}).values() if len(subs) > 1 for sub in subs}
         read = _read_signals(fragment, shared)
 
