@@ -63,13 +63,16 @@ class ResultQueue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=len(self.push.payload.as_value()), depth=self.depth)
-        # Results queued or on their way (passes whose last step is accepted): one counter, so that ``room``
-        # is a comparison of a register rather than of the queue's level plus another count.
-        reserved = Signal(range(self.depth + 1))
+        # Results queued or on their way (passes whose last step is accepted): one counter rather than the queue's
+        # level plus another count; and ``room`` a register of its own, compared from the counter's next value,
+        # so that the tile's handshake starts at a register rather than at the counter's comparison.
+        reserved, after = Signal(range(self.depth + 1)), Signal(range(self.depth + 1))
+        room = Signal(init=1)
         read = self.results.valid & self.results.ready
-        m.d.sync += reserved.eq(reserved + self.accepted_last - read)
+        m.d.comb += after.eq(reserved + self.accepted_last - read)
+        m.d.sync += [reserved.eq(after), room.eq(after < self.depth - self.late)]
         m.d.comb += [
-            self.room.eq(reserved < self.depth - self.late),
+            self.room.eq(room),
             fifo.w_en.eq(self.push.valid),
             fifo.w_data.eq(self.push.payload),
             self.push.ready.eq(1),
