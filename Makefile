@@ -21,13 +21,16 @@ $(STAMP): pyproject.toml setup.py
 demo: setup
 	$(BIN)/dashraker demo --out $(DEMO_OUT)
 
-# The suite without the cases marked slow (large tile builds, long formal proofs, full sweeps).
+# The suite without the cases marked slow (large tile builds, long formal proofs, full sweeps). Each worker starts on
+# a consecutive half of the tests and takes the last pending half of the other's when it runs out (worksteal), so
+# both finish together; the default (load) hands the first chunk, every minutes-long case, to one worker.
+PYTEST_DIST ?= --dist worksteal
 test: setup
-	$(BIN)/pytest -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_DIST) -m "not slow" $(PYTEST_ARGS)
 
 # Everything, slow cases included.
 test-all: setup
-	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_DIST) $(PYTEST_ARGS)
 
 # The documentation site (docs/, Sphinx + MyST) into docs/_build/html: warnings are errors, broken references
 # included (nitpicky). tests/test_docs.py builds it too and runs every example in it.

@@ -11,8 +11,9 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_modifyitems(items):
-    """Tests marked ``early`` first: pytest-xdist hands tests out in order, and a test of minutes started last
-    would keep one worker busy after the other has finished."""
+    """Tests marked ``early`` first: pytest-xdist hands tests out in order (``make test``'s worksteal: each worker a
+    consecutive half, an idle one takes the other's last pending tests), and a test of minutes started last would keep
+    one worker busy after the other has finished."""
     items.sort(key=lambda item: item.get_closest_marker("early") is None)
 
 
