@@ -18,9 +18,17 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def build_cache(tmp_path_factory):
-    """A folder per session where each hardware configuration is built once."""
-    return tmp_path_factory.mktemp("hw_builds")
+def build_cache(tmp_path_factory, worker_id):
+    """A folder per session where each hardware configuration is built once: under pytest-xdist one for all workers
+    (in the run's common temporary folder), so that a model one worker built serves the tests the other took (a
+    co-simulation's Verilator model: about a minute; worksteal may split a file's tests between the workers). A
+    co-simulation build is swapped in whole (``sim.cosim.compile_model``); a cocotb test builds into its own
+    configuration's and simulator's folder."""
+    if worker_id == "master":
+        return tmp_path_factory.mktemp("hw_builds")
+    shared = tmp_path_factory.getbasetemp().parent / "hw_builds"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.fixture(autouse=True)

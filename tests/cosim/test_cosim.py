@@ -36,12 +36,19 @@ def cosim_trace(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def cosims(build_cache):
-    """One pyverilator model per design, built once per session."""
+    """One pyverilator model per design, built once per session: a test worker waits for the other's build of the
+    same model (a lock on a file in the shared ``build_cache``, released when its holder ends) rather than building
+    it too."""
+    import fcntl
+
     built = {}
 
     def get(design):
         if design not in built:
-            built[design] = Cosim(design, CONFIGS[design], build_root=build_cache / "cosim", optimize=OPTIMIZE)
+            (build_cache / "cosim").mkdir(exist_ok=True)
+            with open(build_cache / "cosim" / f"{design}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                built[design] = Cosim(design, CONFIGS[design], build_root=build_cache / "cosim", optimize=OPTIMIZE)
         return built[design]
 
     return get
