@@ -1,6 +1,7 @@
 """``dashraker fpga compare``: every design's tile at equal lanes, area and throughput per LUT."""
 
 import io
+import itertools
 import json
 import re
 from pathlib import Path
@@ -103,7 +104,8 @@ def speedup_sources(map_path, given):
 
 
 def _throughputs(rows, sources):
-    """Each row's throughput per LUT at each source's speedups, also as a multiple of the baseline's at its format."""
+    """Each row's throughput per LUT at each source's speedups, also as a multiple of the baseline's at its format
+    (the first baseline row of that format: its defaults unless ``--set`` gave it others)."""
     from dashraker.designs import reference
 
     for row in rows:
@@ -135,7 +137,7 @@ def compare_table(rows):
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for r in rows:
         lines.append(
-            f"| {r['design']} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} | {r['tile_lut']:,} "
+            f"| {_label(r)} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} | {r['tile_lut']:,} "
             f"| {r['tile_ff']:,} | {r['tile_dsp']} | {r['pe_lut']:,.0f} | {_number(r.get('muxes_of_pe'), '.1%')} "
             f"| {_number(r.get('sparsity_of_tile'), '.1%')} | {_number(r['fmax_mhz'], '.1f')} "
             f"| {_number(r['fmax_min_mhz'], '.1f')}-{_number(r['fmax_max_mhz'], '.1f')} | {len(r['seeds'])} |")
@@ -144,7 +146,7 @@ def compare_table(rows):
         f" speedup ({source}) | MAC/cycle/kLUT | GMAC/s/kLUT | vs baseline |" for source in sources)
     lines += ["", header, "|" + "---|" * (header.count("|") - 1)]
     for r in rows:
-        line = (f"| {r['design']} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} "
+        line = (f"| {_label(r)} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} "
                 f"| {_number(r['fmax_mhz'], '.1f')} |")
         for source in sources:
             t = r["throughput"][source]
@@ -152,6 +154,11 @@ def compare_table(rows):
                      f"| {_number(t['gmacs_per_klut'], '.3f')} | {_number(t['gmacs_per_klut_vs_baseline'], '.2f')} |")
         lines.append(line)
     return "\n".join(lines)
+
+
+def _label(row):
+    """The row's design, with its ``--set`` parameters where it has any."""
+    return f"{row['design']} ({row['variant']})" if row.get("variant") else row["design"]
 
 
 def plot(path, rows):
@@ -163,7 +170,7 @@ def plot(path, rows):
 
     from dashraker.outputs import atomic_write
 
-    labels = [f"{r['design']}\n{r['dtype']}" for r in rows]
+    labels = [f"{_label(r)}\n{r['dtype']}" for r in rows]
     stacks = {
         "PEs (TensorDash: MAC datapath)": [r["mac_lut"] or r["pe_lut"] * r["pes"] for r in rows],
         "TensorDash operand muxes": [r.get("muxes_lut", 0) for r in rows],
@@ -217,8 +224,75 @@ def register(designs):
     parser.add_argument("--speedup", action="append", metavar="DESIGN=X",
                         help="a design's speedup over the baseline, e.g. tensordash=2: throughput columns of their own, "
                              "beside those at --map's speedups")
+    parser.add_argument("--set", action="append", metavar="DESIGN.KEY=VALUE",
+                        help="a design parameter other than its default, by its flag's name, e.g. "
+                             "tensordash.scheduler=separable1 or baseline.dot=fused; repeated, every combination of "
+                             "the values given is a row of its own (the --map's speedup of a design is the one it "
+                             "was mapped with, whatever its row's parameters)")
     add_flow_arguments(parser, "folder for one flow folder per configuration and compare.json/.md/.png")
     parser.set_defaults(func=run)
+
+
+# Set for every design by compare's own options.
+_SHARED_KEYS = ("lanes", "rows", "cols", "dtype")
+
+
+def _parse_settings(values, designs):
+    """``--set`` values per design name: every combination of the values given per parameter (Python names),
+    each value of its parameter's type; [{}] (the defaults) for a design with none. The values are checked
+    against their parameters when the design's parameters are made."""
+    given = {design.name: {} for design in designs}
+    for value in values or ():
+        target, equals, text = value.partition("=")
+        name, dot, key = target.partition(".")
+        if not (equals and dot and key and text):
+            raise CliError(f"--set {value!r}: expected DESIGN.KEY=VALUE, e.g. tensordash.scheduler=separable1")
+        if name not in given:
+            raise CliError(f"--set {value!r}: {name!r} is not among the designs compared ({', '.join(given)})")
+        design = next(design for design in designs if design.name == name)
+        keys = {parameter.key: parameter for parameter in design.parameters if parameter.key not in _SHARED_KEYS}
+        if key not in keys:
+            raise CliError(f"--set {value!r}: {name} has no parameter {key!r} to set here; choose from "
+                           f"{', '.join(keys)} (lanes, rows, cols and dtypes have options of their own)")
+        parameter = keys[key]
+        kind = parameter.kind if parameter.choices is None else type(parameter.choices[0])
+        try:
+            given[name].setdefault(parameter.name, []).append(kind(text))
+        except ValueError:
+            raise CliError(f"--set {value!r}: {key} must be {parameter.describe()}") from None
+    return {name: [dict(zip(values, chosen)) for chosen in itertools.product(*values.values())]
+            for name, values in given.items()}
+
+
+def _variant(design, params, overrides):
+    """The parameters ``--set`` gives other than their defaults, as ``key=value`` words (empty for none)."""
+    defaults = design.params()
+    return ",".join(f"{design.parameter(name).key}={params[name]}" for name in overrides
+                    if params[name] != defaults[name])
+
+
+def _configurations(args, designs, dtypes, overrides):
+    """Every configuration to run, each checked and built before any runs: (design, dtype, params, tile, variant,
+    flow folder)."""
+    configurations = []
+    for dtype in dtypes:
+        for design in designs:
+            if dtype not in design.formats:
+                print(f"skipping {design.name} {dtype}: {design.name} takes {', '.join(design.formats)} operands only")
+                continue
+            for chosen in overrides[design.name]:
+                try:
+                    params = design.params(lanes=args.lanes, rows=args.rows, cols=args.cols, fmt=dtype, **chosen)
+                    component = design.tile(params)
+                except ValueError as error:
+                    raise CliError(str(error) if str(error).startswith(design.name) else f"{design.name}: {error}") \
+                        from None
+                variant = _variant(design, params, chosen)
+                name = f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}" + "".join(
+                    f"-{word.replace('=', '-')}" for word in variant.split(",") if word)
+                configurations.append((design, dtype, params, component, variant,
+                                       args.out / re.sub(r"[^\w.-]", "_", name)))
+    return configurations
 
 
 def _split(value, allowed, option):
@@ -251,36 +325,28 @@ def run(args):
     formats = dict.fromkeys(fmt for design in DESIGNS.values() for fmt in design.formats)
     dtypes = _split(args.dtypes, list(formats), "--dtypes")
     sources = speedup_sources(args.map, args.speedup)
+    overrides = _parse_settings(args.set, designs)
     seeds = options.seed_list
 
+    configurations = _configurations(args, designs, dtypes, overrides)
     with OutputFolder(args.out, "--out", _is_compare_output, "give a new folder or one of an earlier comparison"):
         rows = []
-        for dtype in dtypes:
-            for design in designs:
-                if dtype not in design.formats:
-                    print(f"skipping {design.name} {dtype}: "
-                          f"{design.name} takes {', '.join(design.formats)} operands only")
-                    continue
-                try:
-                    params = design.params(lanes=args.lanes, rows=args.rows, cols=args.cols, fmt=dtype)
-                except ValueError as error:
-                    raise CliError(f"{design.name}: {error}") from None
-                out = args.out / f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}"
-                component = design.tile(params)
-                previous = reusable(out, component, design.name, params, options)
-                kept = kept_seeds(previous, options)
-                if len(kept) == len(seeds):
-                    print(f"{design.name} {dtype}: reusing {out / 'report.json'}")
-                else:
-                    reused = f" (reusing its synthesis{''.join(f', seed {seed}' for seed in kept)})" if previous else ""
-                    print(f"{design.name} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}{reused}")
-                report = flow(component, options, design.name, params, out, previous, progress=not args.no_progress)
-                rows.append({"design": design.name, "dtype": dtype, "lanes": args.lanes, "rows": args.rows,
-                             "cols": args.cols, **breakdown(report), "fmax_mhz": report["fmax_mhz"],
-                             "fmax_min_mhz": report["fmax_min_mhz"], "fmax_max_mhz": report["fmax_max_mhz"],
-                             "seed": report["seed"],
-                             "seeds": [{"seed": run["seed"], "fmax_mhz": run["fmax_mhz"]} for run in report["seeds"]],
-                             "critical_path": report["critical_path"], "report": str(out / "report.json")})
+        for design, dtype, params, component, variant, out in configurations:
+            label = f"{design.name} ({variant})" if variant else design.name
+            previous = reusable(out, component, design.name, params, options)
+            kept = kept_seeds(previous, options)
+            if len(kept) == len(seeds):
+                print(f"{label} {dtype}: reusing {out / 'report.json'}")
+            else:
+                reused = f" (reusing its synthesis{''.join(f', seed {seed}' for seed in kept)})" if previous else ""
+                print(f"{label} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}{reused}")
+            report = flow(component, options, design.name, params, out, previous, progress=not args.no_progress)
+            rows.append({"design": design.name, "variant": variant, "dtype": dtype, "lanes": args.lanes,
+                         "rows": args.rows, "cols": args.cols, **breakdown(report), "fmax_mhz": report["fmax_mhz"],
+                         "fmax_min_mhz": report["fmax_min_mhz"], "fmax_max_mhz": report["fmax_max_mhz"],
+                         "seed": report["seed"],
+                         "seeds": [{"seed": run["seed"], "fmax_mhz": run["fmax_mhz"]} for run in report["seeds"]],
+                         "critical_path": report["critical_path"], "report": str(out / "report.json")})
         if not rows:
             raise CliError("no configuration to compare")
         _throughputs(rows, sources)

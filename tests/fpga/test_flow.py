@@ -115,6 +115,24 @@ def test_compare_refuses_a_bad_seed_or_job_count(option, count, tmp_path, capsys
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("setting,message", [
+    ("tensordash.scheduler", "expected DESIGN.KEY=VALUE, e.g. tensordash.scheduler=separable1"),
+    ("scheduler=separable1", "expected DESIGN.KEY=VALUE"),
+    ("fpraker.scheduler=greedy", "'fpraker' is not among the designs compared (baseline, tensordash)"),
+    ("tensordash.speed=2", "tensordash has no parameter 'speed' to set here; choose from lookahead, pattern"),
+    ("baseline.lanes=4", "baseline has no parameter 'lanes' to set here"),
+    ("tensordash.lookahead=two", "lookahead must be an integer in"),
+    ("tensordash.scheduler=fastest", "tensordash: scheduler must be one of greedy, separable1, separable2, not 'fastest'"),
+])
+def test_compare_refuses_a_bad_setting_in_one_line(setting, message, tmp_path, capsys):
+    status, _, err = run_cli(capsys, "compare", "--lanes", "8", "--designs", "baseline,tensordash",
+                             "--set", setting, "--out", str(tmp_path / "x"), "--no-progress")
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], err
+    assert not (tmp_path / "x").exists()
+
+
 def test_too_many_pins_fail_before_synthesis(tmp_path, capsys):
     status, _, err = run_cli(capsys, "baseline", "--lanes", "1", "--device", "ice40-up5k", "--word-bits", "32",
                              "--out", str(tmp_path / "x"), "--no-progress")
@@ -136,26 +154,32 @@ def test_design_too_big_for_the_device(tmp_path, capsys):
 # Slow (about 200 s): the fast suite checks the table from reports (test_report.py) and each design's flow.
 @pytest.mark.slow
 def test_compare_runs_each_configuration_once_and_tabulates(tmp_path, capsys):
-    """Two formats of a 1-lane baseline through the flow, FPRaker's fp32 skipped, then every report reused;
-    throughput at the mapper's speedups and at those given, beside the baseline's."""
+    """Two formats of a 1-lane baseline, its tree and fused dot products (``--set``), through the flow, FPRaker's
+    fp32 skipped, then every report reused; throughput at the mapper's speedups and at those given, beside the
+    baseline's (its first row, the tree)."""
     map_path = tmp_path / "map.json"
     map_path.write_text(json.dumps({"totals": [{"design": "fpraker", "op": "all", "speedup": 0.5}]}))
     args = ["compare", "--lanes", "1", "--designs", "baseline,fpraker", "--dtypes", "bf16,fp32",
             "--device", "ecp5-25k", "--map", str(map_path), "--speedup", "fpraker=0.25",
-            "--out", str(tmp_path / "cmp"), "--no-progress"]
+            "--set", "baseline.dot=tree", "--set", "baseline.dot=fused", "--out", str(tmp_path / "cmp"), "--no-progress"]
     tmp_path = tmp_path / "cmp"
     status, first, err = run_cli(capsys, *args)
     assert status == 0, err
     assert "skipping fpraker fp32: fpraker takes bf16 operands only" in first
-    assert first.count("-> ") == 3  # baseline bf16, fpraker bf16, baseline fp32 went through the flow
+    assert first.count("-> ") == 5  # both baselines of each format and fpraker bf16 went through the flow
+    assert f"baseline (dot=fused) bf16 (1 lanes, 1x1) -> {tmp_path / 'baseline-bf16-1l-1x1-dot-fused'}" in first
     status, second, err = run_cli(capsys, *args)
     assert status == 0, err
-    assert second.count("reusing") == 3 and "-> " not in second
+    assert second.count("reusing") == 5 and "-> " not in second
     table = json.loads((tmp_path / "compare.json").read_text())
-    rows = {(row["design"], row["dtype"]): row for row in table["rows"]}
-    assert set(rows) == {("baseline", "bf16"), ("fpraker", "bf16"), ("baseline", "fp32")}
+    rows = {(row["design"], row["variant"], row["dtype"]): row for row in table["rows"]}
+    assert set(rows) == {("baseline", "", "bf16"), ("baseline", "dot=fused", "bf16"), ("fpraker", "", "bf16"),
+                         ("baseline", "", "fp32"), ("baseline", "dot=fused", "fp32")}
     for row in rows.values():
-        report = json.loads((tmp_path / f"{row['design']}-{row['dtype']}-1l-1x1" / "report.json").read_text())
+        suffix = f"-{row['variant'].replace('=', '-')}" if row["variant"] else ""
+        report = json.loads((tmp_path / f"{row['design']}-{row['dtype']}-1l-1x1{suffix}" / "report.json").read_text())
+        if row["design"] == "baseline":
+            assert report["params"]["dot"] == ("fused" if row["variant"] else "tree")
         tile = next(part for part in report["hierarchy"] if part["instance"] == "design")
         assert row["fmax_mhz"] == report["fmax_mhz"] and row["tile_lut"] == tile["lut"] > 0
         assert set(row["throughput"]) == {"map", "--speedup"}
@@ -163,19 +187,22 @@ def test_compare_runs_each_configuration_once_and_tabulates(tmp_path, capsys):
             per_cycle = 1000 * figures["macs_per_cycle"] / row["tile_lut"]
             assert figures["macs_per_cycle_per_klut"] == pytest.approx(per_cycle)
             assert figures["gmacs_per_klut"] == pytest.approx(per_cycle * row["fmax_mhz"] / 1000)
-    fpraker, base = rows["fpraker", "bf16"]["throughput"], rows["baseline", "bf16"]["throughput"]
+    fpraker, base = rows["fpraker", "", "bf16"]["throughput"], rows["baseline", "", "bf16"]["throughput"]
+    fused = rows["baseline", "dot=fused", "bf16"]["throughput"]
     assert fpraker["map"]["macs_per_cycle"] == 0.5 and fpraker["--speedup"]["macs_per_cycle"] == 0.25
-    assert rows["baseline", "fp32"]["throughput"]["map"]["macs_per_cycle"] == 1.0
+    assert rows["baseline", "", "fp32"]["throughput"]["map"]["macs_per_cycle"] == 1.0
     for source in ("map", "--speedup"):
         assert base[source]["gmacs_per_klut_vs_baseline"] == 1.0
+        assert fused[source]["gmacs_per_klut_vs_baseline"] == pytest.approx(
+            fused[source]["gmacs_per_klut"] / base[source]["gmacs_per_klut"])
         assert fpraker[source]["gmacs_per_klut_vs_baseline"] == pytest.approx(
             fpraker[source]["gmacs_per_klut"] / base[source]["gmacs_per_klut"])
     assert table["speedups"] == {"map": {"baseline": 1.0, "fpraker": 0.5},
                                  "--speedup": {"baseline": 1.0, "fpraker": 0.25}}
-    assert rows["baseline", "fp32"]["tile_dsp"] > rows["baseline", "bf16"]["tile_dsp"]  # fp32 needs more MULT18X18D
+    assert rows["baseline", "", "fp32"]["tile_dsp"] > rows["baseline", "", "bf16"]["tile_dsp"]  # fp32: more MULT18X18D
     assert (tmp_path / "compare.png").stat().st_size > 0
     text = (tmp_path / "compare.md").read_text()
-    assert "| baseline | fp32 | 1 | 1x1 |" in text
+    assert "| baseline | fp32 | 1 | 1x1 |" in text and "| baseline (dot=fused) | fp32 | 1 | 1x1 |" in text
     assert "| speedup (map) | MAC/cycle/kLUT | GMAC/s/kLUT | vs baseline | speedup (--speedup) |" in text
 
 
