@@ -1,5 +1,7 @@
 """Shared fixtures: the simulators to run on, and a per-session cache of hardware builds."""
 
+import os
+
 import pytest
 
 from dashraker.sim.runner import selected_simulators
@@ -10,11 +12,49 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("simulator", selected_simulators())
 
 
-def pytest_collection_modifyitems(items):
-    """Tests marked ``early`` first: pytest-xdist hands tests out in order (``make test``'s worksteal: each worker a
-    consecutive half, an idle one takes the other's last pending tests), and a test of minutes started last would keep
-    one worker busy after the other has finished."""
-    items.sort(key=lambda item: item.get_closest_marker("early") is None)
+@pytest.hookimpl(trylast=True)  # after ``-m``'s deselection: the blocks are of the tests that run
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``early`` (minutes long; ``early(seconds=S)`` where longer than a minute) start first, each worker
+    its share: a test of minutes started last would keep one worker busy after the other has finished.
+
+    pytest-xdist hands each worker a consecutive block of the tests (``make test``'s worksteal: one half each, and an
+    idle worker then takes the other's last pending tests; ``load``: a first chunk each), so the early tests, longest
+    first, go one at a time to the block with the fewest seconds so far, at its head, and the other tests fill the
+    blocks in their own order (a file's tests stay together, on one session's fixtures). Without pytest-xdist: the
+    early tests first, longest first."""
+    early = sorted((item for item in items if item.get_closest_marker("early")), key=_early_seconds, reverse=True)
+    rest = [item for item in items if not item.get_closest_marker("early")]
+    sizes = _first_blocks(config, len(items))
+    heads, seconds = [[] for _ in sizes], [0] * len(sizes)
+    for item in early:
+        block = min(range(len(sizes)), key=lambda k: (seconds[k] if len(heads[k]) < sizes[k] else float("inf"), k))
+        heads[block].append(item)
+        seconds[block] += _early_seconds(item)
+    ordered = []
+    for head, size in zip(heads, sizes):
+        take = max(0, size - len(head))
+        ordered += head + rest[:take]
+        rest = rest[take:]
+    items[:] = ordered + rest
+
+
+def _early_seconds(item):
+    return item.get_closest_marker("early").kwargs.get("seconds", 60)
+
+
+def _first_blocks(config, count):
+    """The sizes of the consecutive blocks pytest-xdist first sends its workers (one block without it)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    dist = config.getoption("dist", "no")
+    if workers < 2 or count < 2 * workers or dist not in ("load", "worksteal"):
+        return [count]
+    if dist == "worksteal":  # xdist.scheduler.worksteal: the pending tests split evenly among the idle workers
+        sizes = []
+        for node in range(workers):
+            sizes.append((count - sum(sizes)) // (workers - node))
+        return sizes
+    chunk = max(min(count // workers // 4, config.getoption("maxschedchunk", None) or count), 2)  # xdist...load
+    return [chunk] * workers
 
 
 @pytest.fixture(scope="session")

@@ -195,7 +195,7 @@ def test_site_builds_with_warnings_as_errors(tmp_path):
 
 
 @pytest.mark.real_area
-@pytest.mark.early
+@pytest.mark.early(seconds=240)  # 2-5 minutes here: the packaged tiles' synthesis
 def test_every_example_runs(tmp_path):
     """Both chains, one after the other, on one area cache: the first ``map`` of the packaged configuration (the
     README's and the tutorial's, ``--design tensordash``) synthesises its tiles' area, minutes on 2 cores, over
