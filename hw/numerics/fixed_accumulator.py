@@ -174,6 +174,10 @@ class FixedPointAccumulator(wiring.Component):
         for index, (part, kept) in enumerate(zip(passed, [Const(0, 1), *passed_carries])):
             m.d.sync += [added[index].eq(part + kept), propagates[index].eq(part[1:].all() & (part[0] ^ kept)),
                          added_zeros[index].eq(part == kept.replicate(segment))]
+        # Whether the top segment's sum has all ones below its top bit (a carry from below then flips the sign).
+        below_sign_ones = Signal()
+        part, kept = passed[-1], passed_carries[-1]
+        m.d.sync += below_sign_ones.eq(part[1:segment - 1].all() & (part[0] ^ kept))
         added_kind, added_valid = Signal(range(4)), Signal()
         m.d.sync += [added_kind.eq(_kind(passed_specials)), added_valid.eq(passed_valid)]
 
@@ -186,20 +190,26 @@ class FixedPointAccumulator(wiring.Component):
         for index in range(SEGMENTS):
             m.d.sync += [resolved[index].eq(added[index][:segment] + carry),
                          resolved_zeros[index].eq(Mux(carry, propagates[index], added_zeros[index]))]
-            carry = added[index][segment] | (propagates[index] & carry)
+            top_carry, carry = carry, added[index][segment] | (propagates[index] & carry)
+        # The total's sign: the top segment's top bit once its carry is in (which flips it where all the bits below
+        # are ones: known a stage before, so that the sign does not wait on the segment's carry chain), registered
+        # beside it in a copy per segment, marked keep: one register driving the 384 bits' inversion and every
+        # segment's +1 took 7.4 ns of routing and bounded the fused 2x2 baseline tile on ECP5.
+        sign = added[-1][segment - 1] ^ (top_carry & below_sign_ones)
+        negatives = [Signal(name=f"negative{index}", attrs={"keep": 1}) for index in range(SEGMENTS)]
+        m.d.sync += [negative.eq(sign) for negative in negatives]
         kind, valid = Signal(range(4)), Signal()
         m.d.sync += [kind.eq(added_kind), valid.eq(added_valid)]
 
         # The magnitude: the total inverted where negative, the +1 of its negation added into each segment whose
         # segments below are all zero, no chain across segments (on ECP5 a 384-bit negation bounded the clock at
         # 60 MHz; 96-bit chains, a stage each, took 4.8 ns of logic and bounded the 2x2 tiles below 100 MHz).
-        negative = resolved[-1][-1]
         magnitude = [Signal(segment, name=f"magnitude{index}") for index in range(SEGMENTS)]
-        for index, part in enumerate(resolved):
+        for index, (part, negative) in enumerate(zip(resolved, negatives)):
             carry = negative & Cat(*resolved_zeros[:index]).all()
             m.d.sync += magnitude[index].eq((part ^ negative.replicate(segment)) + carry)
         magnitude_negative, magnitude_kind, magnitude_valid = Signal(), Signal(range(4)), Signal()
-        m.d.sync += [magnitude_negative.eq(negative), magnitude_kind.eq(kind), magnitude_valid.eq(valid)]
+        m.d.sync += [magnitude_negative.eq(negatives[-1]), magnitude_kind.eq(kind), magnitude_valid.eq(valid)]
 
         # Rounding: the registered stages of ``IntegerRounder``, the pass's kind beside the value.
         m.submodules.rounder = rounder = IntegerRounder(width, EXPONENT_BITS, range(4), magnitude=True)
