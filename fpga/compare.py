@@ -86,14 +86,23 @@ def _number(value, form):
     return "-" if value is None else format(value, form)
 
 
-def speedup_sources(map_path, given):
-    """Speedups over the dense baseline per design, by source: ``"map"`` (the mapper's ``map_path``) and
-    ``"--speedup"`` (the ``DESIGN=X`` values of ``given`` over the mapper's), each where given, else
-    ``"dense"`` (the baseline's alone)."""
+def map_parameters(path):
+    """The parameters each design of a mapper's ``map.json`` was mapped with (its ``configs``; {} for none)."""
+    data = json.loads(Path(path).read_text())  # read and checked by ``speedups_from_map`` first
+    configs = data.get("configs") if isinstance(data, dict) else None
+    return {config["design"]: config for config in configs or () if isinstance(config, dict) and "design" in config}
+
+
+def speedup_sources(map_paths, given):
+    """Speedups over the dense baseline per design, by source: ``"map"`` (the mappers' ``map_paths``, for each
+    design the first that has it) and ``"--speedup"`` (the ``DESIGN=X`` values of ``given`` over the mappers'),
+    each where given, else ``"dense"`` (the baseline's alone)."""
     from dashraker.designs import reference
 
     dense = {reference().name: 1.0}
-    mapped = speedups_from_map(map_path) if map_path else None
+    mapped = None
+    for path in map_paths or ():
+        mapped = {**speedups_from_map(path), **(mapped or {})}
     given = _parse_speedups(given)
     sources = {}
     if mapped is not None:
@@ -103,15 +112,33 @@ def speedup_sources(map_path, given):
     return sources or {"dense": dense}
 
 
+def _map_speedup(map_paths, design, params, chosen):
+    """The whole-step speedup of the first map whose ``design`` was mapped with the parameters ``--set`` gives this
+    row (``chosen``; a map that does not name one was mapped with its default); None where no map was. The dense
+    baseline's is 1.0 whatever its parameters."""
+    from dashraker.designs import reference
+
+    if design is reference():
+        return 1.0
+    defaults = design.params()
+    for path in map_paths:
+        speedup = speedups_from_map(path).get(design.name)
+        config = map_parameters(path).get(design.name, {})
+        if speedup is not None and all(config.get(name, defaults[name]) == params[name] for name in chosen):
+            return speedup
+    return None
+
+
 def _throughputs(rows, sources):
-    """Each row's throughput per LUT at each source's speedups, also as a multiple of the baseline's at its format
-    (the first baseline row of that format: its defaults unless ``--set`` gave it others)."""
+    """Each row's throughput per LUT at each source's speedups (the map's: the row's own, ``_map_speedup``), also as
+    a multiple of the baseline's at its format (the first baseline row of that format: its defaults unless ``--set``
+    gave it others)."""
     from dashraker.designs import reference
 
     for row in rows:
         row["throughput"] = {}
         for source, speedups in sources.items():
-            speedup = speedups.get(row["design"])
+            speedup = row["map_speedup"] if source == "map" else speedups.get(row["design"])
             macs = row["rows"] * row["cols"] * row["lanes"] * speedup if speedup is not None else None
             per_cycle, per_second = throughput(macs, row["fmax_mhz"], row["tile_lut"]) if macs else (None, None)
             row["throughput"][source] = {"speedup": speedup, "macs_per_cycle": macs,
@@ -220,15 +247,16 @@ def register(designs):
     parser.add_argument("--cols", type=int, default=1, help="PE columns of every tile (default 1)")
     parser.add_argument("--dtypes", default="bf16,fp32", help="operand formats (default bf16,fp32)")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"designs to compare (default {','.join(DESIGNS)})")
-    parser.add_argument("--map", type=Path, help="a mapper's map.json: speedups over the baseline per design")
+    parser.add_argument("--map", type=Path, action="append",
+                        help="a mapper's map.json: speedups over the baseline per design; repeated, each row takes "
+                             "the first map of its design mapped with the parameters --set gives the row")
     parser.add_argument("--speedup", action="append", metavar="DESIGN=X",
                         help="a design's speedup over the baseline, e.g. tensordash=2: throughput columns of their own, "
                              "beside those at --map's speedups")
     parser.add_argument("--set", action="append", metavar="DESIGN.KEY=VALUE",
                         help="a design parameter other than its default, by its flag's name, e.g. "
                              "tensordash.scheduler=separable1 or baseline.dot=fused; repeated, every combination of "
-                             "the values given is a row of its own (the --map's speedup of a design is the one it "
-                             "was mapped with, whatever its row's parameters)")
+                             "the values given is a row of its own")
     add_flow_arguments(parser, "folder for one flow folder per configuration and compare.json/.md/.png")
     parser.set_defaults(func=run)
 
@@ -273,7 +301,7 @@ def _variant(design, params, overrides):
 
 def _configurations(args, designs, dtypes, overrides):
     """Every configuration to run, each checked and built before any runs: (design, dtype, params, tile, variant,
-    flow folder)."""
+    flow folder, speedup from the maps)."""
     configurations = []
     for dtype in dtypes:
         for design in designs:
@@ -290,8 +318,12 @@ def _configurations(args, designs, dtypes, overrides):
                 variant = _variant(design, params, chosen)
                 name = f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}" + "".join(
                     f"-{word.replace('=', '-')}" for word in variant.split(",") if word)
+                map_speedup = _map_speedup(args.map, design, params, chosen) if args.map else None
+                if args.map and map_speedup is None:
+                    print(f"{design.name} ({variant or 'defaults'}) {dtype}: no --map has {design.name} mapped with "
+                          f"{variant or 'its defaults'}, so no throughput at a mapped speedup")
                 configurations.append((design, dtype, params, component, variant,
-                                       args.out / re.sub(r"[^\w.-]", "_", name)))
+                                       args.out / re.sub(r"[^\w.-]", "_", name), map_speedup))
     return configurations
 
 
@@ -331,7 +363,7 @@ def run(args):
     configurations = _configurations(args, designs, dtypes, overrides)
     with OutputFolder(args.out, "--out", _is_compare_output, "give a new folder or one of an earlier comparison"):
         rows = []
-        for design, dtype, params, component, variant, out in configurations:
+        for design, dtype, params, component, variant, out, map_speedup in configurations:
             label = f"{design.name} ({variant})" if variant else design.name
             previous = reusable(out, component, design.name, params, options)
             kept = kept_seeds(previous, options)
@@ -342,6 +374,7 @@ def run(args):
                 print(f"{label} {dtype} ({args.lanes} lanes, {args.rows}x{args.cols}) -> {out}{reused}")
             report = flow(component, options, design.name, params, out, previous, progress=not args.no_progress)
             rows.append({"design": design.name, "variant": variant, "dtype": dtype, "lanes": args.lanes,
+                         "map_speedup": map_speedup,
                          "rows": args.rows, "cols": args.cols, **breakdown(report), "fmax_mhz": report["fmax_mhz"],
                          "fmax_min_mhz": report["fmax_min_mhz"], "fmax_max_mhz": report["fmax_max_mhz"],
                          "seed": report["seed"],

@@ -264,7 +264,7 @@ def test_compare_seeds_take_the_median_and_reuse_finished_seeds(tmp_path, capsys
     assert previous() is None
 
 
-@pytest.mark.parametrize("command", [["baseline", "--lanes", "1"], ["compare", "--lanes", "1"]])
+@pytest.mark.parametrize("command", [["baseline", "--lanes", "1"], ["compare", "--lanes", "1", "--designs", "baseline"]])
 def test_a_foreign_output_folder_is_refused_before_synthesis(command, tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("mine")
     status, _, err = run_cli(capsys, *command, "--out", str(tmp_path), "--no-progress")

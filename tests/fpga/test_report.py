@@ -190,13 +190,40 @@ def test_speedup_sources_side_by_side(tmp_path):
     path.write_text(json.dumps({"totals": [{"design": "tensordash", "op": "all", "speedup": 1.34},
                                            {"design": "fpraker", "op": "all", "speedup": 0.22}]}))
     assert speedup_sources(None, None) == {"dense": {"baseline": 1.0}}
-    assert speedup_sources(path, None) == {"map": {"baseline": 1.0, "tensordash": 1.34, "fpraker": 0.22}}
-    assert speedup_sources(path, ["tensordash=2"]) == {
+    assert speedup_sources([path], None) == {"map": {"baseline": 1.0, "tensordash": 1.34, "fpraker": 0.22}}
+    assert speedup_sources([path], ["tensordash=2"]) == {
         "map": {"baseline": 1.0, "tensordash": 1.34, "fpraker": 0.22},
         "--speedup": {"baseline": 1.0, "tensordash": 2.0, "fpraker": 0.22}}
     assert speedup_sources(None, ["tensordash=2"]) == {"--speedup": {"baseline": 1.0, "tensordash": 2.0}}
     with pytest.raises(CliError, match="expected DESIGN=NUMBER"):
         speedup_sources(None, ["tensordash=two"])
+
+
+def test_each_row_takes_the_speedup_of_a_map_with_its_parameters(tmp_path):
+    """Two maps of TensorDash, greedy and separable1: a row takes the first whose parameters match those --set gives
+    it; a row of parameters no map has gets none; the dense baseline 1.0 whatever its own."""
+    from dashraker.designs import DESIGNS
+    from dashraker.fpga.compare import _map_speedup
+
+    paths = []
+    for scheduler, speedup in (("greedy", 1.40), ("separable1", 1.25)):
+        path = tmp_path / f"{scheduler}.json"
+        path.write_text(json.dumps({
+            "configs": [{"design": "tensordash", "lanes": 16, "scheduler": scheduler}, {"design": "baseline"}],
+            "totals": [{"design": "tensordash", "op": "all", "speedup": speedup}]}))
+        paths.append(path)
+    tensordash, baseline = DESIGNS["tensordash"], DESIGNS["baseline"]
+
+    def speedup(design, maps, **chosen):
+        return _map_speedup(maps, design, design.params(lanes=8, **chosen), chosen)
+
+    assert speedup(tensordash, paths) == 1.40  # no --set: the first map of the design
+    assert speedup(tensordash, paths, scheduler="greedy") == 1.40
+    assert speedup(tensordash, paths, scheduler="separable1") == 1.25
+    assert speedup(tensordash, paths[::-1], scheduler="greedy") == 1.40
+    assert speedup(tensordash, paths, scheduler="separable2") is None
+    assert speedup(tensordash, paths, dot="fused") is None  # mapped with the default dot only
+    assert speedup(baseline, paths, dot="fused") == 1.0
 
 
 def test_speedups_from_a_mapper_json(tmp_path):
