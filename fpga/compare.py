@@ -164,7 +164,8 @@ def compare_table(rows):
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for r in rows:
         lines.append(
-            f"| {_label(r)} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} | {r['tile_lut']:,} "
+            f"| {_label(r['design'], r.get('variant'))} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} "
+            f"| {r['tile_lut']:,} "
             f"| {r['tile_ff']:,} | {r['tile_dsp']} | {r['pe_lut']:,.0f} | {_number(r.get('muxes_of_pe'), '.1%')} "
             f"| {_number(r.get('sparsity_of_tile'), '.1%')} | {_number(r['fmax_mhz'], '.1f')} "
             f"| {_number(r['fmax_min_mhz'], '.1f')}-{_number(r['fmax_max_mhz'], '.1f')} | {len(r['seeds'])} |")
@@ -173,7 +174,7 @@ def compare_table(rows):
         f" speedup ({source}) | MAC/cycle/kLUT | GMAC/s/kLUT | vs baseline |" for source in sources)
     lines += ["", header, "|" + "---|" * (header.count("|") - 1)]
     for r in rows:
-        line = (f"| {_label(r)} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} "
+        line = (f"| {_label(r['design'], r.get('variant'))} | {r['dtype']} | {r['lanes']} | {r['rows']}x{r['cols']} "
                 f"| {_number(r['fmax_mhz'], '.1f')} |")
         for source in sources:
             t = r["throughput"][source]
@@ -183,9 +184,9 @@ def compare_table(rows):
     return "\n".join(lines)
 
 
-def _label(row):
-    """The row's design, with its ``--set`` parameters where it has any."""
-    return f"{row['design']} ({row['variant']})" if row.get("variant") else row["design"]
+def _label(design, variant):
+    """A row's name: its design, with the parameters ``--set`` gives it where it has any."""
+    return f"{design} ({variant})" if variant else design
 
 
 def plot(path, rows):
@@ -197,7 +198,7 @@ def plot(path, rows):
 
     from dashraker.outputs import atomic_write
 
-    labels = [f"{_label(r)}\n{r['dtype']}" for r in rows]
+    labels = [f"{_label(r['design'], r.get('variant'))}\n{r['dtype']}" for r in rows]
     stacks = {
         "PEs (TensorDash: MAC datapath)": [r["mac_lut"] or r["pe_lut"] * r["pes"] for r in rows],
         "TensorDash operand muxes": [r.get("muxes_lut", 0) for r in rows],
@@ -285,7 +286,8 @@ def _parse_settings(values, designs):
         parameter = keys[key]
         kind = parameter.kind if parameter.choices is None else type(parameter.choices[0])
         try:
-            given[name].setdefault(parameter.name, []).append(kind(text))
+            values = given[name].setdefault(parameter.name, [])
+            values += [kind(text)] if kind(text) not in values else []
         except ValueError:
             raise CliError(f"--set {value!r}: {key} must be {parameter.describe()}") from None
     return {name: [dict(zip(values, chosen)) for chosen in itertools.product(*values.values())]
@@ -320,7 +322,7 @@ def _configurations(args, designs, dtypes, overrides):
                     f"-{word.replace('=', '-')}" for word in variant.split(",") if word)
                 map_speedup = _map_speedup(args.map, design, params, chosen) if args.map else None
                 if args.map and map_speedup is None:
-                    print(f"{design.name} ({variant or 'defaults'}) {dtype}: no --map has {design.name} mapped with "
+                    print(f"{_label(design.name, variant)} {dtype}: no --map has {design.name} mapped with "
                           f"{variant or 'its defaults'}, so no throughput at a mapped speedup")
                 configurations.append((design, dtype, params, component, variant,
                                        args.out / re.sub(r"[^\w.-]", "_", name), map_speedup))
@@ -364,7 +366,7 @@ def run(args):
     with OutputFolder(args.out, "--out", _is_compare_output, "give a new folder or one of an earlier comparison"):
         rows = []
         for design, dtype, params, component, variant, out, map_speedup in configurations:
-            label = f"{design.name} ({variant})" if variant else design.name
+            label = _label(design.name, variant)
             previous = reusable(out, component, design.name, params, options)
             kept = kept_seeds(previous, options)
             if len(kept) == len(seeds):
