@@ -29,9 +29,10 @@ class StepStore(wiring.Component):
     position's write enable are registered first, so that the input handshake (``write``,
     the producer's valid and the window's ready) ends at a few enable registers instead of
     fanning out to the enables of every stored bit. The tail moves at once. No read misses
-    a write: the window reads a step two cycles after its write at the earliest (the
-    flag buffer holds it from the next cycle, whose decision is read the cycle after).
-    No write clobbers a step still to be read either, since it lands later than before.
+    a write: the window reads a step two cycles after it is offered at the earliest (the
+    flag buffer holds it from the next cycle, whose decision is read the cycle after), a
+    cycle after the write lands. No write clobbers a step still to be read either: it
+    lands later than an unregistered write, which already came after the step's last read.
 
     Parameters
     ----------
