@@ -11,9 +11,9 @@ Two harnesses, small configurations (N = 4..16):
   value in any row, moves every kept step down by the steps it dropped with its data
   (in the operand store, seen through the head position once its registered write
   lands) intact and its flags minus exactly the issued values, appends the accepted
-  chunk behind them, never issues a
-  zero or another pass's value, and never overfills; and the operands read from the
-  store a cycle after a taken decision are the steps its window held.
+  chunk behind them, never issues a zero or another pass's value, and never
+  overfills; and the operands read from the store a cycle after a taken decision are
+  the steps its window held.
   The property relates one cycle to the next, so induction of length 1 proves it
   for unbounded time.
 
