@@ -112,20 +112,20 @@ def speedup_sources(map_paths, given):
     return sources or {"dense": dense}
 
 
-def _map_speedup(map_paths, design, params, chosen):
-    """The whole-step speedup of the first map whose ``design`` was mapped with the parameters ``--set`` gives this
-    row (``chosen``; a map that does not name one was mapped with its default); None where no map was. The dense
+def _map_speedup(maps, design, params, chosen):
+    """The whole-step speedup of the first of ``maps`` (each read once: ``speedups_from_map``'s speedups and
+    ``map_parameters``' parameters) whose ``design`` was mapped with the parameters ``--set`` gives this row
+    (``chosen``; a map that does not name one was mapped with its default); None where no map was. The dense
     baseline's is 1.0 whatever its parameters."""
     from dashraker.designs import reference
 
     if design is reference():
         return 1.0
     defaults = design.params()
-    for path in map_paths:
-        speedup = speedups_from_map(path).get(design.name)
-        config = map_parameters(path).get(design.name, {})
-        if speedup is not None and all(config.get(name, defaults[name]) == params[name] for name in chosen):
-            return speedup
+    for speedups, parameters in maps:
+        config = parameters.get(design.name, {})
+        if design.name in speedups and all(config.get(name, defaults[name]) == params[name] for name in chosen):
+            return speedups[design.name]
     return None
 
 
@@ -286,10 +286,11 @@ def _parse_settings(values, designs):
         parameter = keys[key]
         kind = parameter.kind if parameter.choices is None else type(parameter.choices[0])
         try:
-            values = given[name].setdefault(parameter.name, [])
-            values += [kind(text)] if kind(text) not in values else []
+            typed = kind(text)
         except ValueError:
             raise CliError(f"--set {value!r}: {key} must be {parameter.describe()}") from None
+        values = given[name].setdefault(parameter.name, [])
+        values += [typed] if typed not in values else []
     return {name: [dict(zip(values, chosen)) for chosen in itertools.product(*values.values())]
             for name, values in given.items()}
 
@@ -304,6 +305,7 @@ def _variant(design, params, overrides):
 def _configurations(args, designs, dtypes, overrides):
     """Every configuration to run, each checked and built before any runs: (design, dtype, params, tile, variant,
     flow folder, speedup from the maps)."""
+    maps = [(speedups_from_map(path), map_parameters(path)) for path in args.map or ()]
     configurations = []
     for dtype in dtypes:
         for design in designs:
@@ -320,8 +322,8 @@ def _configurations(args, designs, dtypes, overrides):
                 variant = _variant(design, params, chosen)
                 name = f"{design.name}-{dtype}-{args.lanes}l-{args.rows}x{args.cols}" + "".join(
                     f"-{word.replace('=', '-')}" for word in variant.split(",") if word)
-                map_speedup = _map_speedup(args.map, design, params, chosen) if args.map else None
-                if args.map and map_speedup is None:
+                map_speedup = _map_speedup(maps, design, params, chosen) if maps else None
+                if maps and map_speedup is None:
                     print(f"{_label(design.name, variant)} {dtype}: no --map has {design.name} mapped with "
                           f"{variant or 'its defaults'}, so no throughput at a mapped speedup")
                 configurations.append((design, dtype, params, component, variant,

@@ -172,12 +172,11 @@ class FixedPointAccumulator(wiring.Component):
         propagates = [Signal(name=f"propagates{index}") for index in range(SEGMENTS)]
         added_zeros = [Signal(name=f"added_zero{index}") for index in range(SEGMENTS)]
         for index, (part, kept) in enumerate(zip(passed, [Const(0, 1), *passed_carries])):
-            m.d.sync += [added[index].eq(part + kept), propagates[index].eq(part[1:].all() & (part[0] ^ kept)),
+            m.d.sync += [added[index].eq(part + kept), propagates[index].eq(_all_ones_after(part, kept)),
                          added_zeros[index].eq(part == kept.replicate(segment))]
         # Whether the top segment's sum has all ones below its top bit (a carry from below then flips the sign).
         below_sign_ones = Signal()
-        part, kept = passed[-1], passed_carries[-1]
-        m.d.sync += below_sign_ones.eq(part[1:segment - 1].all() & (part[0] ^ kept))
+        m.d.sync += below_sign_ones.eq(_all_ones_after(passed[-1][:segment - 1], passed_carries[-1]))
         added_kind, added_valid = Signal(range(4)), Signal()
         m.d.sync += [added_kind.eq(_kind(passed_specials)), added_valid.eq(passed_valid)]
 
@@ -233,6 +232,11 @@ class FixedPointAccumulator(wiring.Component):
                 with m.Case(NEG_INF):
                     m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(1, 1)))
         return m
+
+
+def _all_ones_after(part, kept):
+    """Whether ``part + kept`` (``kept`` one bit) is all ones in ``part``'s width, from ``part`` and ``kept`` alone."""
+    return part[1:].all() & (part[0] ^ kept)
 
 
 def _kind(specials):

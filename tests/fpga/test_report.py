@@ -203,7 +203,7 @@ def test_each_row_takes_the_speedup_of_a_map_with_its_parameters(tmp_path):
     """Two maps of TensorDash, greedy and separable1: a row takes the first whose parameters match those --set gives
     it; a row of parameters no map has gets none; the dense baseline 1.0 whatever its own."""
     from dashraker.designs import DESIGNS
-    from dashraker.fpga.compare import _map_speedup
+    from dashraker.fpga.compare import _map_speedup, map_parameters
 
     paths = []
     for scheduler, speedup in (("greedy", 1.40), ("separable1", 1.25)):
@@ -214,7 +214,8 @@ def test_each_row_takes_the_speedup_of_a_map_with_its_parameters(tmp_path):
         paths.append(path)
     tensordash, baseline = DESIGNS["tensordash"], DESIGNS["baseline"]
 
-    def speedup(design, maps, **chosen):
+    def speedup(design, paths, **chosen):
+        maps = [(speedups_from_map(path), map_parameters(path)) for path in paths]
         return _map_speedup(maps, design, design.params(lanes=8, **chosen), chosen)
 
     assert speedup(tensordash, paths) == 1.40  # no --set: the first map of the design
