@@ -1,4 +1,4 @@
-"""A wide two's complement integer rounded to an fp32 significand and exponent, in seven registered stages."""
+"""A wide two's complement integer rounded to an fp32 significand and exponent, in eight registered stages."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
@@ -8,8 +8,8 @@ from dashraker.hw.numerics.rounding import registered_leading_zeros, round_neare
 
 __all__ = ["INTEGER_ROUNDER_LATENCY", "IntegerRounder"]
 
-# magnitude; zeros per 16 bits; joined; by 64 places; by 16 places; by the rest; to nearest even
-INTEGER_ROUNDER_LATENCY = 7
+# magnitude; zeros per 16 bits; joined in groups; joined; by 64 places; by 16 places; by the rest; to nearest even
+INTEGER_ROUNDER_LATENCY = 8
 
 
 def _registered(m, *values):
@@ -23,14 +23,15 @@ class IntegerRounder(wiring.Component):
     """Rounds ``value * 2**(top - 127 - (width - 1))`` to nearest even, with an unbounded exponent.
 
     Stages: sign and magnitude; the magnitude's leading and trailing zeros in each 16
-    bits; those joined; the leading one shifted by a multiple of 64 places into the top
-    64 (the exponent, and the leading and trailing zeros summed for the sticky bit); by
-    a multiple of 16 into the top 16 (the sticky bit: ones below the guard place); the
-    leading one at the top; rounding. The shift by multiples of 16 is two stages (up to
-    8 and 4 inputs per bit for a ``width`` below 512) rather than one 24-input select per
-    bit, which took 10.5 ns of routing in a 2x2 tile on ECP5. Whoever
-    uses it maps the exponent to fp32's range (flush, overflow) and its specials, which
-    travel beside the value as ``tag``.
+    bits; those joined in groups; the groups joined (one join of all took 8.8 ns of
+    routing in a 2x2x8 tile on ECP5); the leading one shifted by a multiple of 64 places
+    into the top 64 (the exponent, and the leading and trailing zeros summed for the
+    sticky bit); by a multiple of 16 into the top 16 (the sticky bit: ones below the
+    guard place); the leading one at the top; rounding. The shift by multiples of 16 is
+    two stages (up to 8 and 4 inputs per bit for a ``width`` below 512) rather than one
+    24-input select per bit, which took 10.5 ns of routing in a 2x2 tile on ECP5.
+    Whoever uses it maps the exponent to fp32's range (flush, overflow) and its
+    specials, which travel beside the value as ``tag``.
 
     Parameters
     ----------
@@ -82,10 +83,10 @@ class IntegerRounder(wiring.Component):
         else:
             negative, magnitude = value < 0, Mux(value < 0, -value, value).as_unsigned()[:width]
         sign, magnitude, top, tag, valid = _registered(m, negative, magnitude, self.top, self.tag, self.valid)
-        chunked = _registered(m, sign, magnitude, top, tag, valid)
-        chunked_zeros = registered_leading_zeros(m, magnitude)
-        chunked_trailing = registered_leading_zeros(m, magnitude[::-1])
-        sign, counted, top, tag, valid, zeros, trailing = _registered(m, *chunked, chunked_zeros, chunked_trailing)
+        counting = _registered(m, *_registered(m, sign, magnitude, top, tag, valid))  # beside the counts' two stages
+        leading = registered_leading_zeros(m, magnitude)
+        trailing = registered_leading_zeros(m, magnitude[::-1])
+        sign, counted, top, tag, valid, zeros, trailing = _registered(m, *counting, leading, trailing)
 
         # The top 40 bits from the leading one's multiple of 16 places down, selected in two steps: 88 bits by the
         # multiple of 64 (``counted`` padded below: a ``width`` below 88 holds fewer), then 40 of those by 16.
