@@ -5,6 +5,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
+from dashraker.hw.numerics import FloatLayout
 from dashraker.hw.tensordash.mux import one_hot_mux
 from dashraker.hw.tile_stream import step_layout
 
@@ -22,8 +23,8 @@ class StepStore(wiring.Component):
     (H+1)-input write mux shared by its entries (which only take a write enable)
     and one 3-input read mux, and the banks' outputs are rotated into window order.
     Every mux is an AND-OR whose one-hot selects come straight from registers (the
-    tail, and the read position registered by ``read``), so no address decoding
-    lands in the data bits' logic.
+    tail, and the read position registered by ``read``, in a copy per operand value),
+    so no address decoding lands in the data bits' logic.
 
     A write lands a cycle after it is offered: the banks' write values and every
     position's write enable are registered first, so that the input handshake (``write``,
@@ -74,6 +75,10 @@ class StepStore(wiring.Component):
         self.lookahead = lookahead
         self.depth = depth = ENTRIES * (lookahead + 1)
         layout = step_layout(rows, cols, lanes, float_format(fmt))
+        # Bit ranges of a step read with their own selects: one per operand value, the last with ``last``.
+        value_bits, values = FloatLayout(float_format(fmt)).size, (rows + cols) * lanes
+        self._parts = [(value * value_bits, (value + 1) * value_bits if value < values - 1 else layout.size)
+                       for value in range(values)]
         self.positions = [Signal(layout, name=f"position{p}") for p in range(depth)]
         self.tail_bank = Signal(lookahead + 1, init=1)
         self.tail_entry = Signal(ENTRIES, init=1)
@@ -117,27 +122,41 @@ class StepStore(wiring.Component):
                         m.d.sync += [tail_bank.eq(tail_bank.rotate_left(count)),
                                      tail_entry.eq(Mux(wraps, tail_entry.rotate_left(1), tail_entry))]
 
-        # Read: the registered position as one-hot selects, then each bank's entry and the rotation.
-        read_bank = Signal(banks, name="read_bank")
-        read_entries = [Signal(ENTRIES, name=f"read_entry{bank}") for bank in range(banks)]
-        first_bank, first_entry = self.read_at % banks, self.read_at // banks
-        with m.If(self.read):
-            m.d.sync += read_bank.eq(_decode(first_bank, banks))
-            for bank, read_entry in enumerate(read_entries):
-                # A bank before the first one holds the window's later steps: the next entry.
-                entry = first_entry + (bank < first_bank)
-                m.d.sync += read_entry.eq(_decode(Mux(entry >= ENTRIES, entry - ENTRIES, entry), ENTRIES))
-        outputs = [_one_hot_mux(m, list(read_entry), self.positions[bank::banks], f"bank{bank}")
-                   for bank, read_entry in enumerate(read_entries)]
-        for step in range(banks):
-            rotated = [outputs[(first + step) % banks] for first in range(banks)]
-            m.d.comb += self.window[step].eq(_one_hot_mux(m, list(read_bank), rotated, f"window{step}"))
+        # Read: the registered position as one-hot selects, then each bank's entry and the rotation. The selects
+        # are decoded from a comparison per position (``read_at % banks`` and ``// banks`` became carry chains, 7 ns
+        # of the 1x1x8 tile's critical path) and registered in a copy per operand value, marked ``keep`` (the FPGA
+        # flow keeps such registers apart): one register selecting a bank's entry for the whole step spanned the
+        # tile (7.8 ns of routing).
+        at = [self.read_at == position for position in range(self.depth)]
+        bank_select = Signal(banks, name="bank_select")
+        entry_selects = [Signal(ENTRIES, name=f"entry_select{bank}") for bank in range(banks)]
+        m.d.comb += bank_select.eq(Cat(_any(at[bank::banks]) for bank in range(banks)))
+        for bank, entry_select in enumerate(entry_selects):
+            # A bank before the first one holds the window's later steps: the next entry.
+            entries = [(position // banks + (bank < position % banks)) % ENTRIES for position in range(self.depth)]
+            m.d.comb += entry_select.eq(Cat(_any(hit for hit, held in zip(at, entries) if held == entry)
+                                            for entry in range(ENTRIES)))
+        window_parts = [[] for _ in range(banks)]
+        for part, (start, stop) in enumerate(self._parts):
+            read_bank = Signal(banks, name=f"read_bank_part{part}", attrs={"keep": 1})
+            read_entries = [Signal(ENTRIES, name=f"read_entry{bank}_part{part}", attrs={"keep": 1})
+                            for bank in range(banks)]
+            with m.If(self.read):
+                m.d.sync += [read_bank.eq(bank_select),
+                             *(read_entry.eq(select) for read_entry, select in zip(read_entries, entry_selects))]
+            outputs = [_one_hot_mux(m, list(read_entry), [Cat(held)[start:stop] for held in self.positions[bank::banks]],
+                                    f"bank{bank}_part{part}") for bank, read_entry in enumerate(read_entries)]
+            for step in range(banks):
+                rotated = [outputs[(first + step) % banks] for first in range(banks)]
+                window_parts[step].append(_one_hot_mux(m, list(read_bank), rotated, f"window{step}_part{part}"))
+        for step, parts in enumerate(window_parts):
+            m.d.comb += self.window[step].eq(Cat(*parts))
         return m
 
 
 def _one_hot_mux(m, selects, values, name):
-    """``one_hot_mux`` into a signal named ``name`` of the values' layout."""
-    picked = Signal(values[0].shape(), name=name)
+    """``one_hot_mux`` into a signal named ``name``."""
+    picked = Signal(len(values[0]), name=name)
     m.d.comb += picked.eq(one_hot_mux(selects, values))
     return picked
 
@@ -146,8 +165,3 @@ def _any(values):
     """OR of one-bit values (an empty list gives 0)."""
     values = list(values)
     return Cat(*values).any() if values else Const(0, 1)
-
-
-def _decode(index, size):
-    """``index`` (0 <= index < size) as a one-hot value of ``size`` bits."""
-    return Cat(index == value for value in range(size))
