@@ -24,16 +24,21 @@ class StepStore(wiring.Component):
     and one 3-input read mux, and the banks' outputs are rotated into window order.
     Every mux is an AND-OR whose one-hot selects come straight from registers (the
     tail, and the read position registered by ``read``, in a copy per operand value),
-    so no address decoding lands in the data bits' logic.
+    so no address decoding lands in the data bits' logic. The rotated window is
+    registered: a read takes a cycle for the store's muxes and leaves the next to its
+    users' operand muxes (in one cycle the two took 10-13 ns of routing across a 1x1x8
+    tile on ECP5).
 
     A write lands a cycle after it is offered: the banks' write values and every
-    position's write enable are registered first, so that the input handshake (``write``,
-    the producer's valid and the window's ready) ends at a few enable registers instead of
-    fanning out to the enables of every stored bit. The tail moves at once. No read misses
+    position's write enable (in a copy per operand value, as the read selects) are
+    registered first, so that the input handshake (``write``, the producer's valid and
+    the window's ready) ends at a few enable registers instead of fanning out to the
+    enables of every stored bit. The tail moves at once. No read misses
     a write: the window reads a step two cycles after it is offered at the earliest (the
     flag buffer holds it from the next cycle, whose decision is read the cycle after), a
     cycle after the write lands. No write clobbers a step still to be read either: it
-    lands later than an unregistered write, which already came after the step's last read.
+    lands later than an unregistered write, which already came after the step's last read
+    (the window register takes a read's data the cycle before the earliest write lands).
 
     Parameters
     ----------
@@ -48,8 +53,9 @@ class StepStore(wiring.Component):
         The stored steps by position (read by the formal harness).
     tail_bank, tail_entry : Signal
         The tail (where the next write starts) as one-hot bank and entry (read by the formal harness).
-    write_enables : list of Signal
-        Per position, whether the registered write lands there at the next edge (read by the formal harness).
+    write_enables : list of list of Signal
+        Per position, whether the registered write lands there at the next edge, in a copy per operand value
+        (read by the formal harness).
     write_values : list of Signal
         Per bank, the registered value it writes (read by the formal harness).
 
@@ -66,7 +72,7 @@ class StepStore(wiring.Component):
     read_at : In(range(depth))
         Position of the window's first step.
     window : Out(ArrayLayout(step_layout(rows, cols, lanes, fmt), lookahead + 1))
-        The steps from the position registered by the last ``read``, modulo ``depth``.
+        The steps from the position of the ``read`` two cycles before, modulo ``depth`` (registered).
     """
 
     def __init__(self, rows, cols, lanes, lookahead, fmt):
@@ -75,14 +81,16 @@ class StepStore(wiring.Component):
         self.lookahead = lookahead
         self.depth = depth = ENTRIES * (lookahead + 1)
         layout = step_layout(rows, cols, lanes, float_format(fmt))
-        # Bit ranges of a step read with their own selects: one per operand value, the last with ``last``.
+        # Bit ranges of a step with their own read selects and write enables: one per operand value, the last with
+        # ``last``.
         value_bits, values = FloatLayout(float_format(fmt)).size, (rows + cols) * lanes
         self._parts = [(value * value_bits, (value + 1) * value_bits if value < values - 1 else layout.size)
                        for value in range(values)]
         self.positions = [Signal(layout, name=f"position{p}") for p in range(depth)]
         self.tail_bank = Signal(lookahead + 1, init=1)
         self.tail_entry = Signal(ENTRIES, init=1)
-        self.write_enables = [Signal(name=f"write_enable{p}") for p in range(depth)]
+        self.write_enables = [[Signal(name=f"write_enable{p}_part{part}", attrs={"keep": 1})
+                               for part in range(len(self._parts))] for p in range(depth)]
         self.write_values = [Signal(layout, name=f"write_value{bank}") for bank in range(lookahead + 1)]
         steps = data.ArrayLayout(layout, lookahead + 1)
         super().__init__({
@@ -111,9 +119,11 @@ class StepStore(wiring.Component):
             for entry in range(ENTRIES):
                 position = entry * banks + bank
                 hit = (~wrapped & tail_entry[entry]) | (wrapped & tail_entry[entry - 1])
-                m.d.sync += self.write_enables[position].eq(written & hit)
-                with m.If(self.write_enables[position]):
-                    m.d.sync += self.positions[position].eq(self.write_values[bank])
+                for enable, (start, stop) in zip(self.write_enables[position], self._parts):
+                    m.d.sync += enable.eq(written & hit)
+                    with m.If(enable):
+                        m.d.sync += self.positions[position].as_value()[start:stop].eq(
+                            self.write_values[bank].as_value()[start:stop])
         with m.If(self.write):
             with m.Switch(self.count):
                 for count in range(banks + 1):
@@ -134,7 +144,7 @@ class StepStore(wiring.Component):
         for bank, entry_select in enumerate(entry_selects):
             # A bank before the first one holds the window's later steps: the next entry.
             entries = [(position // banks + (bank < position % banks)) % ENTRIES for position in range(self.depth)]
-            m.d.comb += entry_select.eq(Cat(_any(hit for hit, held in zip(at, entries) if held == entry)
+            m.d.comb += entry_select.eq(Cat(_any(hit for hit, first in zip(at, entries) if first == entry)
                                             for entry in range(ENTRIES)))
         window_parts = [[] for _ in range(banks)]
         for part, (start, stop) in enumerate(self._parts):
@@ -144,13 +154,14 @@ class StepStore(wiring.Component):
             with m.If(self.read):
                 m.d.sync += [read_bank.eq(bank_select),
                              *(read_entry.eq(select) for read_entry, select in zip(read_entries, entry_selects))]
-            outputs = [_one_hot_mux(m, list(read_entry), [Cat(held)[start:stop] for held in self.positions[bank::banks]],
-                                    f"bank{bank}_part{part}") for bank, read_entry in enumerate(read_entries)]
+            held = [position.as_value()[start:stop] for position in self.positions]
+            outputs = [_one_hot_mux(m, list(read_entry), held[bank::banks], f"bank{bank}_part{part}")
+                       for bank, read_entry in enumerate(read_entries)]
             for step in range(banks):
                 rotated = [outputs[(first + step) % banks] for first in range(banks)]
                 window_parts[step].append(_one_hot_mux(m, list(read_bank), rotated, f"window{step}_part{part}"))
         for step, parts in enumerate(window_parts):
-            m.d.comb += self.window[step].eq(Cat(*parts))
+            m.d.sync += self.window[step].eq(Cat(*parts))
         return m
 
 

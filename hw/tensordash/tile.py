@@ -21,7 +21,7 @@ class Tile(wiring.Component):
     """R x C TensorDash PEs sharing scheduled operands along rows and partner operands along columns.
 
     The ``StagingWindow`` takes chunks of up to H+1 steps, runs one ``Scheduler`` per
-    row and skips steps that are zero in every row; a cycle after each of its
+    row and skips steps that are zero in every row; two cycles after each of its
     scheduled cycles it issues every row's scheduled values (one ``OperandMux`` per
     row) and every column's partner window, which each ``PE`` muxes with the same
     selects. Those are exactly the reference
@@ -56,7 +56,8 @@ class Tile(wiring.Component):
     ----------
     pipeline_latency : int
         Cycles from a pass's last scheduled cycle to its result leaving the PEs: the
-        window's decision register, then the PE's (``mac_latency``).
+        window's decision register and its store's read register, then the PE's
+        (``mac_latency``).
     latency : int
         Cycles from a pass's last scheduled cycle to its result being valid at an empty
         queue's output: ``pipeline_latency + QUEUE_LATENCY``.
@@ -78,7 +79,7 @@ class Tile(wiring.Component):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.accumulators, self.dot = accumulators, dot
-        self.pipeline_latency = 1 + mac_latency(lanes, self.format, accumulators, dot)
+        self.pipeline_latency = 2 + mac_latency(lanes, self.format, accumulators, dot)
         self.latency = self.pipeline_latency + QUEUE_LATENCY
         super().__init__({
             "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),

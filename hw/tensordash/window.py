@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
 from dashraker.hw.numerics import FloatLayout
+from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.tile_stream import step_layout
 from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
@@ -55,13 +56,14 @@ class StagingWindow(wiring.Component):
 
     The operand data never moves: each step is written once into a ``StepStore``,
     whose tail follows the flag buffer's. The cycle's decision (``decision``: selects,
-    end of pass and the head's store position) is registered, the selects one-hot,
-    and the next cycle reads the window from the store: the partner operands go out
-    per column (``col_window``, each PE muxes its own) and every row's
-    ``OperandMux`` picks the scheduled values once for the row (``row_operands``;
-    each PE registers them). Only the decision waits on ``en``: what follows it runs
-    every cycle, so a taken decision's steps are read the next cycle, before any
-    chunk can overwrite them, and a tile's PEs need no enable. ``steps.ready`` needs
+    end of pass and the head's store position) is registered, the selects one-hot;
+    the next cycle the store reads the window into its register, while the selects
+    wait a register beside it; the cycle after, the partner operands go out per column
+    (``col_window``, each PE muxes its own) and every row's ``OperandMux`` picks the
+    scheduled values once for the row (``row_operands``; each PE registers them). Only
+    the decision waits on ``en``: what follows it runs every cycle, so a taken
+    decision's steps are read the next cycle, before any chunk can overwrite them, and
+    a tile's PEs need no enable. ``steps.ready`` needs
     room for H+1 steps; a producer offering H+1 steps per transfer keeps the window
     full.
 
@@ -94,7 +96,7 @@ class StagingWindow(wiring.Component):
     steps : In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, fmt)))
         Operand steps; ``count`` must be 1..H+1; every pass has at least one step.
     valid : Out(1)
-        A decision was taken the cycle before.
+        A decision was taken two cycles before.
     last : Out(1)
         That cycle ends its pass.
     row_picks : Out(ArrayLayout(picks_layout(lanes, pattern), rows))
@@ -220,10 +222,13 @@ class StagingWindow(wiring.Component):
             store.read.eq(1),
             store.read_at.eq(decision.head),
         ]
-        m.d.sync += [self.valid.eq(fire), self.last.eq(decision.last)]
+        # The decision waits a cycle beside the store's read register.
+        issued = delayed(m, Cat(fire, decision.last), 1, "issued")
+        decided_picks = Signal.like(self.row_picks, name="decided_picks")
+        m.d.sync += [Cat(self.valid, self.last).eq(issued), self.row_picks.eq(decided_picks)]
         for r in range(self.rows):
             for lane in range(self.lanes):
-                m.d.sync += self.row_picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
+                m.d.sync += decided_picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
         for c in range(self.cols):
             for j in range(width):
                 m.d.comb += self.col_window[c][j].eq(store.window[j].cols[c])

@@ -12,8 +12,8 @@ Two harnesses, small configurations (N = 4..16):
   (in the operand store, seen through the head position once its registered write
   lands) intact and its flags minus exactly the issued values, appends the accepted
   chunk behind them, never issues a zero or another pass's value, and never
-  overfills; and the operands read from the store a cycle after a taken decision are
-  the steps its window held.
+  overfills; and the operands read from the store for a taken decision (out two cycles
+  after it) are the steps its window held.
   The property relates one cycle to the next, so induction of length 1 proves it
   for unbounded time.
 
@@ -97,9 +97,11 @@ class WindowProof(wiring.Component):
         m.d.comb += Assume(~self.steps.valid | ((chunk.count >= 1) & (chunk.count <= width)))
 
         # The buffer's steps in window order: slot j is the store's position head + j, as it is once the
-        # registered write lands (a position the write enables holds the bank's write value).
+        # registered write lands (a position the write enables hold the bank's write value; each value's copy of
+        # the enable is checked by the positions the next cycle).
         store = dut.store
-        landed = [Mux(store.write_enables[p], store.write_values[p % width], store.positions[p]) for p in range(depth)]
+        landed = [Mux(store.write_enables[p][0], store.write_values[p % width], store.positions[p])
+                  for p in range(depth)]
         slots = []
         for j in range(depth):
             slot = Signal(len(Cat(store.positions[0])), name=f"slot{j}")
@@ -133,10 +135,9 @@ class WindowProof(wiring.Component):
                        for i in range(width)]
 
         # The same values one cycle later.
-        def previous(value, name, enable=1):
+        def previous(value, name):
             register = Signal.like(value, name=f"previous_{name}")
-            with m.If(enable):
-                m.d.sync += register.eq(value)
+            m.d.sync += register.eq(value)
             return register
 
         was_fire, was_accept = previous(fire, "fire"), previous(self.steps.valid & self.steps.ready, "accept")
@@ -180,9 +181,13 @@ class WindowProof(wiring.Component):
                                                    & (Cat(*dut.flags[slot]) == Cat(*was_chunk_flags[i])),
                                                    f"chunk step {i} did not land in slot {slot}")
 
-        # The operands read for the last enabled cycle's decision are the steps its window held then.
-        decided_slots = [previous(slots[j], f"decided_slot{j}", dut.en) for j in range(width)]
-        decided_occupancy = previous(occupancy, "decided_occupancy", dut.en)
+        # The operands out now (``valid``: a decision two cycles before) are the steps that decision's window held.
+        decided_slots = [previous(was_slots[j], f"decided_slot{j}") for j in range(width)]
+        decided_occupancy = previous(was_occupancy, "decided_occupancy")
+        decided_last = previous(previous(decision.last, "decision_last"), "decided_last")
+        m.d.comb += Assert((dut.valid == previous(was_fire, "decided_fire"))
+                           & (~dut.valid | (dut.last == decided_last)),
+                           "valid or last is not the decision of two cycles before")
         for j in range(width):
             m.d.comb += Assert(~dut.valid | (decided_occupancy <= j)
                                | (dut.store.window[j].as_value() == decided_slots[j]),
