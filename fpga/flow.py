@@ -61,7 +61,10 @@ class FlowOptions:
     """How a design goes through the flow, checked once when made (``OptionError`` naming the field).
 
     ``device`` (``DEVICES``) and ``clock`` (MHz) are the target; ``word_bits`` the wrapper's pin words;
-    ``keep_depth`` the module levels below the top kept through synthesis for the per-instance breakdown;
+    ``keep_depth`` the module levels below the top kept through synthesis for the per-instance breakdown (the
+    default keeps the wrapper, the tile and its PEs and window: Yosys' ABC maps each kept module for the depth
+    of its own deepest path, so a kept small unit such as TensorDash's operand store had its shallow muxes
+    duplicated for depth, 3.4k more LUTs in a 1x1x8 tile, and a loop cut at a kept boundary is mapped in pieces);
     ``seeds`` placement seeds from ``seed`` on, ``jobs`` of them placed and routed at once; ``router``
     nextpnr's routing algorithm (``ROUTERS``), ``timing_weight`` its placer's weight of timing-critical
     connections (None: nextpnr's default of 10) and ``timing_ripup`` whether its router rips up and routes
@@ -71,7 +74,7 @@ class FlowOptions:
     device: str = "ecp5-85k"
     clock: float = 100.0
     word_bits: int = 16
-    keep_depth: int = 3
+    keep_depth: int = 2
     seed: int = 1
     seeds: int = 1
     jobs: int = 1

@@ -21,7 +21,8 @@ def add_flow_arguments(parser, out_help):
                         help=f"width of the wrapper's pin words (default {defaults.word_bits})")
     parser.add_argument("--keep-depth", type=int, default=defaults.keep_depth,
                         help="module levels below the top kept through synthesis for the per-instance "
-                             f"breakdown (default {defaults.keep_depth}: wrapper, tile, PEs, their units)")
+                             f"breakdown (default {defaults.keep_depth}: wrapper, tile, PEs; more levels split "
+                             "the units, but synthesis maps each kept module on its own)")
     parser.add_argument("--seed", type=int, default=defaults.seed,
                         help=f"nextpnr placement seed (default {defaults.seed})")
     parser.add_argument("--seeds", type=int, default=defaults.seeds, metavar="K",

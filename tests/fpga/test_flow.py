@@ -32,8 +32,8 @@ SMALL = {
 # Instances the per-instance breakdown must show for each design.
 PARTS = {
     "baseline": {"design", "design.pe0_0"},
-    "tensordash": {"design", "design.pe0_0", "design.pe0_0.mac", "design.window", "design.window.scheduler0"},
-    "fpraker": {"design", "design.pe0_0", "design.front_end.decoder0_0", "design.output.rounder0_0"},
+    "tensordash": {"design", "design.pe0_0", "design.window", "design.queue"},
+    "fpraker": {"design", "design.pe0_0", "design.front_end", "design.output"},
 }
 # The ECP5 runs of the baseline and TensorDash take 6 and 15 minutes here, the baseline's iCE40 run (nextpnr-ice40)
 # 40 s (slow); FPRaker's ECP5 run checks the same flow in a minute.
