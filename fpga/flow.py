@@ -62,9 +62,10 @@ class FlowOptions:
 
     ``device`` (``DEVICES``) and ``clock`` (MHz) are the target; ``word_bits`` the wrapper's pin words;
     ``keep_depth`` the module levels below the top kept through synthesis for the per-instance breakdown (the
-    default keeps the wrapper, the tile and its PEs and window: Yosys' ABC maps each kept module for the depth
-    of its own deepest path, so a kept small unit such as TensorDash's operand store had its shallow muxes
-    duplicated for depth, 3.4k more LUTs in a 1x1x8 tile, and a loop cut at a kept boundary is mapped in pieces);
+    default keeps the wrapper, the tile and its PEs and window, and ``_kept_modules`` a PE's MAC: Yosys' ABC
+    maps each kept module for the depth of its own deepest path, so a kept small unit such as TensorDash's
+    operand store had its shallow muxes duplicated for depth, 3.4k more LUTs in a 1x1x8 tile, and a loop cut
+    at a kept boundary is mapped in pieces);
     ``seeds`` placement seeds from ``seed`` on, ``jobs`` of them placed and routed at once; ``router``
     nextpnr's routing algorithm (``ROUTERS``), ``timing_weight`` its placer's weight of timing-critical
     connections (None: nextpnr's default of 10) and ``timing_ripup`` whether its router rips up and routes
@@ -225,6 +226,17 @@ def _module_names(verilog):
     return [name for name in re.findall(r"^module \\?(\S+)", verilog, flags=re.M) if name != TOP]
 
 
+def _kept_modules(modules, keep_depth, design):
+    """The modules that keep their hierarchy: those down to ``keep_depth`` levels below the top, and a deeper
+    ``mac`` of the design's ``area_parts`` (the per-instance breakdown of ``fpga compare`` counts TensorDash's
+    operand muxes as its PE less its MAC)."""
+    from dashraker.designs import DESIGNS
+
+    parts = DESIGNS[design].area_parts if design in DESIGNS else {}
+    mac = re.compile(rf"{TOP}\.design\.{parts['mac']}") if "mac" in parts else None
+    return [name for name in modules if name.count(".") <= keep_depth or (mac and mac.fullmatch(name))]
+
+
 def _check_fit(used, target, design, where):
     problems = fit_problems(used, target.capacity)
     if problems:
@@ -305,7 +317,7 @@ def _synthesise(component, target, out, design, word_bits, keep_depth, bar, done
     top = StreamTop(component, word_bits)
     verilog_path = write_verilog(top, out / "top.v", TOP)
     modules = _module_names(verilog_path.read_text())
-    kept = [name for name in modules if name.count(".") <= keep_depth]
+    kept = _kept_modules(modules, keep_depth, design)
     done("verilog")
 
     bar.set_description(f"fpga {design}: synthesis")

@@ -32,7 +32,7 @@ SMALL = {
 # Instances the per-instance breakdown must show for each design.
 PARTS = {
     "baseline": {"design", "design.pe0_0"},
-    "tensordash": {"design", "design.pe0_0", "design.window", "design.queue"},
+    "tensordash": {"design", "design.pe0_0", "design.pe0_0.mac", "design.window", "design.queue"},
     "fpraker": {"design", "design.pe0_0", "design.front_end", "design.output"},
 }
 # The ECP5 runs of the baseline and TensorDash take 6 and 15 minutes here, the baseline's iCE40 run (nextpnr-ice40)
