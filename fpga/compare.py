@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dashraker.errors import CliError
 
-__all__ = ["register", "breakdown", "throughput", "speedups_from_map", "speedup_sources", "compare_table"]
+__all__ = ["register", "breakdown", "throughput", "read_map", "speedup_sources", "compare_table"]
 
 
 def breakdown(report):
@@ -47,8 +47,9 @@ def throughput(macs_per_cycle, fmax_mhz, luts):
     return per_cycle, per_cycle * fmax_mhz / 1000
 
 
-def speedups_from_map(path):
-    """Speedup over the dense baseline per design, all operations together, from a mapper's ``map.json``."""
+def read_map(path):
+    """A mapper's ``map.json``, read once: the speedup over the dense baseline per design, all operations
+    together, and the parameters each design was mapped with (its ``configs``; {} for none)."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as error:
@@ -62,7 +63,9 @@ def speedups_from_map(path):
             found[entry["design"]] = float(entry["speedup"])
     if not found:
         raise CliError(f"--map {path}: 'totals' has no entry with op 'all' and a speedup")
-    return found
+    configs = data.get("configs")
+    return found, {config["design"]: config for config in configs or ()
+                   if isinstance(config, dict) and "design" in config}
 
 
 def _parse_speedups(values):
@@ -86,23 +89,16 @@ def _number(value, form):
     return "-" if value is None else format(value, form)
 
 
-def map_parameters(path):
-    """The parameters each design of a mapper's ``map.json`` was mapped with (its ``configs``; {} for none)."""
-    data = json.loads(Path(path).read_text())  # read and checked by ``speedups_from_map`` first
-    configs = data.get("configs") if isinstance(data, dict) else None
-    return {config["design"]: config for config in configs or () if isinstance(config, dict) and "design" in config}
-
-
-def speedup_sources(map_paths, given):
-    """Speedups over the dense baseline per design, by source: ``"map"`` (the mappers' ``map_paths``, for each
-    design the first that has it) and ``"--speedup"`` (the ``DESIGN=X`` values of ``given`` over the mappers'),
-    each where given, else ``"dense"`` (the baseline's alone)."""
+def speedup_sources(maps, given):
+    """Speedups over the dense baseline per design, by source: ``"map"`` (the mappers' ``maps``, each as
+    ``read_map`` gives it, for each design the first that has it) and ``"--speedup"`` (the ``DESIGN=X`` values of
+    ``given`` over the mappers'), each where given, else ``"dense"`` (the baseline's alone)."""
     from dashraker.designs import reference
 
     dense = {reference().name: 1.0}
     mapped = None
-    for path in map_paths or ():
-        mapped = {**speedups_from_map(path), **(mapped or {})}
+    for speedups, _ in maps:
+        mapped = {**speedups, **(mapped or {})}
     given = _parse_speedups(given)
     sources = {}
     if mapped is not None:
@@ -113,8 +109,7 @@ def speedup_sources(map_paths, given):
 
 
 def _map_speedup(maps, design, params, chosen):
-    """The whole-step speedup of the first of ``maps`` (each read once: ``speedups_from_map``'s speedups and
-    ``map_parameters``' parameters) whose ``design`` was mapped with the parameters ``--set`` gives this row
+    """The whole-step speedup of the first of ``maps`` (``read_map``'s speedups and parameters) whose ``design`` was mapped with the parameters ``--set`` gives this row
     (``chosen``; a map that does not name one was mapped with its default); None where no map was. The dense
     baseline's is 1.0 whatever its parameters."""
     from dashraker.designs import reference
@@ -302,10 +297,9 @@ def _variant(design, params, overrides):
                     if params[name] != defaults[name])
 
 
-def _configurations(args, designs, dtypes, overrides):
+def _configurations(args, designs, dtypes, overrides, maps):
     """Every configuration to run, each checked and built before any runs: (design, dtype, params, tile, variant,
-    flow folder, speedup from the maps)."""
-    maps = [(speedups_from_map(path), map_parameters(path)) for path in args.map or ()]
+    flow folder, speedup from the ``maps``)."""
     configurations = []
     for dtype in dtypes:
         for design in designs:
@@ -360,11 +354,12 @@ def run(args):
     designs = [DESIGNS[name] for name in _split(args.designs, list(DESIGNS), "--designs")]
     formats = dict.fromkeys(fmt for design in DESIGNS.values() for fmt in design.formats)
     dtypes = _split(args.dtypes, list(formats), "--dtypes")
-    sources = speedup_sources(args.map, args.speedup)
+    maps = [read_map(path) for path in args.map or ()]
+    sources = speedup_sources(maps, args.speedup)
     overrides = _parse_settings(args.set, designs)
     seeds = options.seed_list
 
-    configurations = _configurations(args, designs, dtypes, overrides)
+    configurations = _configurations(args, designs, dtypes, overrides, maps)
     with OutputFolder(args.out, "--out", _is_compare_output, "give a new folder or one of an earlier comparison"):
         rows = []
         for design, dtype, params, component, variant, out, map_speedup in configurations:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from dashraker.fpga.compare import breakdown, speedup_sources, speedups_from_map, throughput
+from dashraker.fpga.compare import breakdown, read_map, speedup_sources, throughput
 from dashraker.fpga.devices import DEVICES, FAMILIES, device
 from dashraker.fpga.flow import median_seed
 from dashraker.fpga.report import (ReportError, fit_problems, hierarchy_breakdown, markdown, parse_nextpnr_report,
@@ -189,21 +189,21 @@ def test_speedup_sources_side_by_side(tmp_path):
     path = tmp_path / "map.json"
     path.write_text(json.dumps({"totals": [{"design": "tensordash", "op": "all", "speedup": 1.34},
                                            {"design": "fpraker", "op": "all", "speedup": 0.22}]}))
-    assert speedup_sources(None, None) == {"dense": {"baseline": 1.0}}
-    assert speedup_sources([path], None) == {"map": {"baseline": 1.0, "tensordash": 1.34, "fpraker": 0.22}}
-    assert speedup_sources([path], ["tensordash=2"]) == {
+    assert speedup_sources([], None) == {"dense": {"baseline": 1.0}}
+    assert speedup_sources([read_map(path)], None) == {"map": {"baseline": 1.0, "tensordash": 1.34, "fpraker": 0.22}}
+    assert speedup_sources([read_map(path)], ["tensordash=2"]) == {
         "map": {"baseline": 1.0, "tensordash": 1.34, "fpraker": 0.22},
         "--speedup": {"baseline": 1.0, "tensordash": 2.0, "fpraker": 0.22}}
-    assert speedup_sources(None, ["tensordash=2"]) == {"--speedup": {"baseline": 1.0, "tensordash": 2.0}}
+    assert speedup_sources([], ["tensordash=2"]) == {"--speedup": {"baseline": 1.0, "tensordash": 2.0}}
     with pytest.raises(CliError, match="expected DESIGN=NUMBER"):
-        speedup_sources(None, ["tensordash=two"])
+        speedup_sources([], ["tensordash=two"])
 
 
 def test_each_row_takes_the_speedup_of_a_map_with_its_parameters(tmp_path):
     """Two maps of TensorDash, greedy and separable1: a row takes the first whose parameters match those --set gives
     it; a row of parameters no map has gets none; the dense baseline 1.0 whatever its own."""
     from dashraker.designs import DESIGNS
-    from dashraker.fpga.compare import _map_speedup, map_parameters
+    from dashraker.fpga.compare import _map_speedup
 
     paths = []
     for scheduler, speedup in (("greedy", 1.40), ("separable1", 1.25)):
@@ -215,7 +215,7 @@ def test_each_row_takes_the_speedup_of_a_map_with_its_parameters(tmp_path):
     tensordash, baseline = DESIGNS["tensordash"], DESIGNS["baseline"]
 
     def speedup(design, paths, **chosen):
-        maps = [(speedups_from_map(path), map_parameters(path)) for path in paths]
+        maps = [read_map(path) for path in paths]
         return _map_speedup(maps, design, design.params(lanes=8, **chosen), chosen)
 
     assert speedup(tensordash, paths) == 1.40  # no --set: the first map of the design
@@ -234,9 +234,9 @@ def test_speedups_from_a_mapper_json(tmp_path):
         {"design": "tensordash", "op": "all", "speedup": 1.75},
         {"design": "fpraker", "op": "all", "speedup": 0.5},
     ]}))
-    assert speedups_from_map(path) == {"tensordash": 1.75, "fpraker": 0.5}
+    assert read_map(path) == ({"tensordash": 1.75, "fpraker": 0.5}, {})
     path.write_text(json.dumps({"rows": []}))
     with pytest.raises(CliError, match="no 'totals' list"):
-        speedups_from_map(path)
+        read_map(path)
     with pytest.raises(CliError, match="cannot read"):
-        speedups_from_map(tmp_path / "missing.json")
+        read_map(tmp_path / "missing.json")
