@@ -99,7 +99,10 @@ class StreamTop(wiring.Component):
         # listens to the design's `ready`, so the design's handshake logic ends there
         # instead of running on into the word counting (one idle cycle per step).
         taken = Signal()
-        full = count == k
+        # `full` (count == k) is a register of its own, compared from the count's next value, so that the design's
+        # `valid` is two registers ANDed rather than the count's comparison (a 49-word step's was the first two
+        # levels of TensorDash's critical path into its window).
+        full, count_next = Signal(), Signal.like(count)
         m.d.comb += [steps.valid.eq(full & ~taken), steps.payload.as_value().eq(buffer[:self.step_bits])]
         m.d.sync += taken.eq(steps.valid & steps.ready)
         # Each word of the buffer has its own enable, so that no one net reaches every bit of a wide step.
@@ -107,9 +110,11 @@ class StreamTop(wiring.Component):
             with m.If(word_valid & slot[index]):
                 m.d.sync += buffer[index * w:(index + 1) * w].eq(word)
         with m.If(word_valid):
-            m.d.sync += [slot.eq(slot << 1), count.eq(count + 1)]
+            m.d.sync += slot.eq(slot << 1)
         with m.Elif(taken):
-            m.d.sync += [slot.eq(1), count.eq(0)]
+            m.d.sync += slot.eq(1)
+        m.d.comb += count_next.eq(Mux(word_valid, count + 1, Mux(taken, 0, count)))
+        m.d.sync += [count.eq(count_next), full.eq(count_next == k)]
         # Words that may be in the buffer two edges from now, before any consumption then: a word taken now is
         # shifted in two edges later, so ready must leave room for it. Whether one is taken now is bounded by
         # ``ready``, the pin's ready as a register of its own (the pin's register drives only the pin).

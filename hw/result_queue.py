@@ -1,8 +1,8 @@
 """A tile's results queued at its output, so that its pipeline never stalls."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["ResultQueue", "QUEUE_LATENCY"]
@@ -21,6 +21,12 @@ class ResultQueue(wiring.Component):
     flight. The queue holds ``in_flight + late + 4`` results, so that a consumer that
     is always ready never throttles the steps (results also spend the queue's own
     latency in it).
+
+    Since room is reserved, a result is written whenever one is pushed: unlike a FIFO's, the
+    storage's write enable is the pipeline's ``push.valid`` alone, not gated by a comparison of
+    the queue's level (on ECP5 that gate, fanned out to the write enables of the distributed RAM,
+    was the 2x2x8 baseline tile's critical path). The storage holds ``depth - 1`` results and an
+    output register the last, as Amaranth's ``SyncFIFOBuffered``.
 
     Parameters
     ----------
@@ -62,7 +68,9 @@ class ResultQueue(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=len(self.push.payload.as_value()), depth=self.depth)
+        inner = self.depth - 1
+        m.submodules.storage = storage = Memory(shape=len(self.push.payload.as_value()), depth=inner, init=[])
+        write, read_port = storage.write_port(), storage.read_port(domain="sync")
         # Results queued or on their way (passes whose last step is accepted): one counter rather than the queue's
         # level plus another count; and ``room`` a register of its own, compared from the counter's next value,
         # so that the tile's handshake starts at a register rather than at the counter's comparison.
@@ -71,13 +79,28 @@ class ResultQueue(wiring.Component):
         read = self.results.valid & self.results.ready
         m.d.comb += after.eq(reserved + self.accepted_last - read)
         m.d.sync += [reserved.eq(after), room.eq(after < self.depth - self.late)]
+        # The storage: written at ``produce`` on every push, moved to the output register from ``consume``.
+        produce, consume, stored = Signal(range(inner)), Signal(range(inner)), Signal(range(inner + 1))
+        fetch = (stored != 0) & (~self.results.valid | self.results.ready)
         m.d.comb += [
             self.room.eq(room),
-            fifo.w_en.eq(self.push.valid),
-            fifo.w_data.eq(self.push.payload),
             self.push.ready.eq(1),
-            self.results.valid.eq(fifo.r_rdy),
-            self.results.payload.eq(fifo.r_data),
-            fifo.r_en.eq(self.results.ready),
+            write.addr.eq(produce),
+            write.data.eq(self.push.payload),
+            write.en.eq(self.push.valid),
+            read_port.addr.eq(consume),
+            read_port.en.eq(fetch),
+            self.results.payload.eq(read_port.data),
+        ]
+        m.d.sync += [
+            produce.eq(_next(produce, self.push.valid, inner)),
+            consume.eq(_next(consume, fetch, inner)),
+            stored.eq(stored + self.push.valid - fetch),
+            self.results.valid.eq(fetch | (self.results.valid & ~self.results.ready)),
         ]
         return m
+
+
+def _next(position, step, depth):
+    """A ring position after ``step`` (0 or 1) moves."""
+    return Mux(step, Mux(position == depth - 1, 0, position + 1), position)
