@@ -19,8 +19,8 @@ SCHEDULERS = ("greedy", "separable1", "separable2")
 SCHEDULER = Parameter(
     "scheduler", "greedy",
     "row scheduler. greedy: the authors' order, full speedup; its loop closes at 79.9 MHz alone on ECP5 (8 lanes), "
-    "62.8-70.8 in the 1x1x8 tile. separable2: 0.98-0.99x greedy's whole-step speedup, no clock gained (77.5 alone). "
-    "separable1: 0.89-0.97x, 103.9 MHz alone, 74.2-76.6 in the tile (dnnsim: always greedy)",
+    "65.9-66.3 in the 1x1x8 tile. separable2: 0.98-0.99x greedy's whole-step speedup, no clock gained (77.5 alone). "
+    "separable1: 0.89-0.97x, 103.9 MHz alone, 69.3-74.9 in the tile (dnnsim: always greedy)",
     kind=str, choices=SCHEDULERS)
 
 
