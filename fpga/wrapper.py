@@ -109,11 +109,13 @@ class StreamTop(wiring.Component):
         for index in range(k):
             with m.If(word_valid & slot[index]):
                 m.d.sync += buffer[index * w:(index + 1) * w].eq(word)
+        m.d.comb += count_next.eq(count)
         with m.If(word_valid):
             m.d.sync += slot.eq(slot << 1)
+            m.d.comb += count_next.eq(count + 1)
         with m.Elif(taken):
             m.d.sync += slot.eq(1)
-        m.d.comb += count_next.eq(Mux(word_valid, count + 1, Mux(taken, 0, count)))
+            m.d.comb += count_next.eq(0)
         m.d.sync += [count.eq(count_next), full.eq(count_next == k)]
         # Words that may be in the buffer two edges from now, before any consumption then: a word taken now is
         # shifted in two edges later, so ready must leave room for it. Whether one is taken now is bounded by
