@@ -8,6 +8,7 @@ FOLDERS = {
     "dashraker.sim": "sim",
     "dashraker.models": "models",
     "dashraker.mapping": "mapping",
+    "dashraker.asic": "asic",
     "dashraker.fpga": "fpga",
     "dashraker.trace": "trace",
 }

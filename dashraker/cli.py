@@ -18,6 +18,7 @@ COMMANDS = {
     "area": "dashraker.mapping.area_cli",
     "cosim": "dashraker.sim.cosim_cli",
     "energy": "dashraker.sim.energy_cli",
+    "asic": "dashraker.sim.asic_cli",
     "demo": "dashraker.demo",
 }
 

@@ -334,11 +334,10 @@ def measure(verilog, top, out, progress=True):
     return {**read_stat(stat.read_text(), top, memories.read_text()), "seconds": round(time.perf_counter() - start, 1)}
 
 
-def parts(area, area_parts):
-    """Per part of ``area_parts`` (name -> instance-path regex): the summed figures of its instances; the tile's
-    own logic as ``tile_own``; where a PE holds a ``mac`` datapath, ``operand_muxes`` is the rest of the PE
+def parts(area, area_parts, keys=("transistors", "gates", "flip_flops", "register_transistors")):
+    """Per part of ``area_parts`` (name -> instance-path regex): the summed figures (``keys``) of its instances; the
+    tile's own logic as ``tile_own``; where a PE holds a ``mac`` datapath, ``operand_muxes`` is the rest of the PE
     (TensorDash's operand multiplexers and their registers)."""
-    keys = ("transistors", "gates", "flip_flops", "register_transistors")
     result = {}
     for name, pattern in area_parts.items():
         rows = [row for row in area["instances"] if re.fullmatch(pattern, row["instance"])]

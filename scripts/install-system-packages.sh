@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs, if any is missing (idempotent):
-# Icarus Verilog, Debian's Verilator 5.006 (for pyverilator) and z3 (for yowasp-sby).
+# Icarus Verilog, Debian's Verilator 5.006 (for pyverilator), z3 (for yowasp-sby) and OpenSTA (static timing and
+# power of the standard-cell flow).
 set -euo pipefail
 missing=()
 command -v iverilog >/dev/null || missing+=(iverilog)
 [ -x /usr/bin/verilator ] || missing+=(verilator)
 command -v z3 >/dev/null || missing+=(z3)
+command -v sta >/dev/null || missing+=(opensta)
 command -v make >/dev/null || missing+=(make)
 command -v g++ >/dev/null || missing+=(g++)
 [ ${#missing[@]} -eq 0 ] && exit 0

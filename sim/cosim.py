@@ -223,6 +223,10 @@ class Cosim:
         instance's net toggles since ``zero_toggles``: True or ``"counters"`` (counters generated into the model's
         C++), ``"coverage"`` (Verilator's toggle coverage). Default False: a separate build, and the model without
         it runs as before.
+    netlist : object or None
+        A gate-level netlist of the same tile to simulate instead of the generated RTL (``sim.gates``): its
+        ``key`` names the build, its ``write(path)`` writes the Verilog (top module ``<design>_tile``, the RTL's
+        ports). Default None: the RTL.
 
     Attributes
     ----------
@@ -231,7 +235,8 @@ class Cosim:
     built : bool, whether this instance compiled the model (False: reused a cached one).
     """
 
-    def __init__(self, design, params=None, build_root="build/cosim", jobs=2, optimize="-O2", toggles=False):
+    def __init__(self, design, params=None, build_root="build/cosim", jobs=2, optimize="-O2", toggles=False,
+                 netlist=None):
         self.design = find_design(design) if isinstance(design, str) else design
         self.params = self.design.params(**(params or {}))
         self.tile = self.design.tile(self.params)
@@ -242,7 +247,8 @@ class Cosim:
         if self.toggles:
             toggles_module.verilator_args(self.toggles)  # refuses an unknown method
         counting = {"toggles": f"{self.toggles}{toggles_module.VERSIONS[self.toggles]}"} if self.toggles else {}
-        extra = {"opt": optimize, **counting}
+        extra = {"opt": optimize, **counting, **({"gates": netlist.key} if netlist is not None else {})}
+        self.netlist = netlist
         # absolute: the C++ build runs make in its own folder, where a relative path would name nothing
         self.build_dir = Path(build_root).resolve() / self.design.cache_name(self.params, _EXTENSION_VERSION, **extra)
         self.top = f"{self.design.name}_tile"
@@ -272,6 +278,9 @@ class Cosim:
             return toggles_module.instrument(text + code, work, self.top, self.toggles)
 
         def write(work):
+            if self.netlist is not None:
+                self.tile._MustUse__silence = True  # only its interface is used
+                return self.netlist.write(work / f"{self.top}.v")
             return write_verilog(self.tile, work / f"{self.top}.v", self.top)
 
         compile_model(write, self.top, self.build_dir, extend, self.optimize, jobs,
@@ -304,6 +313,11 @@ class Cosim:
         tile's own nets under ""), clock and reset excluded; see ``dashraker.sim.toggles``."""
         self._require_toggles()
         return toggles_module.read_counts(self.sim.lib, self.top, self.toggles, self.build_dir)
+
+    def net_toggles(self):
+        """Toggles per net of the top module since ``zero_toggles`` (``toggles.net_counts``): a flat netlist's."""
+        self._require_toggles()
+        return toggles_module.net_counts(self.sim.lib, self.top, self.toggles, self.build_dir)
 
     def _require_toggles(self):
         if not self.toggles:

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["METHODS", "VERSIONS", "EXCLUDED", "NETS_FILE", "Toggles", "verilator_args", "instrument", "counted_nets",
-           "counter_code", "read_dat", "per_instance", "read_counts", "zero_counts", "net_bits"]
+           "counter_code", "read_dat", "per_instance", "read_counts", "zero_counts", "net_bits", "net_counts"]
 
 METHODS = ("counters", "coverage")
 VERSIONS = {"counters": 3, "coverage": 2}  # bump a method's when its instrumentation changes (rebuilds its models)
@@ -300,3 +300,12 @@ def read_counts(lib, top, method="coverage", build_dir=None):
         entry.toggles += int(values.sum())
         entry.bits += bits
     return counts
+
+
+def net_counts(lib, top, method, build_dir):
+    """{net: toggles} of the nets of the top module ``top`` itself (a counters model): one count per net, all its
+    bits together."""
+    if method != "counters":
+        raise ValueError("toggles per net need a model built with counters")
+    _, points = _counter_points(lib, build_dir)
+    return {name: int(values.sum()) for module, name, _, values in points if module == top}

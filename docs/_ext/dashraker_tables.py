@@ -18,7 +18,7 @@ __all__ = ["setup", "write_all", "API_PACKAGES"]
 
 # The packages the API reference documents, and modules left out with the reason.
 API_PACKAGES = ("dashraker", "dashraker.designs", "dashraker.hw", "dashraker.models", "dashraker.sim",
-                "dashraker.trace", "dashraker.mapping", "dashraker.fpga")
+                "dashraker.trace", "dashraker.mapping", "dashraker.asic", "dashraker.fpga")
 API_SKIP = {
     "dashraker.__main__": "runs the command line when imported",
     "dashraker.models.kernels.fpraker_cuda": "a Triton GPU kernel; Triton is not installed without a GPU",

