@@ -8,13 +8,16 @@ unconstrained mapping leaves to drive hundreds of pins from one X1 gate. The hie
 (identical PEs synthesised once, ``fpga.area.unique_modules``), so a packaged 4x4 tile fits the machine;
 nothing is optimised across module boundaries, and no wire load or clock tree is modelled.
 
-Two netlists come out: ``netlist.v`` (hierarchical, for static timing and area) and ``flat.json``
-(Yosys's JSON of the same cells flattened, cell names their instance paths: ``pe0_0.mul0._123_``), which
-``asic.netlist`` turns into the Verilog that gate-level simulation runs and ``asic.power`` charges.
+Two netlists come out: ``netlist.v`` (hierarchical, for static timing and area) and, on demand (``flat``),
+``flat.json`` (Yosys's JSON of the same cells flattened, cell names their instance paths: ``pe0_0.mul0._123_``),
+which ``asic.netlist`` turns into the Verilog that gate-level simulation runs and ``asic.power`` charges.
 """
 
 import json
+import os
 import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +27,7 @@ from dashraker.fpga.area import unique_modules
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 
 __all__ = ["SynthesisError", "SCRIPT_VERSION", "MEMORY_MODULE", "SECONDS_PER_BYTE", "script", "measure", "read_area",
-           "parts", "top_name", "estimate_seconds", "design_netlist", "AREA_KEYS"]
+           "parts", "top_name", "estimate_seconds", "design_netlist", "AREA_KEYS", "flatten_script", "flat"]
 
 SCRIPT_VERSION = 1  # bump when the script or the reading of its results changes, to map cached tiles again
 MEMORY_MODULE = "memory"  # the module (``submod``) each module's memories are moved into
@@ -58,9 +61,25 @@ def script(top, library, period_ns):
         "setundef -zero", "splitnets", f"hilomap -singleton -hicell {high[0]} {high[1]} -locell {low[0]} {low[1]}",
         "opt_clean -purge", f"tee -q -o stat.json stat -liberty {lib} -json -top {top}",
         "write_verilog -noexpr -noattr -simple-lhs netlist.v",
-        "design -reset", f"read_liberty -lib {lib}", "read_verilog netlist.v", f"hierarchy -top {top}", "flatten -noscopeinfo",
-        "opt_clean", "write_json flat.json",
     ]) + "\n"
+
+
+def flatten_script(top, library):
+    """The Yosys script that flattens ``netlist.v`` into ``flat.json`` (for gate-level simulation: ``flat``)."""
+    return "\n".join([f"read_liberty -lib {library.path('liberty')}", "read_verilog netlist.v",
+                      f"hierarchy -top {top}", "flatten -noscopeinfo", "opt_clean", "write_json flat.json"]) + "\n"
+
+
+def flat(folder, top, library, progress=True):
+    """``folder / "flat.json"``: the mapped netlist of a ``measure`` folder flattened, made once (a packaged 4x4 tile's
+    is a gigabyte: only gate-level simulation asks for it)."""
+    path = Path(folder) / "flat.json"
+    if not path.exists():
+        (Path(folder) / "flatten.ys").write_text(flatten_script(top, library))
+        _run_yosys("flatten.ys", Path(folder), f"asic {top}: flattening", progress)
+        if not path.exists():
+            raise SynthesisError(f"Yosys wrote no flat.json (log: {Path(folder) / 'flatten.log'})")
+    return path
 
 
 def _constraints(library):
@@ -71,29 +90,33 @@ def _constraints(library):
 def measure(verilog, top, library, period_ns, out, progress=True):
     """Map ``verilog`` (text, top module ``top``) onto ``library`` in the folder ``out``; returns ``read_area``'s
     record with ``seconds``. Writes ``design.v``, ``synth.ys``, ``constr.sdc``, Yosys's logs, ``memories.json``,
-    ``stat.json``, ``netlist.v`` and ``flat.json``."""
-    from tqdm import tqdm
-
-    from dashraker.fpga.flow import FlowError, _Processes, _yosys
-
+    ``stat.json`` and ``netlist.v``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "design.v").write_text(verilog)
     (out / "synth.ys").write_text(script(top, library, period_ns))
     (out / "constr.sdc").write_text(_constraints(library))
     start = time.perf_counter()
-    with tqdm(desc=f"asic {top} onto {library.name}", bar_format="{desc} {elapsed} {postfix}", disable=not progress,
-              leave=False) as bar:
-        try:
-            _yosys("synth.ys", out, _YOSYS_PASS, lambda line: bar.set_postfix_str(line[:60], refresh=True),
-                   _Processes())
-        except FlowError as error:
-            raise SynthesisError(str(error)) from None
-    for name in ("stat.json", "netlist.v", "flat.json", "memories.json"):
+    _run_yosys("synth.ys", out, f"asic {top} onto {library.name}", progress)
+    for name in ("stat.json", "netlist.v", "memories.json"):
         if not (out / name).exists():
-            raise SynthesisError(f"Yosys wrote no {name} (log: {out / 'yosys.log'})")
+            raise SynthesisError(f"Yosys wrote no {name} (log: {out / 'synth.log'})")
     record = read_area((out / "stat.json").read_text(), top, library, (out / "memories.json").read_text())
     return {**record, "seconds": round(time.perf_counter() - start, 1)}
+
+
+def _run_yosys(script_name, folder, what, progress):
+    """Yosys's ``script_name`` in ``folder``, its log ``<script>.log``."""
+    from tqdm import tqdm
+
+    from dashraker.fpga.flow import FlowError, _Processes, _yosys
+
+    with tqdm(desc=what, bar_format="{desc} {elapsed} {postfix}", disable=not progress, leave=False) as bar:
+        try:
+            _yosys(script_name, folder, _YOSYS_PASS, lambda line: bar.set_postfix_str(line[:60], refresh=True),
+                   _Processes(), log=f"{Path(script_name).stem}.log")
+        except FlowError as error:
+            raise SynthesisError(str(error)) from None
 
 
 def _memories(memories_text):
@@ -193,7 +216,7 @@ def design_netlist(design, params, library, period_ns, root="build/asic", progre
         record = json.loads(path.read_text())
         return {**record, "parts": parts(record, design.area_parts)}
     except (OSError, json.JSONDecodeError, KeyError):
-        pass  # not mapped yet, or a damaged record: map again
+        shutil.rmtree(folder, ignore_errors=True)  # not mapped yet, or a damaged record: map again
     top = top_name(design)
     with tqdm(desc=f"asic {top}: converting to Verilog", bar_format="{desc}", disable=not progress, leave=False):
         verilog, modules, unique = unique_modules(shared_verilog(design.tile(params), top), top)
@@ -202,9 +225,18 @@ def design_netlist(design, params, library, period_ns, root="build/asic", progre
         raise SynthesisError(f"{design.name}: mapping onto {library.name} estimated at {estimate / 60:,.0f} minutes "
                              f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {max_seconds / 60:g}; "
                              "map a smaller tile, raise --max-minutes or pass --force-size")
-    area = measure(verilog, top, library, period_ns, folder, progress)
-    record = {"design": design.name, "params": params, "library": library.name, "target_ns": period_ns,
-              "source_hash": design.source_hash(SCRIPT_VERSION), **area, "estimated_seconds": round(estimate, 1),
-              "modules": modules, "modules_synthesised": unique, "folder": str(folder)}
-    save_json(path, record)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:  # mapped in a folder of its own, put in place whole: an interrupted run leaves no half-mapped tile
+        area = measure(verilog, top, library, period_ns, work, progress)
+        record = {"design": design.name, "params": params, "library": library.name, "target_ns": period_ns,
+                  "source_hash": design.source_hash(SCRIPT_VERSION), **area, "estimated_seconds": round(estimate, 1),
+                  "modules": modules, "modules_synthesised": unique, "folder": str(folder)}
+        save_json(work / path.name, record)
+        try:
+            os.replace(work, folder)
+        except OSError:  # another run put the same tile in place first: keep its record
+            return design_netlist(design, params, library, period_ns, root, progress, None)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return {**record, "parts": parts(record, design.area_parts)}

