@@ -31,14 +31,16 @@ CATEGORIES = ("internal", "switching", "clock", "leakage")
 
 @dataclass
 class Energy:
-    """Energy (fJ) of a run by category (``CATEGORIES``), in all, per class of cell (``flip_flops``, ``logic``)
-    and per part; ``inputs``: the switching of the nets the tile's input ports drive."""
+    """Energy (fJ) of a run by category (``CATEGORIES``), in all, per class of cell (``flip_flops``, ``logic``),
+    per part and per instance below the top (``instances``: the first level, the top's own cells under "");
+    ``inputs``: the switching of the nets the tile's input ports drive."""
 
     cycles: int
     period_ns: float
     total: dict = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0.0))
     classes: dict = field(default_factory=dict)
     parts: dict = field(default_factory=dict)
+    instances: dict = field(default_factory=dict)
     inputs: float = 0.0
 
     @property
@@ -52,7 +54,8 @@ class Energy:
 
     def as_dict(self):
         return {"cycles": self.cycles, "period_ns": self.period_ns, "fj": self.fj, "mw": self.mw, "total": self.total,
-                "classes": self.classes, "parts": self.parts, "inputs_fj": self.inputs}
+                "classes": self.classes, "parts": self.parts, "instances": self.instances,
+                "inputs_fj": self.inputs}
 
 
 def _when_weight(when):
@@ -141,6 +144,7 @@ def charge(netlist, toggles, cycles, period_ns, library, area_parts=None):
                 figures["clock"] += 0.5 * info.capacitance * cap_fj * volts2 * clock_toggles
         kind = "flip_flops" if library_cell.sequential is not None else "logic"
         targets = [result.total, result.classes.setdefault(kind, dict.fromkeys(CATEGORIES, 0.0)),
+                   result.instances.setdefault(cell.instance.split(".")[0], dict.fromkeys(CATEGORIES, 0.0)),
                    *(result.parts.setdefault(part, dict.fromkeys(CATEGORIES, 0.0))
                      for part in _part_of(cell.instance, patterns))]
         for target in targets:

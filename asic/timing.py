@@ -34,9 +34,11 @@ count one) per period of the clock that reaches it; OpenSTA divides it by that c
 second. Clock pins have 2 transitions a period and duty 0.5 whatever A is, so the flip-flops' clock-pin internal
 power does not scale with A. Switching power is 1/2 C V^2 x transitions per second on each cell output (C its load:
 the input pins it drives, plus the wire load if any; the nets of top-level input ports are driven by no cell and
-count nothing); internal power is, on each pin, the Liberty's internal energy per transition (rise and fall tables
-at the pin's slew and load, weighted by the "when" conditions' probability from the duties) x transitions per
-second; leakage is each cell's ``cell_leakage_power`` (state-independent where the cell has one, as every Nangate
+count nothing); internal power is, on each pin and for each of its power arcs, the sum of the arc's rise and fall
+energies at the pin's slew and load times the probability of the arc's "when" state (or of its related pin's
+switching; 1 for a clock) x transitions per second (``findInternalPower``): twice the mean energy per transition
+that today's OpenSTA charges, and over an output's arcs from several related pins their sum, not their weighted
+mean (``tests/asic/test_power.py``, ``docs/results/asic.md``); leakage is each cell's ``cell_leakage_power`` (state-independent where the cell has one, as every Nangate
 cell does). A pin no clock reaches (a tie cell's output, logic fed only by constants) gets OpenSTA's input default
 of 0.1 transitions per second, not per period: nothing, in effect.
 """

@@ -8,6 +8,8 @@ by its simulated switching (``asic.power``). The command lives with co-simulatio
 pass formation and energy table it uses.
 """
 
+import re
+import sys
 from pathlib import Path
 
 from dashraker.errors import CliError
@@ -46,6 +48,9 @@ def register(subparsers):
                          help="--trace: passes K per layer operation, spread evenly over its passes (default 8)")
         sub.add_argument("--random", type=int, default=None, metavar="N",
                          help=f"simulate N dense random passes of {RANDOM_STEPS} steps instead of a trace")
+        sub.add_argument("--calibrate", type=Path, default=None,
+                         help="--trace: write an energy table (YAML, the packaged table's format) whose per-action "
+                              "entries are fitted to the gate-level energy of these passes, for map's energy_table")
         sub.add_argument("--out", type=Path, help=f"folder for {' and '.join(REPORTS)}")
         sub.add_argument("--build", type=Path, default=Path("build/asic"),
                          help="folder of cached mapped tiles and gate-level models (default build/asic)")
@@ -108,6 +113,8 @@ def _passes(args, params):
 
 
 def _run(args):
+    import dataclasses
+
     from dashraker.asic.libraries import LibraryError, library
     from dashraker.asic.liberty import LibertyError, read_liberty
     from dashraker.asic.synthesis import SynthesisError
@@ -115,7 +122,7 @@ def _run(args):
     from dashraker.asic.tile import characterise, register_files
     from dashraker.asic.timing import TimingError, find_sta
     from dashraker.designs.cli import design_params
-    from dashraker.mapping.config import load_energy_table
+    from dashraker.mapping.config import load_config
     from dashraker.outputs import OutputFolder
 
     params = design_params(args)
@@ -131,6 +138,12 @@ def _run(args):
     except (LibraryError, LibertyError, TimingError) as error:
         raise CliError(str(error)) from None
     step, work = _passes(args, params)
+    if args.calibrate is not None:
+        from dashraker.outputs import check_output_file
+
+        if args.trace is None:
+            raise CliError("--calibrate fits the energy table to trace passes: give --trace")
+        check_output_file(args.calibrate, "--calibrate")
     out = OutputFolder(args.out, "--out", lambda path: {e.name for e in path.iterdir()} <= set(REPORTS),
                        "give a new folder or an earlier asic report") if args.out is not None else None
     target = args.clock_ns or TARGET_NS
@@ -139,16 +152,28 @@ def _run(args):
                               None if args.force_size else args.max_minutes * 60)
     except (SynthesisError, TimingError) as error:
         raise CliError(str(error)) from None
-    table = load_energy_table("horowitz45")
+    config = dataclasses.replace(load_config(None, design.name), params=params)  # the packaged energy table's
+    table = config.energy
+    area = {k: v for k, v in record.items() if k not in ("instances", "timing")}
+    area["unparted"] = [row for row in record["instances"] if "." not in row["instance"]
+                        and not any(re.fullmatch(pattern, row["instance"]) for pattern in design.area_parts.values())]
     report = {"design": design.name, "params": params, "library": {"name": lib.name, "title": lib.title},
-              "target_ns": target, "area": {k: v for k, v in record.items() if k not in ("instances", "timing")},
+              "target_ns": target, "area": area,
               "register_files": register_files(record, table.silicon), "energy_table": table.name,
               "timing": record["timing"]}
     if work:
         report["energy"] = _energy(args, design, params, lib, liberty, Path(record["folder"]), work,
-                                   record["timing"], step)
+                                   record["timing"], step, config)
     text = describe(report)
     print(text)
+    disagree = [run for run in report.get("energy", {}).get("runs", ())
+                if run["output_mismatches"] or run["cycle_mismatches"]]
+    if disagree:  # the gate-level netlist does not compute what the RTL does: no figure of it is to be used
+        print(f"DISAGREE: {len(disagree)} layer operations' passes differ from the RTL's; no energy table written",
+              file=sys.stderr)
+    elif args.calibrate is not None:
+        fitted = _calibrate(args.calibrate, design, params, report["energy"], table)
+        print(f"wrote {args.calibrate}: " + ", ".join(f"{name} {pj:.4g} pJ" for name, (pj, *_) in fitted.items()))
     if out is not None:
         from dashraker.trace.store import save_json
 
@@ -156,14 +181,17 @@ def _run(args):
             save_json(staging / REPORTS[0], report)
             (staging / REPORTS[1]).write_text(text + "\n")
         print(f"\nwrote {out.path / REPORTS[0]}, {out.path / REPORTS[1]}")
+    return 1 if disagree else 0
 
 
-def _energy(args, design, params, lib, liberty, folder, work, timed, step):
+def _energy(args, design, params, lib, liberty, folder, work, timed, step, config):
     """Each layer operation's passes on the gate-level netlist beside the RTL: checks and energy by part."""
     from tqdm import tqdm
 
     from dashraker.asic import TARGET_NS
     from dashraker.asic.netlist import NetlistError
+    from dashraker.mapping.components import MEMORY
+    from dashraker.mapping.engine import energy_pj
     from dashraker.asic.synthesis import SynthesisError
     from dashraker.sim import gates
     from dashraker.sim.cosim import Cosim, CosimBuildError
@@ -186,9 +214,30 @@ def _energy(args, design, params, lib, liberty, folder, work, timed, step):
             rows.append({"layer": layer, "op": op, "passes": run.passes, "pass_cycles": run.pass_cycles,
                          "sim_cycles": run.sim_cycles, "macs": run.macs, "useful_macs": run.useful_macs,
                          "output_mismatches": run.output_mismatches, "cycle_mismatches": run.cycle_mismatches,
+                         "counts": run.counts, "table_core_fj": 1e3 * sum(
+                             pj for name, pj in energy_pj(run.counts, config).items() if name not in MEMORY),
                          **energy.as_dict()})
     return {"trace": str(args.trace) if args.trace else None, "step": step, "period_ns": period,
             "clock": "given" if args.clock_ns else "timing", "runs": rows}
+
+
+# The calibration's measurement, in ``energy_cli.write_calibrated``'s terms
+GATE_LEVEL = ("gate_level", "gate-level switching", "the gate-level netlist's switching on a standard-cell library",
+              "dashraker asic --calibrate")
+
+
+def _calibrate(path, design, params, energy, table):
+    """The energy table fitted to the runs' energy per part (leakage left out: the mapper charges it apart)."""
+    from dashraker.mapping.activity import Sample
+    from dashraker.sim.energy_cli import project_commit, write_calibrated
+
+    samples = [Sample(design.name, run["layer"], run["op"], passes=run["passes"], macs=run["macs"],
+                      useful_macs=run["useful_macs"], counts=run["counts"],
+                      parts={part: {"energy_pj": (sum(f.values()) - f["leakage"]) / 1e3}
+                             for part, f in run["parts"].items()})
+               for run in energy["runs"]]
+    return write_calibrated(path, table, samples, [(design, params)], energy["trace"], project_commit(),
+                            GATE_LEVEL)
 
 
 def describe(report):
@@ -201,13 +250,16 @@ def describe(report):
              f"{area['flip_flop_um2'] / area['um2']:.0%} of the area (mapping {area['seconds']:.0f} s; "
              f"{area['folder']}).", "",
              "| part | instances | um2 | share of tile | cells | flip-flop share |", "|---|---|---|---|---|---|"]
-    for name, part in area["parts"].items():
+    rows = [(name, part) for name, part in area["parts"].items() if part.get("instances", 1)]
+    rows += [(f"{row['instance']} (no part)", row) for row in area["unparted"]]
+    for name, part in rows:
         share = part["flip_flop_um2"] / part["um2"] if part["um2"] else 0.0
-        lines.append(f"| {name} | {part.get('instances', '-')} | {part['um2']:,.0f} | {part['um2'] / area['um2']:.1%} "
-                     f"| {part['cells']:,} | {share:.0%} |")
+        lines.append(f"| {name} | {part.get('instances', part.get('count', '-'))} | {part['um2']:,.0f} "
+                     f"| {part['um2'] / area['um2']:.1%} | {part['cells']:,} | {share:.0%} |")
     rf = report["register_files"]
     if rf["register_files"]:
-        lines += ["", f"With its {rf['register_files']} memories of at least {rf['min_bits']:,} bits ({rf['bits']:,} "
+        memories = "memory" if rf["register_files"] == 1 else "memories"
+        lines += ["", f"With its {rf['register_files']} {memories} of at least {rf['min_bits']:,} bits ({rf['bits']:,} "
                   f"bits) as register files of {rf['um2_per_bit']:.3f} um2 per bit ({report['energy_table']}'s bit cell "
                   f"over its array efficiency) in place of {rf['replaced_um2']:,.0f} um2 of mapped cells: "
                   f"{rf['um2']:,.0f} um2."]
@@ -220,11 +272,11 @@ def describe(report):
                      f"{worst['delay_ns']:.3f} ns with setup, {worst['fmax_mhz']:,.0f} MHz, through {worst['cells']} "
                      f"pins from {worst['start_register']} to {worst['end_register']}.")
     if "energy" in report:
-        lines += _energy_lines(report["energy"])
+        lines += _energy_lines(report["energy"], [row["instance"] for row in area["unparted"]])
     return "\n".join(lines)
 
 
-def _energy_lines(energy):
+def _energy_lines(energy, unparted):
     from dashraker.asic.power import CATEGORIES
 
     source = f"trace {energy['trace']} step {energy['step']}" if energy["trace"] else "random dense passes"
@@ -232,8 +284,8 @@ def _energy_lines(energy):
     lines = ["", f"Energy of passes of {source} on the gate-level netlist at {1e3 / energy['period_ns']:,.0f} MHz "
              f"({clock}; clock and leakage over the passes' own cycles):", "",
              "| layer | operation | passes | outputs / cycles as the RTL's | mW | pJ per pass | pJ per MAC slot | "
-             "pJ per useful MAC | " + " | ".join(CATEGORIES) + " |",
-             "|---|---|---|---|---|---|---|---|" + "---|" * len(CATEGORIES)]
+             "pJ per useful MAC | " + " | ".join(CATEGORIES) + " | the table's core pJ per MAC slot |",
+             "|---|---|---|---|---|---|---|---|" + "---|" * (len(CATEGORIES) + 1)]
     for run in energy["runs"]:
         agree = "yes" if not run["output_mismatches"] and not run["cycle_mismatches"] else \
             f"NO: {run['output_mismatches']} / {run['cycle_mismatches']} passes differ"
@@ -241,7 +293,7 @@ def _energy_lines(energy):
         shares = " | ".join(f"{run['total'][c] / run['fj']:.0%}" if run["fj"] else "-" for c in CATEGORIES)
         lines.append(f"| {run['layer']} | {run['op']} | {run['passes']} | {agree} | {run['mw']:.2f} "
                      f"| {run['fj'] / 1e3 / run['passes']:,.1f} | {run['fj'] / 1e3 / run['macs']:.2f} | {useful} "
-                     f"| {shares} |")
+                     f"| {shares} | {run['table_core_fj'] / 1e3 / run['macs']:.2f} |")
     runs = energy["runs"]
     fj = sum(run["fj"] for run in runs)
     slots = sum(run["macs"] for run in runs)
@@ -249,7 +301,11 @@ def _energy_lines(energy):
     for run in runs:
         for name, figures in run["parts"].items():
             parts[name] = parts.get(name, 0.0) + sum(figures.values())
-    lines += ["", f"By part, all runs ({slots:,} MAC slots):", "", "| part | pJ per MAC slot | share |", "|---|---|---|"]
+        for name in unparted:
+            key = f"{name} (no part)"
+            parts[key] = parts.get(key, 0.0) + sum(run["instances"].get(name, {}).values())
+    lines += ["", f"By part, all runs ({slots:,} MAC slots):", "", "| part | pJ per MAC slot | share of tile |",
+              "|---|---|---|"]
     for name, value in parts.items():
         lines.append(f"| {name} | {value / 1e3 / slots:.3f} | {value / fj:.1%} |")
     return lines

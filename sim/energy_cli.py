@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dashraker.errors import CliError
 
-__all__ = ["register", "REPORTS"]
+__all__ = ["register", "REPORTS", "RTL_ACTIVITY", "write_calibrated", "project_commit"]
 
 REPORTS = ("energy.json", "energy.md")
 SYNTHETIC_STEPS = 16  # steps of each synthetic pass (--synthetic)
@@ -114,7 +114,7 @@ def _work(args, trace):
     return step, work
 
 
-def _commit():
+def project_commit():
     """The project's commit, with ``+changes`` where its work tree differs from it; "unknown" outside git."""
     import subprocess
 
@@ -209,7 +209,7 @@ def _run(args):
         given = {name: params for folder in args.add_report for name, params in _report_params(folder).items()}
         designs = [(find_design(name), given.get(name)) for name in dict.fromkeys(s.design for s in samples)]
     text = report(samples, args.trace, step, designs)
-    meta = {"trace": str(args.trace), "step": step, "commit": _commit(), "energy_table": table.path,
+    meta = {"trace": str(args.trace), "step": step, "commit": project_commit(), "energy_table": table.path,
             "designs": {design.name: params for design, params in designs},
             "area_transistors": {name: area["transistors"] for name, area in areas.items()}}
     if args.iso_area:
@@ -381,9 +381,15 @@ def _merge(samples):
             "table": sum(s.table_core_pj for s in samples), "mul_toggles": mul_toggles}
 
 
-def write_calibrated(path, table, samples, designs, trace, commit):
+# What an energy table is fitted to: (its source's key, the measurement, what the entries are fitted to, the command)
+RTL_ACTIVITY = ("rtl_activity", "RTL activity", "the generated RTL's switching activity", "dashraker energy --calibrate")
+
+
+def write_calibrated(path, table, samples, designs, trace, commit, method=RTL_ACTIVITY):
     """Write the energy table ``table`` with the entries ``activity.calibrated_entries`` fits from the trace samples
-    (the synthetic ones left out), atomically; returns the fitted entries."""
+    (the synthetic ones left out), atomically; returns the fitted entries. ``method``: what the samples measured
+    (``RTL_ACTIVITY``, or the gate-level netlist's: ``sim.asic_cli``)."""
+    source, measured, fitted_to, command = method
     import yaml
 
     from dashraker.mapping import activity
@@ -397,20 +403,20 @@ def write_calibrated(path, table, samples, designs, trace, commit):
     if not fitted:
         raise CliError("--calibrate: no part of these designs performs an action the mapper counts")
     data = yaml.safe_load(Path(table.path).read_text())
-    data["name"] = f"{data.get('name', 'table')}-rtl-activity"
-    data.setdefault("sources", {})["rtl_activity"] = f"measured from RTL activity, {trace}, {commit}"
+    data["name"] = f"{data.get('name', 'table')}-{source.replace('_', '-')}"
+    data.setdefault("sources", {})[source] = f"measured from {measured}, {trace}, {commit}"
     for entry, (pj, energy, count, names) in fitted.items():
         parts = sorted({part for design, _ in designs if design.name in names
                         for part, component in design.energy_parts.items()
                         if activity.table_entry(component, fmt) == entry})
         data["entries"][entry] = {
             **{key: value for key, value in data["entries"].get(entry, {}).items() if key in ("per", "node")},
-            "pj": float(f"{pj:.6g}"), "source": "rtl_activity",
+            "pj": float(f"{pj:.6g}"), "source": source,
             "derivation": f"activity energy of the parts {', '.join(parts)} of {', '.join(names)} "
                           f"({energy:,.1f} pJ) over the mapper's {count:,} actions, sampled passes of every layer "
-                          "operation (dashraker energy --calibrate)"}
+                          f"operation ({command})"}
         data["entries"][entry].setdefault("node", data.get("node", "unknown node"))
-    text = "# Energy per action fitted to the generated RTL's switching activity (dashraker energy --calibrate).\n"
+    text = f"# Energy per action fitted to {fitted_to} ({command}).\n"
     text += yaml.safe_dump(data, sort_keys=False, width=100)
     atomic_write(path, lambda file: file.write(text.encode()))
     return fitted

@@ -10,7 +10,7 @@ import numpy as np
 from dashraker.asic.netlist import Netlist, net_name
 from dashraker.asic.power import charge
 from dashraker.asic.synthesis import flat, top_name
-from dashraker.mapping.activity import macs
+from dashraker.mapping.activity import macs, table_counts
 from dashraker.sim.cosim import Cosim
 
 __all__ = ["GateNetlist", "GateRun", "run_gate_level", "gate_energy", "build"]
@@ -34,7 +34,8 @@ class GateNetlist:
 class GateRun:
     """What a batch of passes did on the netlist: ``passes``, ``pass_cycles`` (the passes' own cycles, as the
     RTL counts them), ``sim_cycles``, dense ``macs`` and ``useful_macs`` (both operands non-zero), ``mismatches``
-    (passes whose outputs or cycles differ from the RTL's), ``toggles`` {net bit: count}."""
+    (passes whose outputs or cycles differ from the RTL's), ``toggles`` {net bit: count}, ``counts``: the mapper's
+    action counts of the same passes (``mapping.activity.table_counts``)."""
 
     passes: int = 0
     pass_cycles: int = 0
@@ -44,6 +45,7 @@ class GateRun:
     output_mismatches: int = 0
     cycle_mismatches: int = 0
     toggles: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
 
 
 def run_gate_level(gates, rtl, groups, progress=None):
@@ -57,6 +59,9 @@ def run_gate_level(gates, rtl, groups, progress=None):
         result.passes += len(scheduled)
         result.pass_cycles += int(np.asarray(got.cycles).sum())
         result.sim_cycles += got.sim_cycles
+        counts, _ = table_counts(gates.design, gates.params, scheduled, partner, rows_used, cols_used)
+        for name, value in counts.items():
+            result.counts[name] = result.counts.get(name, 0) + value
         dense, useful = macs(scheduled, partner, rows_used, cols_used)
         result.macs += dense
         result.useful_macs += useful

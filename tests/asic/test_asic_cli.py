@@ -56,7 +56,7 @@ def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
     layer = small_trace.layers[1].name  # a layer with all three operations
     done = _dashraker("asic", "baseline", "--lanes", "1", "--clock-ns", "2", "--trace", str(small_trace.path),
                       "--layer", layer, "--passes", "2", "--build", str(root / "build"), "--out", str(tmp_path / "o"),
-                      "--no-progress")
+                      "--calibrate", str(tmp_path / "table.yaml"), "--no-progress")
     assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads((tmp_path / "o" / "asic.json").read_text())
     assert record["area"] == first["area"]  # the mapped tile of the first run, reused
@@ -67,6 +67,15 @@ def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
         assert run["output_mismatches"] == run["cycle_mismatches"] == 0
         assert 0 < run["useful_macs"] <= run["macs"]
     assert record["energy"]["step"] == small_trace.steps[-1]
+    from dashraker.mapping.config import load_energy_table
+
+    import yaml
+
+    table = load_energy_table(str(tmp_path / "table.yaml"))  # the mapper takes it as its energy_table
+    data = yaml.safe_load((tmp_path / "table.yaml").read_text())
+    fitted = {name for name, entry in data["entries"].items() if entry.get("source") == "gate_level"}
+    assert {"mul_bf16", "add_fp32"} <= fitted and all(table.entries[name] > 0 for name in fitted)
+    assert "gate_level" in data["sources"] and f"wrote {tmp_path / 'table.yaml'}" in done.stdout
 
 
 def test_bad_input_is_one_line_before_any_synthesis(tmp_path):
