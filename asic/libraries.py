@@ -24,20 +24,30 @@ class Library:
 
     Parameters
     ----------
-    name, title : the flag's value (``--library``) and a line for reports.
-    node_nm, voltage, corner : the process node, supply (V) and characterisation corner, as the files state them
-        (``tests/asic`` checks the voltage against the Liberty file).
-    distribution, version : the Python distribution that ships the files, pinned in ``pyproject.toml``.
-    liberty, verilog : the files' paths inside that distribution.
-    nand2 : the reference cell of gate equivalents.
-    buffer : (cell, input pin, output pin): the driving cell of every module input for ABC's buffering and sizing.
-    tie_high, tie_low : (cell, output pin) of the constant cells.
-    output_load_ff : the load ABC sizes a module's outputs for.
-    dont_use : cell name patterns the mapping leaves out: physical-only cells, latches, tri-states and clock gates
-        (the generated RTL has none, and the gate-level simulation models flip-flops and logic alone).
-    slew_ns : the input transition at which internal energy is read from the power tables (``asic.power``): a
-        stated assumption in place of the slews a timing engine propagates; its effect is measured against OpenSTA
-        in ``docs/results/asic.md``.
+    name, title
+        The flag's value (``--library``) and a line for reports.
+    node_nm, voltage, corner
+        The process node, supply (V) and characterisation corner, as the files state them (``tests/asic`` checks
+        the voltage against the Liberty file).
+    distribution, version
+        The Python distribution that ships the files, pinned in ``pyproject.toml``.
+    liberty, verilog
+        The files' paths inside that distribution.
+    nand2
+        The reference cell of gate equivalents.
+    buffer
+        (cell, input pin, output pin): the driving cell of every module input for ABC's buffering and sizing.
+    tie_high, tie_low
+        (cell, output pin) of the constant cells.
+    output_load_ff
+        The load ABC sizes a module's outputs for.
+    dont_use
+        Cell name patterns the mapping leaves out: physical-only cells, latches, tri-states, clock gates and scan
+        flip-flops (the generated RTL has none, and the gate-level simulation models flip-flops and logic alone).
+    slew_ns
+        The input transition at which internal energy is read from the power tables (``asic.power``): a stated
+        assumption in place of the slews a timing engine propagates; its effect is measured against OpenSTA in
+        ``docs/results/asic.md``.
     """
 
     name: str

@@ -10,7 +10,8 @@ __all__ = ["register", "run"]
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
-    from dashraker.mapping.config import AREA_ESTIMATES, AREA_MEASURES, AREA_SCOPES, COMPARISONS, COMPRESSIONS, DATAFLOWS
+    from dashraker.mapping.config import (AREA_ESTIMATES, AREA_MEASURES, AREA_SCOPES, COMPARISONS, COMPRESSIONS,
+                                          DATAFLOWS, SILICON_MODELS)
 
     parser = subparsers.add_parser(
         "map",
@@ -44,21 +45,33 @@ def register(subparsers):
                         "design with as many tiles as fit the reference design's area (default: the configuration's)")
     parser.add_argument("--dataflow", choices=DATAFLOWS, help="pass formation: default (SPEC section 5) "
                         "or dnnsim (the TensorDash authors' simulator, docs/guides/cli-map.md, Dataflow) (default: the configuration's)")
-    parser.add_argument("--area", choices=AREA_MEASURES, help="iso-area measure: asic (CMOS transistors from "
-                        "'dashraker area') or fpga (LUTs from FPGA flow reports) (default: the configuration's)")
+    parser.add_argument("--area", choices=AREA_MEASURES, help="iso-area measure: asic (the silicon model's area: CMOS "
+                        "transistors, or um2 of library cells) or fpga (LUTs from FPGA flow reports) (default: the "
+                        "configuration's)")
+    add_silicon_options(parser, SILICON_MODELS)
     parser.add_argument("--area-scope", choices=AREA_SCOPES, help="silicon that area and leakage count: compute "
                         "(the tiles' logic) or chip (also the tile buffers and the global buffer) (default: the "
                         "configuration's)")
-    parser.add_argument("--area-estimate", choices=AREA_ESTIMATES, help="tiles' transistors: asic (queues of at "
+    parser.add_argument("--area-estimate", choices=AREA_ESTIMATES, help="tiles' area: asic (queues of at "
                         "least the energy table's register_file_min_bits as register files) or generated (the RTL as "
                         "it is, memories in flip-flops) (default: the configuration's)")
     parser.add_argument("--compression", choices=COMPRESSIONS, help="memory traffic: none (dense) or zvc (zero-value "
                         "compressed buffers and DRAM) (default: the configuration's memory.compression)")
-    parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
-                        help="folder of cached 'dashraker area' figures, for leakage and iso-area (default build/area)")
     parser.add_argument("--fpga-reports", type=Path, help="folder searched for 'dashraker fpga' report.json files "
                         "of the mapped configurations (--area fpga)")
     parser.set_defaults(func=run)
+
+
+def add_silicon_options(parser, models):
+    """``--silicon`` (one of ``models``) and the caches of the tiles' figures, for ``map`` and ``study``."""
+    parser.add_argument("--silicon", choices=models, help="tiles' area and leakage: transistors (CMOS transistors, "
+                        "'dashraker area') or liberty (the configuration's standard-cell library, 'dashraker asic')"
+                        f"{', both: each side by side' if 'both' in models else ''} (default: the configuration's)")
+    parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
+                        help="folder of cached 'dashraker area' figures, for leakage and iso-area (default build/area)")
+    parser.add_argument("--asic-cache", type=Path, default=Path("build/asic"),
+                        help="folder of tiles mapped onto the library ('dashraker asic --build'), for silicon: liberty "
+                        "and clocks from static timing (default build/asic)")
 
 
 def _designs(values):
@@ -100,6 +113,7 @@ def run(args):
         configs = [override(load_config(args.config, design, args.device), args) for design in _designs(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
+    check_tools(configs, args.asic_cache)
     if not args.trace.is_dir():
         raise CliError(f"{args.trace}: not a trace folder")
     out = OutputFolder(args.out, "--out", is_map_output, "give a new folder or one of earlier map reports")
@@ -109,7 +123,7 @@ def run(args):
         check_output_folder(args.area_cache, "--area-cache")  # before the mapping and the synthesis
     with out:
         _check_trace(args.trace, steps)  # bad input is refused before the tiles are synthesised
-        configs = with_silicon(configs, args.area_cache, not args.no_progress, args.jobs)
+        configs = with_silicon(configs, args.area_cache, not args.no_progress, args.jobs, args.asic_cache)
         rows = _map(args, configs, steps)
         sums = totals(rows)
         print(summary_table(rows, sums))
@@ -124,14 +138,16 @@ def run(args):
             if iso_area is not None:
                 from dashraker.mapping import isoarea
 
-                isoarea.plot(staging / isoarea.PLOT, iso_area["designs"], iso_area["measure"])
+                isoarea.plot(staging / isoarea.PLOT, iso_area["designs"], iso_area["unit"])
                 names.append(isoarea.PLOT)
     print("\nwrote " + ", ".join(str(out.path / name) for name in names))
 
 
 def override(config, args):
-    """``config`` with the command line's ``--dataflow``, ``--area-scope``, ``--area-estimate`` and ``--compression``
-    where given."""
+    """``config`` with the command line's ``--dataflow``, ``--area-scope``, ``--area-estimate``, ``--silicon`` and
+    ``--compression`` where given."""
+    if getattr(args, "silicon", None):
+        config = dataclasses.replace(config, silicon=args.silicon)
     if getattr(args, "dataflow", None):
         config = dataclasses.replace(config, dataflow=args.dataflow)
     if getattr(args, "area_scope", None):
@@ -156,16 +172,29 @@ def _check_trace(path, steps):
         raise CliError(f"{path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
 
 
-def with_silicon(configs, area_cache, progress, jobs=None):
-    """Every configuration with its tile's and the reference tile's transistors (for leakage), or a ``CliError``;
-    tiles not yet measured are synthesised ``jobs`` at a time (``silicon.resolve_all``)."""
-    from dashraker.fpga.area import AreaError
+def check_tools(configs, asic_cache):
+    """A ``CliError`` where ``configs`` map tiles onto a library that is not installed, or without OpenSTA, or into an
+    ``asic_cache`` that is not a folder: before any synthesis."""
+    from dashraker.mapping import silicon
+    from dashraker.outputs import check_output_folder
+
+    if any(config.uses_library for config in configs):
+        check_output_folder(asic_cache, "--asic-cache")
+    try:
+        silicon.check_tools(configs)
+    except silicon.SiliconError as error:
+        raise CliError(str(error)) from None
+
+
+def with_silicon(configs, area_cache, progress, jobs=None, asic_cache="build/asic"):
+    """Every configuration with its tile and the reference tile measured (for leakage) and at its clock, or a
+    ``CliError``; tiles not yet measured are synthesised ``jobs`` at a time (``silicon.resolve_all``)."""
     from dashraker.mapping import silicon
 
     try:
-        return silicon.resolve_all(configs, area_cache, progress, jobs)
-    except AreaError as error:
-        raise CliError(f"leakage needs the tile's area: {error}") from None
+        return silicon.resolve_all(configs, area_cache, progress, jobs, asic_cache)
+    except silicon.SiliconError as error:
+        raise CliError(f"leakage needs the tile's silicon: {error}") from None
 
 
 def _skipped(trace):
@@ -209,9 +238,9 @@ def _iso_area(args, configs, steps, sums):
     iso_sums = {**sums, **totals(_map(args, budget.resized(configs), steps))}
     entries = isoarea.compare(sums, iso_sums, budget.areas, {c.design.name: c.tiles for c in configs},
                               budget.tiles_iso, ref, budget.fixed)
-    print("\n" + isoarea.iso_table(entries, measure, budget.scope, budget.estimate))
+    print("\n" + isoarea.iso_table(entries, budget))
     print("energy counts every action of every tile and the leakage of all the configured silicon "
-          f"({budget.scope} scope)")
-    return {"measure": measure, "unit": isoarea.MEASURES[measure], "scope": budget.scope,
+          f"({budget.scope} scope); perf/area counts each design's cycles at its clock")
+    return {"measure": measure, "unit": budget.unit, "scope": budget.scope,
             "estimate": budget.estimate if measure == "asic" else None, "reference": ref,
             "fixed_area": budget.fixed, "designs": entries}

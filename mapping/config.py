@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from dashraker.asic import TARGET_NS
+from dashraker.asic.libraries import LIBRARIES
 from dashraker.mapping.components import required_entries
 
 __all__ = [
@@ -17,6 +19,8 @@ __all__ = [
     "AREA_SCOPES",
     "AREA_ESTIMATES",
     "COMPRESSIONS",
+    "SILICON_MODELS",
+    "CLOCK_SOURCES",
     "default_config_path",
     "load_config",
     "load_energy_table",
@@ -33,6 +37,12 @@ AREA_SCOPES = ("compute", "chip")
 # the tile's ASIC area (SPEC section 7b, fpga.area.ESTIMATES): its queues as register files, or as generated
 AREA_ESTIMATES = ("asic", "generated")
 COMPRESSIONS = ("none", "zvc")  # memory traffic dense, or zero-value compressed (SPEC section 7)
+# what a tile's area and leakage are (mapping.silicon): its CMOS transistors, or its cells on a standard-cell library
+SILICON_MODELS = ("transistors", "liberty")
+# where the clock a design runs at comes from (``clock_mhz``), as reports say it: the file's number; the design's own
+# tile's static timing; the slowest of the run's tiles' (mapping.silicon.clocked)
+CLOCK_SOURCES = {"configured": "configured", "sta": "its tile's static timing",
+                 "common": "the slowest static timing of the run's tiles"}
 # the table's silicon figures
 SILICON = ("transistor_um2", "leakage_nw", "sram_bit_cell_um2", "sram_array_efficiency", "register_file_bit_cell_um2",
            "register_file_min_bits")
@@ -81,10 +91,6 @@ class EnergyTable:
         s = self.silicon
         return s["register_file_bit_cell_um2"] / s["sram_array_efficiency"] / s["transistor_um2"]
 
-    def leakage_pj(self, transistors, seconds):
-        """Static energy (pJ) of ``transistors`` (of logic, or their SRAM area) over ``seconds``."""
-        return transistors * self.silicon["leakage_nw"] * 1e-9 * seconds * 1e12
-
     def sram_pj(self, kib):
         """Energy of one 64-bit access to an SRAM of ``kib`` KiB: power law between the table's points."""
         points, i = self.sram_points, 0
@@ -101,6 +107,10 @@ class AcceleratorConfig:
     ``design`` is the descriptor (``dashraker.designs``) and ``params`` its generator
     parameters, checked by it: the tile's ``rows``, ``cols``, ``fmt``, ``lanes`` and the
     design's own.
+
+    ``clock_mhz`` is the clock the design runs at: the file's number (``clock_source``
+    "configured"), or, for "sta" and "common", None until ``mapping.silicon.resolve_all`` sets it
+    from the tiles' static timing.
     """
 
     path: str
@@ -116,17 +126,27 @@ class AcceleratorConfig:
     dataflow: str = "default"  # mapping.dataflow.DATAFLOWS: pass formation (SPEC section 5, or DNNsim's)
     device: str = "cpu"  # where the cost models run: "cpu" (fused kernels) or a torch GPU device, e.g. "cuda"
     area_scope: str = AREA_SCOPES[0]  # the silicon that area and leakage count: tiles, or tiles and SRAM
-    area_estimate: str = AREA_ESTIMATES[0]  # the tiles' transistors: queues as register files, or as generated
-    # Transistors of one tile of this design and of the reference design on the same array (``mapping.silicon``),
-    # for leakage; None until resolved (then the mapper charges no leakage and says so).
-    tile_transistors: int = None
-    reference_tile_transistors: int = None
+    area_estimate: str = AREA_ESTIMATES[0]  # the tiles' area: queues as register files, or as generated
+    clock_source: str = "configured"  # CLOCK_SOURCES: the file's number, or the tiles' static timing
+    silicon: str = SILICON_MODELS[0]  # a tile's area and leakage: its CMOS transistors, or its library cells
+    library: str = next(iter(LIBRARIES))  # the standard-cell library of ``silicon: liberty`` and of static timing
+    # ``mapping.silicon.Tile`` of this design's tile and of the reference design's on the same array (area, leakage,
+    # clock its timing allows); None until resolved (then the mapper charges no leakage and says so).
+    tile: object = None
+    reference_tile: object = None
     configured_params: dict = None  # ``params`` as the file gave them, before the dataflow preset's
 
     def __post_init__(self):
-        """A dataflow preset fixes some design parameters whatever the file says (``Design.dataflow_params``:
+        """The silicon model, clock source and library are checked; a dataflow preset fixes some design parameters
+        whatever the file says (``Design.dataflow_params``:
         DNNsim's always schedules TensorDash greedily); ``dataclasses.replace`` with another dataflow applies
         that one's to the file's parameters."""
+        if self.silicon not in SILICON_MODELS:
+            raise ValueError(f"silicon must be one of {list(SILICON_MODELS)}, not {self.silicon!r}")
+        if self.clock_source not in CLOCK_SOURCES:
+            raise ValueError(f"clock source must be one of {list(CLOCK_SOURCES)}, not {self.clock_source!r}")
+        if self.library not in LIBRARIES:
+            raise ValueError(f"library must be one of {list(LIBRARIES)}, not {self.library!r}")
         configured = self.params if self.configured_params is None else self.configured_params
         object.__setattr__(self, "configured_params", configured)
         object.__setattr__(self, "params", {**configured, **self.design.dataflow_params.get(self.dataflow, {})})
@@ -136,13 +156,37 @@ class AcceleratorConfig:
     lanes = property(lambda self: self.params["lanes"])
     fmt = property(lambda self: self.params["fmt"])
 
+    @property
+    def uses_library(self):
+        """Whether the tiles are mapped onto ``library``: for their area and leakage, or for their clocks."""
+        return self.silicon == "liberty" or self.clock_source != "configured"
+
+    @property
+    def target_ns(self):
+        """The clock period the tiles are mapped for: the configured clock's, or ``asic.TARGET_NS`` where the clock
+        is the timing's."""
+        return 1e3 / self.clock_mhz if self.clock_source == "configured" else TARGET_NS
+
+    @property
+    def reference_clock_mhz(self):
+        """The clock of the reference tile on this array (the dense comparison's): its own timing's under "sta",
+        else this design's; None until resolved."""
+        if self.clock_source == "sta":
+            return None if self.reference_tile is None else self.reference_tile.fmax_mhz
+        return self.clock_mhz
+
     def as_dict(self):
+        tiles = {key: None if getattr(self, key) is None else dataclasses.asdict(getattr(self, key))
+                 for key in ("tile", "reference_tile")}
         return {"path": self.path, "design": self.design.name, **self.params, "rounding": self.rounding,
-                "tiles": self.tiles, "clock_mhz": self.clock_mhz, "memory": dataclasses.asdict(self.memory),
+                "tiles": self.tiles, "clock_mhz": self.clock_mhz, "clock_source": self.clock_source,
+                "reference_clock_mhz": self.reference_clock_mhz,
+                "memory": dataclasses.asdict(self.memory),
                 "energy": {"name": self.energy.name, "path": self.energy.path}, "compare": self.compare,
                 "area": self.area, "dataflow": self.dataflow, "area_scope": self.area_scope,
-                "area_estimate": self.area_estimate,
-                "tile_transistors": self.tile_transistors, "reference_tile_transistors": self.reference_tile_transistors}
+                "area_estimate": self.area_estimate, "silicon": self.silicon,
+                "library": self.library if self.uses_library else None,
+                "target_ns": self.target_ns if self.uses_library else None, **tiles}
 
 
 def default_config_path():
@@ -200,6 +244,16 @@ class _Fields:
         if value not in choices:
             raise self.error(key, f"must be one of {list(choices)}, not {value!r}")
         return value
+
+    def clock(self, key):
+        """(MHz, source) of a clock: a positive number, or one of the sources the tiles' timing gives."""
+        value = self.data.get(key)
+        timed = [source for source in CLOCK_SOURCES if source != "configured"]
+        if value in timed:
+            return None, value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise self.error(key, f"must be a positive number (MHz) or one of {timed}, not {value!r}")
+        return float(value), "configured"
 
     def text(self, key, default=None):
         value = self.data.get(key, default)
@@ -340,7 +394,7 @@ def load_config(path=None, design=None, device="cpu"):
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
     top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
-                 "compare", "area", "dataflow", "area_scope", "area_estimate"})
+                 "compare", "area", "dataflow", "area_scope", "area_estimate", "silicon", "library"})
     name = design if design is not None else top.data.get("design")
     if name not in DESIGNS:
         raise top.error("design", f"must be one of {list(DESIGNS)}, not {name!r}")
@@ -355,13 +409,15 @@ def load_config(path=None, design=None, device="cpu"):
         raise top.error("tiles", "missing")
     memory = top.section("memory", required=True)
     memory.unknown({"tile_buffer_kib", "global_buffer_kib", "dram_gbps", "compression"})
+    clock_mhz, clock_source = top.clock("clock_mhz")
     return AcceleratorConfig(
         path=str(path),
         design=chosen,
         params=_design_params(chosen, top, section),
         rounding=top.choice("rounding", ("nearest", "truncate"), "nearest"),
         tiles=geometry["tiles"],
-        clock_mhz=top.number("clock_mhz", minimum=1e-6),
+        clock_mhz=clock_mhz,
+        clock_source=clock_source,
         memory=MemoryConfig(
             tile_buffer_kib=memory.number("tile_buffer_kib", minimum=1e-6),
             global_buffer_kib=memory.number("global_buffer_kib", minimum=1e-6),
@@ -375,4 +431,6 @@ def load_config(path=None, design=None, device="cpu"):
         device=check_device(device),
         area_scope=top.choice("area_scope", AREA_SCOPES, AREA_SCOPES[0]),
         area_estimate=top.choice("area_estimate", AREA_ESTIMATES, AREA_ESTIMATES[0]),
+        silicon=top.choice("silicon", SILICON_MODELS, SILICON_MODELS[0]),
+        library=top.choice("library", LIBRARIES, next(iter(LIBRARIES))),
     )

@@ -6,8 +6,11 @@ counts over the scheduled side alone (evaluated once per row set and shared by i
 column sets) or over both sides. Passes go to the tiles round robin in pass order
 (row set by row set, column sets innermost); an operation lasts as long as its
 busiest tile (tiles run independently, each with its own buffers). Every operation is
-also costed on the reference (dense) design of the same array, for the speedups.
+also costed on the reference (dense) design of the same array, for the speedups. Times are each
+tile's cycles at its own clock (``AcceleratorConfig.clock_mhz``, ``reference_clock_mhz``).
 """
+
+import dataclasses
 
 import numpy as np
 import torch
@@ -206,6 +209,9 @@ def map_op(config, layer, tensors, op, plans=None):
     Returns a dict of figures (see docs/guides/cli-map.md).
     """
     plans = {} if plans is None else plans
+    if config.clock_mhz is None:
+        raise ValueError(f"{config.design.name}: clock_mhz: {config.clock_source} comes from the tiles' timing: "
+                         "resolve the configuration first (mapping.silicon.resolve_all)")
     op_plan = _cached_plan(config, layer, tensors, op, plans)
     arrays, dense, counts, set_bytes = _pass_arrays(config, op_plan)
     value_bits = 8 * _value_bytes(config)
@@ -216,7 +222,8 @@ def map_op(config, layer, tensors, op, plans=None):
     counts.update(traffic.counts)
     cycles, dense_cycles, breakdown = _op_cycles(config, counts, arrays, dense)
     timing = memory.timing(config, cycles, traffic.dram_bytes)
-    dense_timing = memory.timing(config, dense_cycles, traffic.dram_bytes)
+    dense_timing = memory.timing(dataclasses.replace(config, clock_mhz=config.reference_clock_mhz), dense_cycles,
+                                 traffic.dram_bytes)
     return {
         **_plan_figures(config, layer, op, op_plan, arrays),
         "dense_cycles": dense_cycles,
@@ -224,6 +231,8 @@ def map_op(config, layer, tensors, op, plans=None):
         "speedup": dense_cycles / cycles if cycles else 1.0,
         **timing,
         "time_speedup": dense_timing["time_s"] / timing["time_s"] if timing["time_s"] else 1.0,
+        "clock_mhz": config.clock_mhz,
+        "clock_source": config.clock_source,
         "dram_bytes": traffic.dram_bytes,
         "compression": config.memory.compression,
         **_energy_figures(config, counts, baseline_counts, timing["time_s"], dense_timing["time_s"]),
@@ -323,16 +332,17 @@ def _plan_figures(config, layer, op, op_plan, arrays):
 def _energy_figures(config, counts, baseline_counts, time_s, dense_time_s):
     """The row's energy figures of the design and of the dense baseline, leakage over their run times included."""
     energy, baseline_energy = energy_pj(counts, config), energy_pj(baseline_counts, config)
-    leakage = silicon.leakage_pj(config, config.tile_transistors, time_s)
-    baseline_leakage = silicon.leakage_pj(config, config.reference_tile_transistors, dense_time_s)
+    leakage = silicon.leakage_pj(config, config.tile, time_s)
+    baseline_leakage = silicon.leakage_pj(config, config.reference_tile, dense_time_s)
     energy["leakage"], baseline_energy["leakage"] = leakage or 0.0, baseline_leakage or 0.0
     total, baseline_total = sum(energy.values()), sum(baseline_energy.values())
     core, baseline_core = (sum(v for k, v in e.items() if k not in MEMORY + STATIC) for e in (energy, baseline_energy))
     return {
         "area_scope": config.area_scope,
         "area_estimate": config.area_estimate,
-        "silicon_transistors": (None if config.tile_transistors is None
-                                else round(silicon.silicon_transistors(config, config.tile_transistors))),
+        "silicon": config.silicon,
+        "library": config.library if config.uses_library else None,
+        "silicon_area": None if config.tile is None else silicon.silicon_area(config, config.tile),
         "leakage_pj": leakage,
         "energy_pj": total,
         "baseline_energy_pj": baseline_total,

@@ -1,20 +1,20 @@
 """Iso-area comparison (SPEC section 7b): each design gets as many tiles as fit in the reference design's area.
 
 The area budget is the reference design's configuration: its tiles times its tile area
-under the chosen measure (``asic``: CMOS transistors from ``dashraker area``, under the
-configurations' ``area_estimate``: queues as register files, or as generated; ``fpga``:
-LUTs from the FPGA flow's reports). Every other design keeps its configured tile
-(rows x cols PEs of its lanes) and gets ``floor(budget / its tile area)`` whole tiles;
-a design whose one tile exceeds the budget is refused. Speedup, energy efficiency and
-throughput per area are then against the reference as mapped in its own configuration.
-Energy counts every action of every tile (the extra tiles' too) and the leakage of all
-the configured silicon over the run time.
+under the chosen measure (``asic``: the tile's area under the configurations' silicon model,
+``mapping.silicon``: CMOS transistors from ``dashraker area`` under ``silicon: transistors``, um2 of
+library cells under ``silicon: liberty``, either under the ``area_estimate``: queues as register
+files, or as generated; ``fpga``: LUTs from the FPGA flow's reports). Every other design keeps its
+configured tile (rows x cols PEs of its lanes) and gets ``floor(budget / its tile area)`` whole
+tiles; a design whose one tile exceeds the budget is refused. Speedup (cycles), energy efficiency
+and throughput per area (compute time: the cycles at each design's clock) are then against the
+reference as mapped in its own configuration. Energy counts every action of every tile (the extra
+tiles' too) and the leakage of all the configured silicon over the run time.
 
 Area scope (``area_scope``, SPEC section 7b): ``compute`` counts the tiles' logic;
-``chip`` also the SRAM the mapper configures, converted to transistors of the same area
-(``mapping.silicon``): each tile's two buffers go with the tile, and the global buffer is a
-fixed area that every design has (so it changes the areas and throughput per area reported,
-not the tile counts).
+``chip`` also the SRAM the mapper configures, in the asic measure's unit (``mapping.silicon``):
+each tile's two buffers go with the tile, and the global buffer is a fixed area that every design
+has (so it changes the areas and throughput per area reported, not the tile counts).
 """
 
 import dataclasses
@@ -23,10 +23,10 @@ import json
 import math
 from pathlib import Path
 
-__all__ = ["MEASURES", "PLOT", "AreaMeasureError", "Budget", "tile_area", "budget", "tile_counts", "compare",
+__all__ = ["MEASURES", "PLOT", "AreaMeasureError", "Budget", "unit", "tile_area", "budget", "tile_counts", "compare",
            "iso_table", "plot"]
 
-MEASURES = {"asic": "CMOS transistors", "fpga": "ECP5 LUT4s"}
+MEASURES = {"asic": "the silicon model's area", "fpga": "ECP5 LUT4s"}
 PLOT = "iso_area.png"  # the comparison's plot, beside the mapper's reports
 
 
@@ -52,15 +52,27 @@ def _fpga_luts(config, reports):
                            f"'dashraker fpga {config.design.name} {options} --out {reports}/{config.design.name}'")
 
 
-def tile_area(config, measure, area_root="build/area", fpga_reports=None, progress=True):
-    """The area of one tile of ``config`` under ``measure`` (``MEASURES``)."""
-    if measure == "asic":
-        from dashraker.fpga.area import AreaError
-        from dashraker.mapping.silicon import tile_transistors
+def unit(measure, config):
+    """The unit of ``measure``'s areas for ``config``: its silicon model's under ``asic``."""
+    from dashraker.mapping import silicon
 
+    if measure != "asic":
+        return MEASURES[measure]
+    cells = f" of {config.library} cells" if config.silicon == "liberty" else ""
+    return silicon.UNITS[config.silicon] + cells
+
+
+def tile_area(config, measure, area_root="build/area", fpga_reports=None, progress=True):
+    """The area of one tile of ``config`` under ``measure`` (``MEASURES``): under ``asic`` its resolved ``tile``'s, or
+    measured (``silicon.measure``) for a configuration not resolved."""
+    if measure == "asic":
+        from dashraker.mapping import silicon
+
+        if config.tile is not None:
+            return config.tile.area
         try:
-            return tile_transistors(config, config.design, config.params, area_root, progress)
-        except AreaError as error:
+            return silicon.measure(config, config.design, config.params, area_root, progress=progress).area
+        except silicon.SiliconError as error:
             raise AreaMeasureError(str(error)) from None
     if measure == "fpga":
         return _fpga_luts(config, fpga_reports)
@@ -69,9 +81,11 @@ def tile_area(config, measure, area_root="build/area", fpga_reports=None, progre
 
 @dataclasses.dataclass
 class Budget:
-    """An iso-area comparison's areas: per design one tile with what goes with it (``areas``), the ``fixed`` area
-    every design has, and the tiles each gets (``tiles_iso``)."""
+    """An iso-area comparison's areas (under ``measure``, in ``unit``): per design one tile with what goes with it
+    (``areas``), the ``fixed`` area every design has, and the tiles each gets (``tiles_iso``)."""
 
+    measure: str
+    unit: str
     scope: str
     estimate: str
     areas: dict
@@ -93,17 +107,17 @@ def budget(configs, measure, area_root="build/area", fpga_reports=None, progress
 
     scope = configs[0].area_scope
     if scope == "chip" and measure != "asic":
-        raise AreaMeasureError("area scope chip counts SRAM in transistors: use the asic area measure")
+        raise AreaMeasureError("area scope chip counts SRAM in the silicon model's area: use the asic area measure")
     areas, fixed = {}, 0.0
     for config in configs:
         area = tile_area(config, measure, area_root, fpga_reports, progress)
         if scope == "chip":
-            tile_buffers, fixed = silicon.sram_transistors(config, 1)
+            tile_buffers, fixed = silicon.sram_area(config, 1)
             area += tile_buffers
         areas[config.design.name] = area
     ref = reference().name
     tiles = tile_counts(areas, ref, next(c.tiles for c in configs if c.design.name == ref))
-    return Budget(scope, configs[0].area_estimate, areas, fixed, tiles)
+    return Budget(measure, unit(measure, configs[0]), scope, configs[0].area_estimate, areas, fixed, tiles)
 
 
 def tile_counts(areas, reference, reference_tiles):
@@ -124,7 +138,8 @@ def tile_counts(areas, reference, reference_tiles):
 def compare(equal, iso, areas, tiles_equal, tiles_iso, reference, fixed=0.0):
     """One entry per design: its areas and, at equal lanes and at iso-area, speedup, energy efficiency and
     throughput per area over the reference (all operations). ``equal``/``iso``: the mapper's ``totals`` of the
-    configured tiles and of the iso-area tile counts; ``fixed``: the area every design has besides its tiles."""
+    configured tiles and of the iso-area tile counts; ``fixed``: the area every design has besides its tiles.
+    Throughput is compute time's (the cycles at each design's clock), speedup the cycles'."""
     ref = equal[reference, "all"]
     ref_area = tiles_equal[reference] * areas[reference] + fixed
     entries = []
@@ -134,20 +149,21 @@ def compare(equal, iso, areas, tiles_equal, tiles_iso, reference, fixed=0.0):
             total = sums[name, "all"]
             area = tiles[name] * areas[name] + fixed
             speedup = ref["cycles"] / total["cycles"] if total["cycles"] else math.inf
+            throughput = ref["compute_s"] / total["compute_s"] if total["compute_s"] else math.inf
             entry.update({f"tiles_{label}": tiles[name], f"area_{label}": area, f"speedup_{label}": speedup,
                           f"energy_efficiency_{label}": ref["energy_pj"] / total["energy_pj"],
-                          f"throughput_per_area_{label}": speedup * ref_area / area})
+                          f"throughput_per_area_{label}": throughput * ref_area / area})
         entries.append(entry)
     return entries
 
 
-def iso_table(entries, measure, scope="compute", estimate=None):
-    """The comparison as a fixed-width table; ``estimate``: the ASIC area estimate the measure took."""
+def iso_table(entries, budget):
+    """The comparison of ``budget``'s areas as a fixed-width table."""
     header = (f"{'design':<12} {'tile area':>14} {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}"
               f" | {'tiles':>5} {'speedup':>8} {'energy eff':>10} {'perf/area':>9}")
-    named = f" ({estimate} estimate)" if measure == "asic" and estimate else ""
-    lines = [f"area measure: {MEASURES[measure]}{named} per tile, {scope} scope"
-             f"{' (tile with its buffers; the global buffer beside)' if scope == 'chip' else ''}; "
+    named = f" ({budget.estimate} estimate)" if budget.measure == "asic" else ""
+    lines = [f"area measure: {budget.unit}{named} per tile, {budget.scope} scope"
+             f"{' (tile with its buffers; the global buffer beside)' if budget.scope == 'chip' else ''}; "
              "left: configured tiles (equal lanes), right: iso-area",
              header, "-" * len(header)]
     for e in entries:
@@ -157,7 +173,7 @@ def iso_table(entries, measure, scope="compute", estimate=None):
     return "\n".join(lines)
 
 
-def plot(path, entries, measure):
+def plot(path, entries, unit):
     """Speedup and energy efficiency over the reference against total area, per design, at equal lanes (hollow)
     and iso-area (filled)."""
     import matplotlib
@@ -176,7 +192,7 @@ def plot(path, entries, measure):
             ax.annotate("", (e["area_iso"], e[f"{metric}_iso"]), (e["area_equal"], e[f"{metric}_equal"]),
                         arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.6})
         ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xlabel(f"total area ({MEASURES[measure]})")
+        ax.set_xlabel(f"total area ({unit})")
         ax.set_ylabel(f"{title} over the reference")
         ax.set_title(f"{title}: equal lanes (hollow) -> iso-area (filled)")
         ax.legend(fontsize=8)

@@ -3,7 +3,9 @@
 import csv
 import io
 
+from dashraker.mapping.config import CLOCK_SOURCES
 from dashraker.mapping.dataflow import OPS
+from dashraker.mapping.silicon import UNITS
 from dashraker.outputs import atomic_write
 from dashraker.trace.store import save_json
 
@@ -13,10 +15,10 @@ REPORTS = ("map.csv", "map.json", "speedup.png", "energy.png")  # what ``write_r
 
 _SCALAR_FIELDS = (
     "design", "step", "layer", "op", "scheduled", "partner", "zero_fraction_scheduled", "zero_fraction_partner",
-    "problems", "passes", "values_scheduled", "dense_cycles", "cycles", "speedup", "compute_s", "dram_s", "time_s",
-    "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
+    "problems", "passes", "values_scheduled", "dense_cycles", "cycles", "speedup", "clock_mhz", "clock_source",
+    "compute_s", "dram_s", "time_s", "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
     "core_energy_pj", "baseline_core_energy_pj", "core_energy_efficiency", "compression", "area_scope",
-    "area_estimate", "silicon_transistors", "leakage_pj",
+    "area_estimate", "silicon", "library", "silicon_area", "leakage_pj",
 )  # fmt: skip
 
 
@@ -27,11 +29,8 @@ def summary_table(rows, sums):
              f"{'energy uJ':>10} {'leak uJ':>8} {'eff':>6} {'core eff':>8} {'bound':>6}"  # fmt: skip
     for design in dict.fromkeys(row["design"] for row in rows):
         first = next(r for r in rows if r["design"] == design)
-        silicon = first.get("silicon_transistors")
-        leak = (f"leakage of {silicon:,} transistors ({first.get('area_estimate', 'asic')} area estimate)"
-                if silicon is not None else "leakage not modelled (tile area unknown)")
-        lines += ["", f"== {design} == memory {first.get('compression', 'none')}, {first.get('area_scope', 'compute')} "
-                  f"scope, {leak}", header, "-" * len(header)]
+        lines += ["", f"== {design} == memory {first['compression']}, {first['area_scope']} scope, {_silicon(first)}; "
+                  f"{_clock(first)}", header, "-" * len(header)]
         for r in (r for r in rows if r["design"] == design):
             name = r["layer"] if len({x["step"] for x in rows}) == 1 else f"{r['layer']}@{r['step']}"
             lines.append(
@@ -52,6 +51,20 @@ def summary_table(rows, sums):
                 )
         lines += _breakdown_lines([r for r in rows if r["design"] == design])
     return "\n".join(lines)
+
+
+def _silicon(row):
+    """What a design's leakage is charged on, as its rows say."""
+    if row["silicon_area"] is None:
+        return "leakage not modelled (tile area unknown)"
+    cells = f" of {row['library']} cells" if row["silicon"] == "liberty" else ""
+    return f"leakage of {row['silicon_area']:,.0f} {UNITS[row['silicon']]}{cells} ({row['area_estimate']} area estimate)"
+
+
+def _clock(row):
+    """The clock a design ran at and where it came from, as its rows say."""
+    library = f" on {row['library']}" if row["clock_source"] != "configured" else ""
+    return f"clock {row['clock_mhz']:,.5g} MHz ({CLOCK_SOURCES[row['clock_source']]}{library})"
 
 
 def _breakdown_lines(rows):

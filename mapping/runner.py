@@ -116,7 +116,7 @@ def _sum(rows, fields):
 def totals(rows):
     """Sums per design and operation (key ``(design, op)``) and per design over all operations (``op`` "all")."""
     fields = ("dense_cycles", "cycles", "values_scheduled", "energy_pj", "baseline_energy_pj", "core_energy_pj",
-              "baseline_core_energy_pj", "time_s", "dram_bytes")
+              "baseline_core_energy_pj", "compute_s", "time_s", "dram_bytes")
     out = {}
     for design in dict.fromkeys(row["design"] for row in rows):
         for op in (*OPS, "all"):

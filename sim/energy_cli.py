@@ -256,6 +256,7 @@ def iso_area_verdicts(args, step, samples, progress):
     except (isoarea.AreaMeasureError, KeyError, ValueError) as error:
         raise CliError(f"--iso-area: {error}") from None
     return {"config": str(args.config or "packaged default"), "reference": ref, "scope": areas.scope,
+            "unit": areas.unit,
             "estimate": areas.estimate, "tiles_equal": {c.design.name: c.tiles for c in configs},
             "tiles_iso": areas.tiles_iso, "params": {c.design.name: c.params for c in configs},
             "ratios": {f"{design} {op}": ratio for (design, op), ratio in ratios.items()},
@@ -266,7 +267,7 @@ def verdict_table(verdicts):
     """``iso_area_verdicts``' figures as Markdown."""
     ref = verdicts["reference"]
     lines = [f"Energy efficiency over {ref} by the table and by the activity (mapper configuration "
-             f"{verdicts['config']}; iso-area by CMOS transistors, {verdicts['estimate']} area estimate, "
+             f"{verdicts['config']}; iso-area by {verdicts['unit']}, {verdicts['estimate']} area estimate, "
              f"{verdicts['scope']} scope; activity: each operation's core energy x its activity/table ratio, memory "
              "and leakage as the table's)", "",
              "| design | tiles (configured / iso-area) | configured: table | configured: activity | iso-area: table | "

@@ -103,6 +103,12 @@ def command_options(command_parser, command, designs):
     return "\n".join(out)
 
 
+def _libraries():
+    from dashraker.asic.libraries import LIBRARIES
+
+    return LIBRARIES
+
+
 def config_keys(defaults, designs):
     """The mapper configuration's top-level keys with the packaged default and what is allowed."""
     from dashraker.mapping import config
@@ -110,7 +116,9 @@ def config_keys(defaults, designs):
     allowed = {
         "design": ", ".join(designs), "dtype": "the design's operand formats",
         "rounding": "nearest, truncate", "tiles": "an integer >= 1", "rows": "an integer >= 1",
-        "cols": "an integer >= 1", "lanes": "an integer >= 1", "clock_mhz": "a number > 0",
+        "cols": "an integer >= 1", "lanes": "an integer >= 1",
+        "clock_mhz": "a number > 0, or " + ", ".join(key for key in config.CLOCK_SOURCES if key != "configured"),
+        "silicon": ", ".join(config.SILICON_MODELS), "library": ", ".join(_libraries()),
         "dataflow": ", ".join(config.DATAFLOWS), "compare": ", ".join(config.COMPARISONS),
         "area": ", ".join(config.AREA_MEASURES), "energy_table": "a packaged table name or a YAML path",
         "memory": "a mapping (below)",

@@ -33,6 +33,15 @@ def mobilenet_trace(tmp_path_factory):
     return record("mobilenet", "digits", steps=[1], samples=1, out=folder, progress=False)
 
 
+@pytest.fixture(scope="session")
+def small_trace(tmp_path_factory):
+    """A real trace of one step of one sample of the digits MLP: the smallest the recorder makes."""
+    from dashraker.trace import record
+
+    return record("mlp", "digits", steps=[1], samples=1, out=tmp_path_factory.mktemp("small") / "mlp",
+                  progress=False, threads=1)
+
+
 @pytest.fixture
 def map_command():
     """``dashraker map`` as a child process, without the tile synthesis its leakage needs (minutes for the default

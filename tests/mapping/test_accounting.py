@@ -34,8 +34,10 @@ def test_sram_area_of_a_small_buffer_by_hand(tmp_path):
     assert parts["tile_buffers"]["transistors"] == pytest.approx(4 * 5668.864 / UM2_PER_TRANSISTOR, rel=1e-4)
     assert parts["chip"]["transistors"] == pytest.approx(2000 + 8 * 5668.864 / UM2_PER_TRANSISTOR, rel=1e-4)
     chip = dataclasses.replace(config, area_scope="chip")
-    assert silicon.silicon_transistors(config, 1000) == 2000  # compute scope: the tiles' logic
-    assert silicon.silicon_transistors(chip, 1000) == pytest.approx(parts["chip"]["transistors"])
+    tile = silicon.transistor_tile(config, 1000)
+    assert silicon.silicon_area(config, tile) == 2000  # compute scope: the tiles' logic
+    assert silicon.silicon_area(chip, tile) == pytest.approx(parts["chip"]["transistors"])
+    assert silicon.leakage_nw(chip, tile) == pytest.approx(parts["chip"]["transistors"] * NW_PER_TRANSISTOR, rel=1e-4)
 
 
 @pytest.mark.parametrize("scope", ["compute", "chip"])
@@ -47,7 +49,8 @@ def test_leakage_of_a_small_run_by_hand(tmp_path, scope):
                          **{"memory.tile_buffer_kib": 1, "memory.global_buffer_kib": 4})
     result = map_op(config, layer, tensors, "fwd")
     assert result["leakage_pj"] is None and result["energy_breakdown_pj"]["leakage"] == 0.0  # tile not measured
-    config = dataclasses.replace(config, tile_transistors=1000, reference_tile_transistors=1000)
+    tile = silicon.transistor_tile(config, 1000)
+    config = dataclasses.replace(config, tile=tile, reference_tile=tile)
     result = map_op(config, layer, tensors, "fwd")
     seconds = 518 / 25.6e9
     assert result["cycles"] == 4 and result["memory_bound"] and result["time_s"] == pytest.approx(seconds)

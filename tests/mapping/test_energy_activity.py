@@ -98,14 +98,6 @@ def test_calibrated_table_is_read_by_the_mapper(tmp_path):
     assert load_config(config).energy.entries["mul_bf16"] == pytest.approx(0.5)
 
 
-@pytest.fixture(scope="module")
-def small_trace(tmp_path_factory):
-    from dashraker.trace import record
-
-    return record("mlp", "digits", steps=[1], samples=1, out=tmp_path_factory.mktemp("energy") / "mlp",
-                  progress=False, threads=1)
-
-
 def test_cli_errors_before_building(small_trace, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("dashraker.sim.cosim.Cosim", lambda *a, **k: pytest.fail("built the RTL first"))
     assert main(["energy", str(small_trace), "--design", "baseline", "--layer", "nope", "--no-progress"]) == 2

@@ -19,16 +19,27 @@ def test_a_tile_larger_than_the_budget_or_without_area_is_refused():
         tile_counts({"baseline": 10, "none": 0}, "baseline", 2)
 
 
+def _total(cycles, energy_pj, clock_mhz=1000):
+    return {"cycles": cycles, "energy_pj": energy_pj, "compute_s": cycles / (clock_mhz * 1e6)}
+
+
 def test_iso_area_figures_are_against_the_reference_in_its_own_configuration():
-    equal = {("baseline", "all"): {"cycles": 1000, "energy_pj": 500.0},
-             ("small", "all"): {"cycles": 4000, "energy_pj": 400.0}}
-    iso = {**equal, ("small", "all"): {"cycles": 1000, "energy_pj": 450.0}}
+    equal = {("baseline", "all"): _total(1000, 500.0), ("small", "all"): _total(4000, 400.0)}
+    iso = {**equal, ("small", "all"): _total(1000, 450.0)}
     (ref, small) = compare(equal, iso, {"baseline": 10, "small": 2.5}, {"baseline": 4, "small": 4},
                            {"baseline": 4, "small": 16}, "baseline")
     assert ref["speedup_iso"] == ref["energy_efficiency_equal"] == ref["throughput_per_area_iso"] == 1.0
     assert small["speedup_equal"] == 0.25 and small["throughput_per_area_equal"] == 0.25 * 40 / 10
     assert small["speedup_iso"] == 1.0 and small["energy_efficiency_iso"] == 500 / 450
     assert small["area_iso"] == 40 and small["throughput_per_area_iso"] == 1.0
+
+
+def test_throughput_per_area_counts_the_cycles_at_each_design_s_clock():
+    """A design of the reference's cycles at half its clock: the same speedup in cycles, half the throughput."""
+    equal = {("baseline", "all"): _total(1000, 500.0), ("slow", "all"): _total(1000, 500.0, clock_mhz=500)}
+    (_, slow) = compare(equal, equal, {"baseline": 10, "slow": 10}, {"baseline": 4, "slow": 4},
+                        {"baseline": 4, "slow": 4}, "baseline")
+    assert slow["speedup_equal"] == 1.0 and slow["throughput_per_area_equal"] == 0.5
 
 
 @pytest.mark.slow  # a minute of Yosys; the iso-area arithmetic and the study's budgets are checked on given areas

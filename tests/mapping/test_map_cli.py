@@ -28,7 +28,8 @@ def _default():
     "change, field",
     [
         (lambda d: d["memory"].update(dram_gbps=float("nan")), "'memory.dram_gbps': must be a number, not nan"),
-        (lambda d: d.update(clock_mhz=float("inf")), "'clock_mhz': must be a number, not inf"),
+        (lambda d: d.update(clock_mhz=float("inf")), "'clock_mhz': must be a positive number (MHz) or one of "
+                                                      "['sta', 'common'], not inf"),
         (lambda d: d.update(rows="four"), "'rows': must be an integer"),
         (lambda d: d.update(lanes=0), "'lanes': must be at least 1"),
         (lambda d: d.update(design="eyeriss"), "'design': must be one of"),

@@ -29,18 +29,21 @@ def test_the_study_writes_one_report_with_every_accounting(small_study):
     assert status == 0 and sorted(p.name for p in out.iterdir()) == ["report.md", "study.json", "study.png"]
     result = json.loads((out / "study.json").read_text())
     (trace,) = result["traces"]
-    for key, figures in trace["scenarios"].items():
+    (model,) = result["silicon_models"]
+    scenarios = trace["scenarios"][model]
+    for key, figures in scenarios.items():
         ref = figures["baseline"]
         assert ref["speedup"] == ref["energy_efficiency"] == ref["throughput_per_area"] == 1.0, key
-        assert ref["tiles"] == 2 and ref["leakage_pj"] > 0
+        assert ref["tiles"] == 2 and ref["leakage_pj"] > 0 and ref["clock_mhz"] == 1000
+    assert result["clocks"]["fpraker"]["source"] == "configured"
     # the iso-area tiles are what fits the reference's area under each scope, and are what was mapped
     for scope in ("compute", "chip"):
-        for name, tiles in result["tiles_iso"][scope].items():
-            assert trace["scenarios"][f"iso{'_chip' if scope == 'chip' else ''}"][name]["tiles"] == tiles
-    compute, chip = result["area"]["fpraker"]["compute"], result["area"]["fpraker"]["chip"]
-    assert chip > compute == 2 * result["designs"]["fpraker"]["tile_transistors"]
+        for name, tiles in result["silicon"][model]["tiles_iso"][scope].items():
+            assert scenarios[f"iso{'_chip' if scope == 'chip' else ''}"][name]["tiles"] == tiles
+    fpraker = result["silicon"][model]["designs"]["fpraker"]
+    assert fpraker["area"]["chip"] > fpraker["area"]["compute"] == 2 * fpraker["tile_area"]
     # compression changes the memory traffic, never the cycles
-    equal, zvc = trace["scenarios"]["equal_chip"], trace["scenarios"]["equal_chip_zvc"]
+    equal, zvc = scenarios["equal_chip"], scenarios["equal_chip_zvc"]
     assert all(equal[name]["cycles"] == zvc[name]["cycles"] for name in equal)
     assert zvc["baseline"]["dram_bytes"] < equal["baseline"]["dram_bytes"]  # MobileNet's activations hold zeros
     text = (out / "report.md").read_text()
@@ -78,15 +81,20 @@ def test_scenario_figures_by_hand(tmp_path):
     """Hand-made totals: the reference's own figures are 1.0, the other's are ratios; leakage is re-scoped."""
     import dataclasses
 
+    from dashraker.mapping import silicon
     from dashraker.mapping.config import load_config
     from dashraker.mapping.study import SCENARIOS, scenario_figures
 
-    configs = {name: dataclasses.replace(load_config(None, name), tiles=2, tile_transistors=t, reference_tile_transistors=1000)
-               for name, t in (("baseline", 1000), ("fpraker", 250))}
+    configs = {}
+    for name, t in (("baseline", 1000), ("fpraker", 250)):
+        config = load_config(None, name)
+        configs[name] = dataclasses.replace(config, tiles=2, tile=silicon.transistor_tile(config, t),
+                                            reference_tile=silicon.transistor_tile(config, 1000))
     nw = configs["baseline"].energy.silicon["leakage_nw"]
     leak = {name: 2 * t * nw * 1e-9 * 1e-6 * 1e12 for name, t in (("baseline", 1000), ("fpraker", 250))}  # 1 us
-    sums = {(name, "all"): {"cycles": cycles, "time_s": 1e-6, "energy_pj": 100.0 + leak[name], "dram_bytes": 0,
-                            "core_energy_pj": core, "energy_breakdown_pj": {"leakage": leak[name]}}
+    sums = {(name, "all"): {"cycles": cycles, "compute_s": cycles * 1e-9, "time_s": 1e-6,
+                            "energy_pj": 100.0 + leak[name], "dram_bytes": 0, "core_energy_pj": core,
+                            "energy_breakdown_pj": {"leakage": leak[name]}}
             for name, cycles, core in (("baseline", 1000, 40.0), ("fpraker", 4000, 20.0))}
     equal = next(s for s in SCENARIOS if s.key == "equal")
     figures = scenario_figures(equal, sums, configs, {"baseline": 2, "fpraker": 2}, "baseline")
@@ -101,3 +109,55 @@ def test_scenario_figures_by_hand(tmp_path):
     f = scenario_figures(chip, sums, configs, {"baseline": 2, "fpraker": 2}, "baseline")["fpraker"]
     assert f["leakage_pj"] == pytest.approx((500 + sram * per_bit) * nw * 1e-9 * 1e-6 * 1e12)
     assert f["area_overhead"] == pytest.approx((500 + sram * per_bit) / (2000 + sram * per_bit) - 1)
+
+
+@pytest.mark.real_area  # resolve_all itself, on hand-made area records and a faked library
+def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(small_trace, tmp_path, monkeypatch):
+    """``--silicon both`` with ``clock_mhz: sta``: every accounting under the transistor estimate and the library,
+    from the same runs (the cycles agree), each design at its tile's clock; a study of a numeric clock and the
+    transistor model maps nothing onto the library."""
+    from test_silicon import _cached_record, _characterised
+
+    from dashraker.designs import DESIGNS
+    from dashraker.mapping.config import load_config
+
+    characterised = []
+    monkeypatch.setattr("dashraker.asic.tile.characterise",
+                        lambda design, params, *a, **k: characterised.append(design.name) or _characterised(
+                            design, params, *a, **k))
+    config = tmp_path / "small.yaml"
+    config.write_text(yaml.safe_dump({**SMALL, "clock_mhz": "sta"}))
+    for name in DESIGNS:
+        _cached_record(tmp_path / "area", DESIGNS[name], load_config(config, name).params)
+    out = tmp_path / "out"
+    common = ["--area-cache", str(tmp_path / "area"), "--asic-cache", str(tmp_path / "asic"), "--jobs", "1",
+              "--no-progress"]
+    assert main(["study", str(small_trace), "--config", str(config), "--out", str(out), "--silicon", "both",
+                 *common]) == 0
+    result = json.loads((out / "study.json").read_text())
+    assert result["silicon_models"] == ["transistors", "liberty"]
+    assert {name: clock["mhz"] for name, clock in result["clocks"].items()} == {
+        "baseline": 800.0, "tensordash": 500.0, "fpraker": 100.0}
+    assert result["clocks"]["tensordash"]["source"] == "sta" and result["clocks"]["fpraker"]["reference_mhz"] == 800.0
+    liberty = result["silicon"]["liberty"]
+    assert liberty["unit"] == "um2 of nangate45 cells" and result["silicon"]["transistors"]["unit"] == "CMOS transistors"
+    areas = {name: d["tile_area"] for name, d in liberty["designs"].items()}
+    assert liberty["tiles_iso"]["compute"]["fpraker"] == 2 * areas["baseline"] // areas["fpraker"]
+    (trace,) = result["traces"]
+    by_model = trace["scenarios"]
+    for name in DESIGNS:
+        a, b = by_model["transistors"]["equal"][name], by_model["liberty"]["equal"][name]
+        assert a["cycles"] == b["cycles"] and a["time_s"] == b["time_s"] and a["clock_mhz"] == b["clock_mhz"]
+        assert a["leakage_pj"] != b["leakage_pj"]
+    text = (out / "report.md").read_text()
+    for line in ("## Clocks", "| tensordash | 500 MHz | its tile's static timing | 500 MHz on nangate45 | "
+                 "tensordash.a -> tensordash.b | 800 MHz |", "### nangate45 library",
+                 "ours (transistor estimate) | holds | ours (nangate45 library) | holds",
+                 "| transistor estimate -> nangate45 library | silicon model (iso-area, compute scope, dense memory) |"):
+        assert line in text, line
+    assert (out / "study.png").read_bytes()[:4] == b"\x89PNG"
+    characterised.clear()
+    config.write_text(yaml.safe_dump(SMALL))
+    assert main(["study", str(small_trace), "--config", str(config), "--out", str(tmp_path / "plain"), *common]) == 0
+    assert not characterised
+    assert json.loads((tmp_path / "plain" / "study.json").read_text())["silicon_models"] == ["transistors"]
