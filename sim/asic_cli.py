@@ -21,8 +21,8 @@ RANDOM_STEPS = 16  # steps of each random pass (--random)
 
 
 def register(subparsers):
-    from dashraker.asic.libraries import LIBRARIES
     from dashraker.asic import TARGET_NS
+    from dashraker.asic.libraries import LIBRARIES
     from dashraker.designs.cli import add_design_parsers
 
     parser = subparsers.add_parser(
@@ -99,7 +99,9 @@ def _passes(args, params):
             continue
         ops = layer_ops(index, layer)
         if args.op is not None and OPS[args.op] not in ops:
-            raise CliError(f"{trace.path}: layer {layer.name!r} has no {args.op} passes (SPEC section 5)")
+            if args.layer:  # a layer asked for by name; without --layer, the layers that have the operation
+                raise CliError(f"{trace.path}: layer {layer.name!r} has no {args.op} passes (SPEC section 5)")
+            continue
         try:
             tensors = trace.load(layer.name, step)
         except TraceError as error:
@@ -115,10 +117,10 @@ def _passes(args, params):
 def _run(args):
     import dataclasses
 
-    from dashraker.asic.libraries import LibraryError, library
-    from dashraker.asic.liberty import LibertyError, read_liberty
-    from dashraker.asic.synthesis import SynthesisError
     from dashraker.asic import TARGET_NS
+    from dashraker.asic.liberty import LibertyError, read_liberty
+    from dashraker.asic.libraries import LibraryError, library
+    from dashraker.asic.synthesis import SynthesisError
     from dashraker.asic.tile import characterise, register_files
     from dashraker.asic.timing import TimingError, find_sta
     from dashraker.designs.cli import design_params
@@ -190,9 +192,9 @@ def _energy(args, design, params, lib, liberty, folder, work, timed, step, confi
 
     from dashraker.asic import TARGET_NS
     from dashraker.asic.netlist import NetlistError
+    from dashraker.asic.synthesis import SynthesisError
     from dashraker.mapping.components import MEMORY
     from dashraker.mapping.engine import energy_pj
-    from dashraker.asic.synthesis import SynthesisError
     from dashraker.sim import gates
     from dashraker.sim.cosim import Cosim, CosimBuildError
 

@@ -78,6 +78,23 @@ def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
     assert "gate_level" in data["sources"] and f"wrote {tmp_path / 'table.yaml'}" in done.stdout
 
 
+def test_an_operation_without_a_layer_takes_the_layers_that_have_it(small_trace, tmp_path):
+    """The first layer has no input gradient (SPEC section 5): --op bwd-input alone skips it; naming it refuses."""
+    from argparse import Namespace
+
+    from dashraker.designs import DESIGNS
+    from dashraker.errors import CliError
+    from dashraker.sim.asic_cli import _passes
+
+    params = DESIGNS["baseline"].params(lanes=1)
+    ask = dict(random=None, trace=small_trace.path, step=None, passes=1, op="bwd-input")
+    _, work = _passes(Namespace(**ask, layer=None), params)
+    first = small_trace.layers[0].name
+    assert work and {op for _, op, _ in work} == {"bwd_input"} and first not in {layer for layer, _, _ in work}
+    with pytest.raises(CliError, match=f"layer '{first}' has no bwd-input passes"):
+        _passes(Namespace(**ask, layer=[first]), params)
+
+
 def test_bad_input_is_one_line_before_any_synthesis(tmp_path):
     build = tmp_path / "build"
     cases = [
