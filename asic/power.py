@@ -18,6 +18,7 @@ one global activity. Zero-delay simulation has no glitches beyond the two evalua
 (``sim.toggles``).
 """
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class Energy:
                 "inputs_fj": self.inputs}
 
 
+@functools.lru_cache(maxsize=None)  # a library has a few hundred distinct states; a tile, their cells many times
 def _when_weight(when):
     """The probability that the state condition ``when`` holds with every pin it reads at duty 0.5."""
     if not when:
@@ -103,7 +105,7 @@ def charge(netlist, toggles, cycles, period_ns, library, area_parts=None):
     patterns = {name: re.compile(pattern) for name, pattern in (area_parts or {}).items()}
     result = Energy(cycles, period_ns)
     clock_toggles = 2 * cycles
-    arcs_cache = {}
+    arcs_cache, parts_of = {}, {}
 
     for cell in netlist.cells:
         library_cell = liberty.cells[cell.type]
@@ -143,10 +145,12 @@ def charge(netlist, toggles, cycles, period_ns, library, area_parts=None):
             if bit == netlist.clock:
                 figures["clock"] += 0.5 * info.capacitance * cap_fj * volts2 * clock_toggles
         kind = "flip_flops" if library_cell.sequential is not None else "logic"
+        if cell.instance not in parts_of:
+            parts_of[cell.instance] = _part_of(cell.instance, patterns)
         targets = [result.total, result.classes.setdefault(kind, dict.fromkeys(CATEGORIES, 0.0)),
                    result.instances.setdefault(cell.instance.split(".")[0], dict.fromkeys(CATEGORIES, 0.0)),
                    *(result.parts.setdefault(part, dict.fromkeys(CATEGORIES, 0.0))
-                     for part in _part_of(cell.instance, patterns))]
+                     for part in parts_of[cell.instance])]
         for target in targets:
             for category, value in figures.items():
                 target[category] += value

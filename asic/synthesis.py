@@ -23,7 +23,7 @@ from pathlib import Path
 
 from dashraker.asic.liberty import read_liberty
 from dashraker.fpga.area import parts as instance_parts
-from dashraker.fpga.area import unique_modules
+from dashraker.fpga.area import tile_verilog
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 
 __all__ = ["SynthesisError", "SCRIPT_VERSION", "MEMORY_MODULE", "SECONDS_PER_BYTE", "script", "measure", "read_area",
@@ -225,9 +225,6 @@ def design_netlist(design, params, library, period_ns, root="build/asic", progre
     ``root/<configuration>-<library>-<target>-<source hash>/``: the area record (``read_area``) with ``parts`` (of
     the design's ``area_parts``), ``seconds`` and ``folder`` (which holds ``netlist.v`` and ``flat.json``). Refuses
     (``SynthesisError``) a tile whose estimated mapping time exceeds ``max_seconds`` (None: no limit)."""
-    from tqdm import tqdm
-
-    from dashraker.hw.verilog import shared_verilog
     from dashraker.trace.store import save_json
 
     folder = _folder(design, params, library, period_ns, root)
@@ -238,8 +235,7 @@ def design_netlist(design, params, library, period_ns, root="build/asic", progre
     except (OSError, json.JSONDecodeError, KeyError):
         shutil.rmtree(folder, ignore_errors=True)  # not mapped yet, or a damaged record: map again
     top = top_name(design)
-    with tqdm(desc=f"asic {top}: converting to Verilog", bar_format="{desc}", disable=not progress, leave=False):
-        verilog, modules, unique = unique_modules(shared_verilog(design.tile(params), top), top)
+    verilog, modules, unique = tile_verilog(design, params, top, "asic", progress)
     estimate = estimate_seconds(len(verilog.encode()))
     if max_seconds is not None and estimate > max_seconds:
         raise SynthesisError(f"{design.name}: mapping onto {library.name} estimated at {estimate / 60:,.0f} minutes "

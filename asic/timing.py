@@ -172,6 +172,16 @@ def _tcl(text):
     return "{" + text + "}"
 
 
+def _run_script(folder, name, lines, timeout_s, clock):
+    """``lines`` written as ``folder/<name>.tcl`` and run (``_run_sta``), the log ``<name>.log`` checked for the
+    script's register count line; (its text, the log's path)."""
+    script, log = folder / f"{name}.tcl", folder / f"{name}.log"
+    script.write_text("\n".join(lines) + "\n")
+    text = _run_sta(script, log, timeout_s)
+    _registers_line(text, log, clock)
+    return text, log
+
+
 def _run_sta(script_path, log_path, timeout_s):
     """Run OpenSTA on ``script_path``, all its output to ``log_path``; its text. Ended at ``timeout_s`` and on any
     exception in Python (KeyboardInterrupt included); ``TimingError`` where it failed or printed an error."""
@@ -341,6 +351,116 @@ def _section(text, name, log_path):
     return match[1]
 
 
+class _PathReader:
+    """A cursor over the lines of one report_checks section (full format, -fields {net}): each read fails with a
+    ``TimingError`` naming the log for a line that does not parse."""
+
+    def __init__(self, lines, what, log_path):
+        self.lines, self.index, self.what, self.log_path = lines, 0, what, log_path
+
+    @property
+    def done(self):
+        return self.index >= len(self.lines)
+
+    def fail(self, problem):
+        raise TimingError(f"OpenSTA's {self.what} report does not parse: {problem} (log: {self.log_path})")
+
+    def number(self, text):
+        value = float(text)
+        if not math.isfinite(value):
+            self.fail(f"{text} is not a finite time")
+        return value
+
+    def point(self, expected):
+        """(name, description) of a ``Startpoint``/``Endpoint`` line (a long name's description on the next)."""
+        match = None if self.done else _POINT.match(self.lines[self.index])
+        if match is None or match[1] != expected:
+            self.fail(f"expected {expected}, found {self.lines[self.index]!r}" if not self.done else f"no {expected}")
+        self.index += 1
+        kind = match[3]
+        if kind is None:
+            description = None if self.done else _DESCRIPTION.match(self.lines[self.index])
+            if description is None:
+                self.fail(f"no description for {expected} {match[2]}")
+            kind, self.index = description[1], self.index + 1
+        return match[2], kind
+
+    def header(self):
+        """(start, its kind, end, its kind) of the next path, through its column header."""
+        start, start_kind = self.point("Startpoint")
+        end, end_kind = self.point("Endpoint")
+        for prefix in ("Path Group: ", "Path Type: max"):
+            if self.done or not self.lines[self.index].startswith(prefix):
+                self.fail(f"expected {prefix.strip()!r} after the endpoint {end}")
+            self.index += 1
+        lines, at = self.lines, self.index
+        if at + 1 >= len(lines) or not _HEADER.match(lines[at].strip()) or not _DASHES.match(lines[at + 1]):
+            self.fail(f"no column header for the path to {end}")
+        self.index += 2
+        return start, start_kind, end, end_kind
+
+    def body(self, end):
+        """The path's stages (dicts of ``Stage``'s fields), clock edges, totals, setup, slack and capture time, up to
+        its slack line."""
+        stages, edges, totals, setup, slack, capture = [], [], {}, 0.0, None, None
+        while slack is None:
+            if self.done:
+                self.fail(f"the path to {end} has no slack")
+            line = self.lines[self.index]
+            self.index += 1
+            arrived = "data arrival time" in totals
+            if match := _CLOCK_EDGE.match(line):
+                edges.append(self.number(match[2]))
+            elif match := _SLACK.match(line):
+                slack = self.number(match[1])
+            elif match := _TOTAL.match(line):
+                totals.setdefault(match[2], self.number(match[1]))
+            elif match := _ADJUSTMENT.match(line):
+                if match[4] == "library setup time":
+                    setup = -self.number(match[1])
+            elif (match := _PIN.match(line)) and not arrived:
+                stages.append(self.stage(match))
+            elif (match := _NET.match(line)) and stages and not arrived:
+                stages[-1]["net"] = _dotted(match[2])
+            elif _UNCONNECTED.match(line) and stages and not arrived:
+                pass
+            elif (match := _CAPTURE_PIN.match(line)) and arrived:
+                capture = self.number(match[1])
+            elif not _DASHES.match(line):
+                self.fail(f"unexpected line {line.strip()!r} in the path to {end}")
+        return stages, edges, totals, setup, slack, capture
+
+    def stage(self, match):
+        """A pin line's ``Stage`` fields (a port's, where the cell column names a direction, has no instance)."""
+        parts = _components(match[4])
+        port = match[5] in ("in", "out", "inout")
+        return dict(instance="" if port else ".".join(parts[:-1]), cell=match[5],
+                    pin=".".join(parts) if port else parts[-1], net=None, delay_ns=self.number(match[1]),
+                    arrival_ns=self.number(match[2]), rising=match[3] == "^")
+
+    def path(self, period_ns):
+        """The next path, its figures checked against each other and against one clock period."""
+        start, start_kind, end, end_kind = self.header()
+        stages, edges, totals, setup, slack, capture = self.body(end)
+        if not stages:
+            self.fail(f"the path to {end} has no stages")
+        if "data arrival time" not in totals or "data required time" not in totals:
+            self.fail(f"the path to {end} has no arrival or required time")
+        if len(edges) != 2:
+            self.fail(f"the path to {end} has {len(edges)} clock edges, not a launch and a capture edge")
+        arrival, required = totals["data arrival time"], totals["data required time"]
+        tolerance = 2.5 * 10 ** -DIGITS
+        if abs(stages[-1]["arrival_ns"] - arrival) > tolerance:
+            self.fail(f"the path to {end} arrives at {arrival} but its last stage at {stages[-1]['arrival_ns']}")
+        if abs(required - arrival - slack) > tolerance:
+            self.fail(f"the path to {end}: required {required} - arrival {arrival} is not the slack {slack}")
+        if abs(edges[1] - edges[0] - period_ns) > tolerance:
+            self.fail(f"the path to {end} is captured {edges[1] - edges[0]} ns after its launch, not one period of "
+                      f"{period_ns} ns (time units?)")
+        return _Path(start, start_kind, end, end_kind, tuple(Stage(**stage) for stage in stages), arrival, required,
+                     setup, slack, edges[1] if capture is None else capture)
+
+
 def _parse_paths(section, log_path, period_ns, what):
     """The paths of one report_checks section (full format, -fields {net}); ``TimingError`` naming the log for any
     line that does not parse or figures that do not add up."""
@@ -348,89 +468,10 @@ def _parse_paths(section, log_path, period_ns, what):
     lines = [line for line in lines if line.strip()]
     if lines == ["No paths found."]:
         return []
-    paths, index = [], 0
-
-    def fail(problem):
-        raise TimingError(f"OpenSTA's {what} report does not parse: {problem} (log: {log_path})")
-
-    def point(expected):
-        nonlocal index
-        match = _POINT.match(lines[index]) if index < len(lines) else None
-        if match is None or match[1] != expected:
-            fail(f"expected {expected}, found {lines[index]!r}" if index < len(lines) else f"no {expected}")
-        index += 1
-        kind = match[3]
-        if kind is None:  # a long name, its description on the next line
-            description = _DESCRIPTION.match(lines[index]) if index < len(lines) else None
-            if description is None:
-                fail(f"no description for {expected} {match[2]}")
-            kind, index = description[1], index + 1
-        return match[2], kind
-
-    def number(text):
-        value = float(text)
-        if not math.isfinite(value):
-            fail(f"{text} is not a finite time")
-        return value
-
-    while index < len(lines):
-        start, start_kind = point("Startpoint")
-        end, end_kind = point("Endpoint")
-        for prefix in ("Path Group: ", "Path Type: max"):
-            if index >= len(lines) or not lines[index].startswith(prefix):
-                fail(f"expected {prefix.strip()!r} after the endpoint {end}")
-            index += 1
-        if index + 1 >= len(lines) or not _HEADER.match(lines[index].strip()) or not _DASHES.match(lines[index + 1]):
-            fail(f"no column header for the path to {end}")
-        index += 2
-        stages, edges, totals, setup, slack, capture = [], [], {}, 0.0, None, None
-        while slack is None:
-            if index >= len(lines):
-                fail(f"the path to {end} has no slack")
-            line = lines[index]
-            index += 1
-            arrived = "data arrival time" in totals
-            if match := _CLOCK_EDGE.match(line):
-                edges.append(number(match[2]))
-            elif match := _SLACK.match(line):
-                slack = number(match[1])
-            elif match := _TOTAL.match(line):
-                totals.setdefault(match[2], number(match[1]))
-            elif match := _ADJUSTMENT.match(line):
-                if match[4] == "library setup time":
-                    setup = -number(match[1])
-            elif (match := _PIN.match(line)) and not arrived:
-                parts = _components(match[4])
-                stages.append(dict(instance=".".join(parts[:-1]) if match[5] not in ("in", "out", "inout") else "",
-                                   cell=match[5], pin=parts[-1] if match[5] not in ("in", "out", "inout")
-                                   else ".".join(parts),
-                                   net=None, delay_ns=number(match[1]), arrival_ns=number(match[2]),
-                                   rising=match[3] == "^"))
-            elif (match := _NET.match(line)) and stages and not arrived:
-                stages[-1]["net"] = _dotted(match[2])
-            elif _UNCONNECTED.match(line) and stages and not arrived:
-                pass
-            elif (match := _CAPTURE_PIN.match(line)) and arrived:
-                capture = number(match[1])
-            elif not _DASHES.match(line):
-                fail(f"unexpected line {line.strip()!r} in the path to {end}")
-        if not stages:
-            fail(f"the path to {end} has no stages")
-        if "data arrival time" not in totals or "data required time" not in totals:
-            fail(f"the path to {end} has no arrival or required time")
-        if len(edges) != 2:
-            fail(f"the path to {end} has {len(edges)} clock edges, not a launch and a capture edge")
-        arrival, required = totals["data arrival time"], totals["data required time"]
-        tolerance = 2.5 * 10 ** -DIGITS
-        if abs(stages[-1]["arrival_ns"] - arrival) > tolerance:
-            fail(f"the path to {end} arrives at {arrival} but its last stage at {stages[-1]['arrival_ns']}")
-        if abs(required - arrival - slack) > tolerance:
-            fail(f"the path to {end}: required {required} - arrival {arrival} is not the slack {slack}")
-        if abs(edges[1] - edges[0] - period_ns) > tolerance:
-            fail(f"the path to {end} is captured {edges[1] - edges[0]} ns after its launch, not one period of "
-                 f"{period_ns} ns (time units?)")
-        paths.append(_Path(start, start_kind, end, end_kind, tuple(Stage(**stage) for stage in stages), arrival,
-                           required, setup, slack, edges[1] if capture is None else capture))
+    reader = _PathReader(lines, what, log_path)
+    paths = []
+    while not reader.done:
+        paths.append(reader.path(period_ns))
     return paths
 
 
@@ -539,10 +580,7 @@ def timing(netlist, top, liberty, period_ns, folder, paths=5, *, clock=CLOCK_POR
         'puts "@@end reg2out"',
         f'puts "{_END}"',
     ]
-    script, log = folder / "timing.tcl", folder / "timing.log"
-    script.write_text("\n".join(lines) + "\n")
-    text = _run_sta(script, log, timeout_s)
-    _registers_line(text, log, clock)
+    text, log = _run_script(folder, "timing", lines, timeout_s, clock)
     return _parse_timing_log(text, log, float(period_ns), paths)
 
 
@@ -639,8 +677,5 @@ def sta_power(netlist, top, liberty, period_ns, activity, folder, duty=0.5, *, c
         'puts "@@end instances"',
         f'puts "{_END}"',
     ]
-    script, log = folder / "power.tcl", folder / "power.log"
-    script.write_text("\n".join(lines) + "\n")
-    text = _run_sta(script, log, timeout_s)
-    _registers_line(text, log, clock)
+    text, log = _run_script(folder, "power", lines, timeout_s, clock)
     return _parse_power_log(text, log, activity, period_ns, duty)

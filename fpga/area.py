@@ -33,7 +33,7 @@ from dashraker.hw.verilog import place
 
 __all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "ESTIMATES", "AreaError", "is_measured",
            "measure", "read_stat", "unique_modules", "design_area", "describe", "estimate_seconds", "parts",
-           "asic_estimate"]
+           "asic_estimate", "tile_verilog"]
 
 # Transistors per generic cell: Yosys kernel/cost.h, CellCosts cmos_transistors_db (what ``stat -tech cmos`` uses).
 CMOS_TRANSISTORS = {
@@ -362,6 +362,17 @@ def is_measured(design, params, root="build/area"):
     return True
 
 
+def tile_verilog(design, params, top, what, progress=True):
+    """``design``'s tile of ``params`` as Verilog with top module ``top``, each distinct module written once
+    (``unique_modules``): (text, modules before, modules after); ``what`` names the flow on the progress line."""
+    from tqdm import tqdm
+
+    from dashraker.hw.verilog import shared_verilog
+
+    with tqdm(desc=f"{what} {top}: converting to Verilog", bar_format="{desc}", disable=not progress, leave=False):
+        return unique_modules(shared_verilog(design.tile(params), top), top)
+
+
 def design_area(design, params, root="build/area", progress=True, max_seconds=3600):
     """The area of ``design``'s tile of ``params``, cached in ``root/<configuration>-<source hash>/area.json``.
 
@@ -370,9 +381,6 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     ``seconds`` of synthesis and ``folder``. Refuses (``AreaError``) a configuration whose estimated synthesis
     time exceeds ``max_seconds`` (None: no limit).
     """
-    from tqdm import tqdm
-
-    from dashraker.hw.verilog import shared_verilog
     from dashraker.trace.store import save_json
 
     path = _cached(design, params, root)
@@ -384,8 +392,7 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
         except (json.JSONDecodeError, KeyError):
             pass  # a damaged cache is measured again
     top = f"dashraker_{design.name}"
-    with tqdm(desc=f"area {top}: converting to Verilog", bar_format="{desc}", disable=not progress, leave=False):
-        verilog, modules, unique = unique_modules(shared_verilog(design.tile(params), top), top)
+    verilog, modules, unique = tile_verilog(design, params, top, "area", progress)
     estimate = estimate_seconds(len(verilog.encode()))
     if max_seconds is not None and estimate > max_seconds:
         raise AreaError(f"{design.name} {describe(params)}: synthesis estimated at {estimate / 60:,.0f} minutes "
