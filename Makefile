@@ -8,8 +8,12 @@ DEMO_OUT ?= build/demo
 
 .PHONY: setup demo test test-all docs clean
 
+# The YoWASP tools compile to machine code on their first run and cache it; two first runs at once (the test
+# workers) can truncate the cache under each other (SIGBUS), so it is made here, once, before any parallel use.
 setup: $(STAMP)
 	@scripts/install-system-packages.sh
+	@scripts/install-debian-data.sh $(VENV)
+	@for tool in yosys nextpnr-ecp5 nextpnr-ice40; do $(BIN)/yowasp-$$tool --version >/dev/null; done
 
 $(STAMP): pyproject.toml setup.py
 	@scripts/install-system-packages.sh

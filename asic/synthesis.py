@@ -55,15 +55,19 @@ def script(top, library, period_ns):
     statistics, the hierarchical netlist."""
     lib = LIBERTY
     dont_use = " ".join(f"-dont_use {pattern}" for pattern in library.dont_use)
-    high, low = library.tie_high, library.tie_low
+    # constants become tie cells where the library has them; else they stay constants, which timing and the
+    # gate-level netlist take as they are
+    ties = [] if library.tie_high is None else [
+        f"hilomap -singleton -hicell {library.tie_high[0]} {library.tie_high[1]} "
+        f"-locell {library.tie_low[0]} {library.tie_low[1]}"]
     return "\n".join([
         "read_verilog design.v", f"hierarchy -top {top}", f"synth -top {top} -run begin:fine",
         f'setattr -set submod "{MEMORY_MODULE}" t:$mem_v2', "submod", "select t:$mem_v2 %m",
         "write_json -selected -compat-int memories.json", "select -clear", f"synth -top {top} -run fine:",
         f"dfflibmap -liberty {lib} {dont_use}",
         f"abc -D {round(period_ns * 1000)} -constr constr.sdc -liberty {lib} {dont_use}",
-        "setundef -zero", "splitnets", f"hilomap -singleton -hicell {high[0]} {high[1]} -locell {low[0]} {low[1]}",
-        "opt_clean -purge", f"tee -q -o stat.json stat -liberty {lib} -json -top {top}",
+        "setundef -zero", "splitnets", *ties, "opt_clean -purge",
+        f"tee -q -o stat.json stat -liberty {lib} -json -top {top}",
         "write_verilog -noexpr -noattr -simple-lhs netlist.v",
     ]) + "\n"
 

@@ -535,7 +535,7 @@ def timing(netlist, top, liberty, period_ns, folder, paths=5, *, clock=CLOCK_POR
     netlist, liberty = _check_inputs(netlist, top, liberty, period_ns, clock)
     if not (isinstance(paths, int) and not isinstance(paths, bool) and paths >= 1):
         raise TimingError(f"paths must be a positive integer, not {paths!r}")
-    folder = Path(folder)
+    folder = Path(folder).resolve()  # OpenSTA runs in it: every path the script names is absolute
     folder.mkdir(parents=True, exist_ok=True)
     checks = f"-path_delay max -digits {DIGITS} -no_line_splits -fields {{net}}"
     lines = _setup_script(netlist, top, liberty, period_ns, folder, wire_load, clock) + [
@@ -660,7 +660,7 @@ def sta_power(netlist, top, liberty, period_ns, activity, folder, duty=0.5, *, c
     for name, value, high in (("activity", activity, math.inf), ("duty", duty, 1.0)):
         if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= high):
             raise TimingError(f"{name} must be a number in [0, {high}], not {value!r}")
-    folder = Path(folder)
+    folder = Path(folder).resolve()  # OpenSTA runs in it: every path the script names is absolute
     folder.mkdir(parents=True, exist_ok=True)
     lines = _setup_script(netlist, top, liberty, period_ns, folder, wire_load, clock) + [
         f"set_power_activity -global -activity {float(activity)!r} -duty {float(duty)!r}",

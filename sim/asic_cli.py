@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+from dashraker.designs import design as find_design
 from dashraker.errors import CliError
 
 __all__ = ["register", "REPORTS", "RANDOM_STEPS"]
@@ -51,6 +52,9 @@ def register(subparsers):
         sub.add_argument("--calibrate", type=Path, default=None,
                          help="--trace: write an energy table (YAML, the packaged table's format) whose per-action "
                               "entries are fitted to the gate-level energy of these passes, for map's energy_table")
+        sub.add_argument("--add-report", type=Path, action="append", default=[], metavar="FOLDER",
+                         help="--calibrate: an earlier asic report (--out folder) of another design on the same "
+                              "trace and step, whose passes join the fit (repeatable)")
         sub.add_argument("--out", type=Path, help=f"folder for {' and '.join(REPORTS)}")
         sub.add_argument("--build", type=Path, default=Path("build/asic"),
                          help="folder of cached mapped tiles and gate-level models (default build/asic)")
@@ -146,6 +150,14 @@ def _run(args):
         if args.trace is None:
             raise CliError("--calibrate fits the energy table to trace passes: give --trace")
         check_output_file(args.calibrate, "--calibrate")
+    elif args.add_report:
+        raise CliError("--add-report joins an earlier report's passes to --calibrate's fit: give --calibrate")
+    earlier = [read_report(folder, args.trace, step, design.name) for folder in args.add_report]
+    for folder, record in zip(args.add_report, earlier):
+        if record["params"].get("fmt") != params["fmt"]:
+            raise CliError(f"{folder}: passes in {record['params'].get('fmt')}, this run's in {params['fmt']}")
+    if len({record["design"] for record in earlier}) < len(earlier):
+        raise CliError("--add-report: two reports of one design")
     out = OutputFolder(args.out, "--out", lambda path: {e.name for e in path.iterdir()} <= set(REPORTS),
                        "give a new folder or an earlier asic report") if args.out is not None else None
     target = args.clock_ns or TARGET_NS
@@ -174,7 +186,7 @@ def _run(args):
         print(f"DISAGREE: {len(disagree)} layer operations' passes differ from the RTL's; no energy table written",
               file=sys.stderr)
     elif args.calibrate is not None:
-        fitted = _calibrate(args.calibrate, design, params, report["energy"], table)
+        fitted = _calibrate(args.calibrate, [report, *earlier], table)
         print(f"wrote {args.calibrate}: " + ", ".join(f"{name} {pj:.4g} pJ" for name, (pj, *_) in fitted.items()))
     if out is not None:
         from dashraker.trace.store import save_json
@@ -228,17 +240,38 @@ GATE_LEVEL = ("gate_level", "gate-level switching", "the gate-level netlist's sw
               "dashraker asic --calibrate")
 
 
-def _calibrate(path, design, params, energy, table):
-    """The energy table fitted to the runs' energy per part (leakage left out: the mapper charges it apart)."""
+def read_report(folder, trace, step, design):
+    """The record of an earlier ``asic.json`` in ``folder``: of another design's passes of the same trace and step."""
+    import json
+
+    path = Path(folder) / REPORTS[0]
+    try:
+        record = json.loads(path.read_text())
+        energy, other = record["energy"], record["design"]
+        find_design(other)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CliError(f"{path}: not a readable asic report with energy ({error})") from None
+    if energy.get("trace") is None or Path(energy["trace"]).resolve() != Path(trace).resolve() \
+            or energy.get("step") != step:
+        raise CliError(f"{path}: passes of {energy.get('trace')} step {energy.get('step')}, not of {trace} step {step}")
+    if other == design:
+        raise CliError(f"{path}: a report of {design}, the design this run measures")
+    return record
+
+
+def _calibrate(path, records, table):
+    """The energy table fitted to the energy per part of the records' runs (``asic.json`` records of distinct designs
+    on the same passes; leakage left out: the mapper charges it apart)."""
     from dashraker.mapping.activity import Sample
     from dashraker.sim.energy_cli import project_commit, write_calibrated
 
-    samples = [Sample(design.name, run["layer"], run["op"], passes=run["passes"], macs=run["macs"],
+    samples = [Sample(record["design"], run["layer"], run["op"], passes=run["passes"], macs=run["macs"],
                       useful_macs=run["useful_macs"], counts=run["counts"],
                       parts={part: {"energy_pj": (sum(f.values()) - f["leakage"]) / 1e3}
                              for part, f in run["parts"].items()})
-               for run in energy["runs"]]
-    return write_calibrated(path, table, samples, [(design, params)], energy["trace"], project_commit(),
+               for record in records for run in record["energy"]["runs"]]
+    designs = [(find_design(record["design"]), record["params"]) for record in records]
+    return write_calibrated(path, table, samples, designs, records[0]["energy"]["trace"], project_commit(),
                             GATE_LEVEL)
 
 

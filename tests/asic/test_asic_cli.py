@@ -56,7 +56,7 @@ def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
     layer = small_trace.layers[1].name  # a layer with all three operations
     done = _dashraker("asic", "baseline", "--lanes", "1", "--clock-ns", "2", "--trace", str(small_trace.path),
                       "--layer", layer, "--passes", "2", "--build", str(root / "build"), "--out", str(tmp_path / "o"),
-                      "--calibrate", str(tmp_path / "table.yaml"), "--no-progress")
+                      "--no-progress")
     assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads((tmp_path / "o" / "asic.json").read_text())
     assert record["area"] == first["area"]  # the mapped tile of the first run, reused
@@ -67,15 +67,39 @@ def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
         assert run["output_mismatches"] == run["cycle_mismatches"] == 0
         assert 0 < run["useful_macs"] <= run["macs"]
     assert record["energy"]["step"] == small_trace.steps[-1]
+    # a second design's passes, the first's joined to one table fitted to both
+    done = _dashraker("asic", "fpraker", "--lanes", "1", "--clock-ns", "2", "--trace", str(small_trace.path),
+                      "--layer", layer, "--passes", "2", "--build", str(root / "build"), "--add-report",
+                      str(tmp_path / "o"), "--calibrate", str(tmp_path / "table.yaml"), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
     from dashraker.mapping.config import load_energy_table
 
     import yaml
 
     table = load_energy_table(str(tmp_path / "table.yaml"))  # the mapper takes it as its energy_table
     data = yaml.safe_load((tmp_path / "table.yaml").read_text())
-    fitted = {name for name, entry in data["entries"].items() if entry.get("source") == "gate_level"}
-    assert {"mul_bf16", "add_fp32"} <= fitted and all(table.entries[name] > 0 for name in fitted)
+    fitted = {name: entry for name, entry in data["entries"].items() if entry.get("source") == "gate_level"}
+    assert {"mul_bf16", "add_fp32", "term_shift", "term_encode"} <= set(fitted)
+    assert all(table.entries[name] > 0 for name in fitted)
+    assert "of baseline" in fitted["mul_bf16"]["derivation"] and "of fpraker" in fitted["term_shift"]["derivation"]
     assert "gate_level" in data["sources"] and f"wrote {tmp_path / 'table.yaml'}" in done.stdout
+    other_step = tmp_path / "other_step"
+    other_step.mkdir()
+    (other_step / "asic.json").write_text(json.dumps({**record, "energy": {**record["energy"], "step": 99}}))
+    calibrate = ["--calibrate", str(tmp_path / "t2.yaml")]
+    for flags, message in (
+            (["fpraker", "--add-report", str(tmp_path / "o")], "--add-report joins an earlier report's passes to "
+                                                                 "--calibrate's fit: give --calibrate"),
+            (["fpraker", "--add-report", str(other_step), *calibrate], f"step 99, not of {small_trace.path} step"),
+            (["tensordash", "--lanes", "8", "--dtype", "fp32", "--add-report", str(tmp_path / "o"), *calibrate],
+             "passes in bf16, this run's in fp32"),
+            (["fpraker", "--add-report", str(tmp_path), *calibrate], "not a readable asic report"),
+            (["baseline", "--add-report", str(tmp_path / "o"), *calibrate], "a report of baseline, the design this "
+                                                                             "run measures")):
+        done = _dashraker("asic", *flags, "--trace", str(small_trace.path), "--layer", layer, "--build",
+                          str(tmp_path / "b2"))
+        assert done.returncode == 2 and message in done.stderr, (flags, done.stderr)
+    assert not (tmp_path / "b2").exists() and not (tmp_path / "t2.yaml").exists()
 
 
 def test_an_operation_without_a_layer_takes_the_layers_that_have_it(small_trace, tmp_path):

@@ -2,6 +2,7 @@
 
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -154,6 +155,29 @@ def test_a_design_without_register_to_register_paths_has_no_worst_path(netlists,
     comb = timing(netlists["comb"], "comb", LIBERTY, PERIOD, tmp_path / "comb")
     assert comb.worst is None and comb.input_to_register_ns is None and comb.register_to_output_ns is None
     assert (tmp_path / "comb" / "timing.tcl").is_file() and (tmp_path / "comb" / "timing.log").is_file()
+
+
+def test_a_folder_given_relative_to_the_working_directory(netlists, adder_timings, tmp_path, monkeypatch):
+    """OpenSTA runs inside the folder: the default ``--build`` (build/asic) is relative to the caller's."""
+    monkeypatch.chdir(tmp_path)
+    relative = timing(netlists["add8"], "add8", LIBERTY, PERIOD, Path("build") / "add8")
+    assert relative.worst == adder_timings["add8"].worst and (tmp_path / "build" / "add8" / "timing.log").is_file()
+
+
+def test_a_library_of_another_node_and_without_tie_cells(adder_timings, tmp_path):
+    """osu018 (0.18 um, 1.8 V, no tie cells): the same adder maps onto its cells, constants stay constants, and its
+    carry chain is slower than on the 45 nm cells."""
+    from dashraker.asic.liberty import read_liberty
+
+    osu = library("osu018")
+    measure(ADDER.replace("ra + rb", "ra + rb + 1"), "add8", osu, 4.0, tmp_path / "osu", progress=False)
+    cells = Counter(re.findall(r"^\s+([A-Z][A-Z0-9]*) \S+ \($", (tmp_path / "osu" / "netlist.v").read_text(), re.M))
+    assert cells["DFFPOSX1"] == 24 and set(cells) <= set(read_liberty(osu.path("liberty")).cells)
+    timed = timing(tmp_path / "osu" / "netlist.v", "add8", osu.path("liberty"), 4.0, tmp_path / "osu_timing")
+    assert re.fullmatch(r"u_add\.r[ab]\[\d+\]", timed.worst.start_register)
+    assert re.fullmatch(r"u_add\.acc\[\d+\]", timed.worst.end_register)
+    assert timed.worst.stages[-1].cell == "DFFPOSX1"
+    assert timed.worst.delay_ns > 2 * adder_timings["add8"].worst.delay_ns
 
 
 def test_power_grows_with_activity_and_leakage_does_not(powers):
