@@ -23,8 +23,8 @@ DOT = Parameter("dot", "tree", "a step's sum: 'tree' (fp32 adder tree) or 'fused
 # fused multiply-add per lane into the lane's own fp32 accumulator; TensorDash moves products between lanes.
 BASELINE_DOT = dataclasses.replace(
     DOT, choices=(*DOT.choices, "fma"),
-    help=DOT.help[:-1] + "; or 'fma' (each lane a bf16 x bf16 + fp32 fused multiply-add into its own fp32 "
-    "accumulator, --accumulators >= 1 interleaved partials per lane, the lanes summed by the fp32 tree per pass))")
+    help=DOT.help + "; or 'fma' (each lane a bf16 x bf16 + fp32 fused multiply-add into its own fp32 accumulator, "
+    "--accumulators >= 1 interleaved partials per lane, the lanes summed by the fp32 tree at the pass's end)")
 
 
 def check_dot(params):
