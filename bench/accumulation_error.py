@@ -16,6 +16,9 @@ PEs see them. Columns:
 - fused: ``--dot fused``, the exact products aligned to the step's largest in a
   window of 2p + G bits (G = ``FUSED_GUARD_BITS``), summed as integers into the
   fixed-point accumulator, rounded once;
+- fma: ``--dot fma``, each lane a bf16 x bf16 + fp32 fused multiply-add into its
+  own fp32 accumulator (one rounding per step, L = 1), the lanes' accumulators
+  summed by the fp32 tree at the end of the pass;
 - FPRaker: its golden model (guard bits 3), the left operand term-serial;
 - fp64->fp32: the fp64 dot product rounded to fp32, the least error any fp32
   result can have.
@@ -32,7 +35,8 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from dashraker.formats import FUSED_GUARD_BITS
-from dashraker.models.baseline import accumulate, accumulate_addends, adder_tree, fixed_point_accumulate, fused_steps
+from dashraker.models.baseline import (accumulate, accumulate_addends, adder_tree, fixed_point_accumulate, fma_lanes,
+                                       fused_steps)
 from dashraker.models.fpraker.golden import tile as fpraker_tile
 from dashraker.models.numerics import fp32_mul, quantize, to_bf16_bits
 from fpraker_error import cases  # a sibling script: the same random and real tensors
@@ -86,7 +90,7 @@ def errors(x, w, lanes, guards):
              for guard in sorted({FUSED_GUARD_BITS, *guards})}
     results = {"fp32 loop": accumulate(step_sums), "L=6": accumulate(step_sums, accumulators=6),
                "fixed": accumulate(step_sums, accumulators=0), "old fixed": old, "fused": fused[FUSED_GUARD_BITS],
-               "FPRaker": pairs.outputs.reshape(m, n), "fp64->fp32": exact.float(),
+               "fma": fma_lanes(a[:, None], b[None]), "FPRaker": pairs.outputs.reshape(m, n), "fp64->fp32": exact.float(),
                **{f"G={guard}": y for guard, y in fused.items()}}
     figures = {"out": int(out.sum())}
     counted = scale > 1e-300
@@ -122,10 +126,11 @@ def main(argv=None):
     start = time.time()
     all_cases = [*cases(args.rows, args.seed), *magnitude_cases(args.rows, args.seed)]
     table = [(name, errors(x, w, args.lanes, guards)) for name, x, w in tqdm(all_cases, desc="cases")]
-    _table(table, ["fp32 loop", "L=6", "old fixed", "fixed", "fused", "FPRaker", "fp64->fp32"], extra="out")
+    _table(table, ["fp32 loop", "L=6", "old fixed", "fixed", "fused", "fma", "FPRaker", "fp64->fp32"],
+           extra="out")
     print(f"errors: |y - y_fp64| / sum|x_i w_i| per dot product (inf: NaN); bf16 operands, {args.lanes} lanes; fixed: "
           f"384 bits from 2^-192; old fixed: 128 bits from 2^-64 (out: its NaN passes); fused: window 2p + "
-          f"{FUSED_GUARD_BITS} bits; FPRaker: guard bits 3")
+          f"{FUSED_GUARD_BITS} bits; fma: a fused multiply-add per lane, L = 1; FPRaker: guard bits 3")
     print()
     _table(table, [f"G={guard}" for guard in sorted({FUSED_GUARD_BITS, *guards})])
     print(f"the fused dot product's error by the window's guard bits G (window 16 + G bits for bf16)")

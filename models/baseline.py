@@ -12,7 +12,9 @@ accumulator rounded once at the end of the pass instead (``fixed_point_accumulat
 which holds every fp32 number exactly. A step may instead be the fused dot product
 (SPEC section 2, amended 2026-11-27; ``fused_steps``): exact products aligned to the
 step's largest in a window, summed as integers and added into the same fixed-point
-accumulator (``accumulate_addends``) with no rounding before the pass's end.
+accumulator (``accumulate_addends``) with no rounding before the pass's end. Or each lane may be a
+conventional fused multiply-add (``fma_lanes``): its exact bf16 product added into the lane's own fp32
+accumulator, one rounding per step, the lanes' accumulators summed by the fp32 tree at the end of the pass.
 """
 
 import math
@@ -23,9 +25,10 @@ from dashraker.formats import FIXED_POINT_FRAME, FUSED_GUARD_BITS, float_format
 from dashraker.models.numerics import flush_subnormals, fp32_add, fp32_bits, fp32_mul, quantize, split
 
 __all__ = ["adder_tree", "accumulate", "fixed_point_accumulate", "fp32_addends", "accumulate_addends", "fused_steps",
-           "dense_tile", "DOTS"]
+           "fma_lanes", "dense_tile", "DOTS"]
 
-DOTS = ("tree", "fused")  # a step's sum: the fp32 adder tree, or the fused dot product (SPEC section 2)
+# A step's sum (SPEC section 2): the fp32 adder tree, the fused dot product, or a fused multiply-add per lane.
+DOTS = ("tree", "fused", "fma")
 
 
 def adder_tree(products):
@@ -159,6 +162,21 @@ def fused_steps(a, b, fmt="bf16", guard_bits=FUSED_GUARD_BITS):
             (inf & (sign == 0)).any(-1), (inf & (sign == 1)).any(-1))
 
 
+def fma_lanes(a, b, accumulators=1):
+    """Each lane a fused multiply-add into its own fp32 accumulator, the lanes' accumulators summed by the tree.
+
+    ``a``, ``b`` [..., steps, lanes] hold bf16 values (fp32 tensors). A bf16 x bf16 product has at most 16
+    significant bits, so ``fp32_mul`` gives it exactly; only outside fp32's normal range does it leave the exact
+    product (an Inf from 2^128, a signed zero below 2^-126: FTZ), as the multiplier does. The lane's add is then
+    the step's one rounding (RNE, FTZ): ``acc = fl(acc + a * b)``, which is ``torch.addcmul(acc, a, b)`` in fp32
+    for products in range. Lane i's products go into its ``accumulators`` interleaved partials as ``accumulate``
+    adds a PE's step sums (L = 1: the sequential FMA); the lanes' sums then go through ``adder_tree``, lane i at
+    leaf i. Returns fp32 [...].
+    """
+    products = fp32_mul(a, b).transpose(-1, -2)  # [..., lanes, steps]
+    return adder_tree(accumulate(products, accumulators))
+
+
 def _round_to_fp32(units, lsb):
     """``units * 2**lsb`` (a Python int) rounded to fp32, to nearest even; +0.0 for 0, subnormals flushed to zero."""
     if units == 0:
@@ -183,10 +201,17 @@ def dense_tile(a, b, fmt="bf16", accumulators=1, dot="tree"):
     PE (r, c) accumulates, step by step, the tree sum of ``a[r, step] * b[c, step]`` into
     ``accumulators`` interleaved partials, or the fixed-point frame for 0 (``accumulate``). With ``dot="fused"``
     each step is the fused dot product (``fused_steps``) added into the fixed-point frame (``accumulators`` must
-    be 0). Inputs are quantized to the operand format first (RNE, FTZ), as the hardware sees them.
+    be 0); with ``dot="fma"`` each lane is a fused multiply-add into its own ``accumulators`` >= 1 fp32 partials
+    (``fma_lanes``; bf16 operands only). Inputs are quantized to the operand format first (RNE, FTZ), as the
+    hardware sees them.
     """
     a = quantize(a, fmt)
     b = quantize(b, fmt)
+    if dot == "fma":
+        if accumulators < 1 or float_format(fmt).precision > 8:
+            raise ValueError(f"a fused multiply-add lane takes bf16 operands into at least one fp32 accumulator, not "
+                             f"{fmt} into {accumulators}")
+        return fma_lanes(a[:, None, :, :], b[None, :, :, :], accumulators)
     if dot == "fused":
         if accumulators != 0:
             raise ValueError(f"the fused dot product adds into the fixed-point accumulator (0), not {accumulators}")

@@ -32,7 +32,8 @@ def test_every_design_builds_with_its_defaults():
     ("tensordash", {"pattern": "(0,0),(1,x)"}, "cannot read offset"),
     ("tensordash", {"lookahead": 1}, "beyond lookahead 1"),  # T<2,5> reaches step 2
     ("tensordash", {"lanes": 4}, "names one slot twice with 4 lanes"),
-    ("baseline", {"dot": "exact"}, "dot must be one of tree, fused, not 'exact'"),
+    ("baseline", {"dot": "exact"}, "dot must be one of tree, fused, fma, not 'exact'"),
+    ("tensordash", {"dot": "fma"}, "dot must be one of tree, fused, not 'fma'"),  # its lanes move products
     ("baseline", {"dot": "fused", "accumulators": 6}, "dot 'fused' adds into the fixed-point accumulator"),
     ("tensordash", {"dot": "fused", "accumulators": 1}, "accumulators must be 0, not 1"),
 ])
@@ -77,23 +78,44 @@ def test_fused_dot_counts_its_own_actions():
     assert "add_fp32" in baseline.cost.pass_counts(DESIGNS["fpraker"].params(), arrays, 16)
 
 
+def test_fma_lanes_count_their_registers_and_the_pass_end_sums():
+    """With ``dot: fma`` a PE-cycle is N multiplies, N fp32 adds and N register writes, and each PE's pass ends in
+    N (L - 1) adds of the lanes' partials and the N - 1 of the lanes' tree: 2 passes x 2 PEs here."""
+    arrays = {name: np.array(value) for name, value in
+              {"cycles": [3, 4], "steps": [3, 4], "rows": [2, 2], "cols": [1, 1]}.items()}
+    baseline = DESIGNS["baseline"]
+    assert baseline.cost.pass_counts(baseline.params(lanes=8, dot="fma", accumulators=1), arrays, 16) == {
+        "mul": 112, "add_fp32": 112 + 4 * 7, "lane_registers": 112}
+    assert baseline.cost.pass_counts(baseline.params(lanes=8, dot="fma", accumulators=3), arrays, 16) == {
+        "mul": 112, "add_fp32": 112 + 4 * (8 * 2 + 7), "lane_registers": 112}
+
+
+def test_fma_takes_bf16_into_fp32_accumulators():
+    baseline = DESIGNS["baseline"]
+    with pytest.raises(ValueError, match="dot 'fma' accumulates each lane in fp32: accumulators must be at least 1"):
+        baseline.params(dot="fma")
+    with pytest.raises(ValueError, match="dot 'fma' multiplies bf16 operands exactly: fmt must be bf16, not fp32"):
+        baseline.params(dot="fma", accumulators=1, fmt="fp32")
+
+
 def test_every_counted_action_is_a_component():
     """A cost model counts the shared actions and those its ``Cost.components`` declares, its energy parts name
     them, and the registry's components keep the report's column order; two designs charging one action at
     different entries are refused."""
     import dataclasses
 
-    from dashraker.designs.baseline import DOT
     from dashraker.mapping.components import MEMORY, SHARED, components
 
     arrays = {name: np.array([3]) for name in ("cycles", "steps", "rows", "cols")}
     for descriptor in DESIGNS.values():
         charged = {**SHARED, **descriptor.cost.components}
-        for overrides in [{"dot": dot} for dot in DOT.choices] if "dot" in descriptor.params() else [{}]:
+        dots = descriptor.parameter("dot").choices if "dot" in descriptor.params() else ()
+        for overrides in [{"dot": dot, "accumulators": int(dot == "fma")} for dot in dots] or [{}]:
             counted = descriptor.cost.pass_counts(descriptor.params(**overrides), arrays, 16)
             assert set(counted) <= charged.keys(), (descriptor.name, overrides)
         assert set(descriptor.energy_parts.values()) <= charged.keys(), descriptor.name
-    assert list(components()) == ["mul", "add_fp32", "add_int32", "fused_lanes", "frame_adds", "mux_bits",
+    assert list(components()) == ["mul", "add_fp32", "add_int32", "fused_lanes", "frame_adds", "lane_registers",
+                                  "mux_bits",
                                   "scheduler_lanes", "term_encodes", "terms", "exponent_lanes", "step_ends", *MEMORY]
     other = dataclasses.replace(DESIGNS["tensordash"].cost, components={"mux_bits": "mux2_bit"})
     with pytest.raises(ValueError, match="charges 'mux_bits' at 'mux2_bit', already charged at 'mux8_bit'"):

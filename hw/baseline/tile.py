@@ -33,8 +33,9 @@ class Tile(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L per PE, 0 for the fixed-point one (``MacUnit``).
-    dot : "tree" | "fused"
-        A step's sum: the fp32 adder tree or the fused dot product (``MacUnit``).
+    dot : "tree" | "fused" | "fma"
+        A step's sum: the fp32 adder tree or the fused dot product, or a fused multiply-add per lane into the
+        lane's own accumulator (``MacUnit``).
 
     Attributes
     ----------

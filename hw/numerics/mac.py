@@ -1,4 +1,5 @@
-"""The multiply-accumulate datapath of one PE: N multipliers, the fp32 adder tree, the accumulator."""
+"""The multiply-accumulate datapath of one PE: N multipliers, the fp32 adder tree, the accumulator (or an
+accumulator per lane before the tree)."""
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
@@ -41,8 +42,8 @@ def mac_stages(fmt, accumulators):
 
 def mac_latency(lanes, fmt, accumulators, dot):
     """Cycles from a step entering a ``MacUnit`` to the result of the pass it ends: its operand registers, then
-    the ``mac_stages``, or with ``dot="fused"`` the fused dot product's (``fused_latency``) and the fixed-point
-    accumulator's."""
+    the ``mac_stages`` (with ``dot="fma"`` the same stages, the lanes' accumulators before the tree), or with
+    ``dot="fused"`` the fused dot product's (``fused_latency``) and the fixed-point accumulator's."""
     if dot == "fused":
         return 1 + fused_latency(lanes) + FIXED_ACCUMULATOR_LATENCY
     multiplier, tree, accumulator = mac_stages(fmt, accumulators)
@@ -81,11 +82,15 @@ class MacUnit(wiring.Component):
         Operand format.
     accumulators : int
         Interleaved partial fp32 accumulators L, or 0 for the fixed-point accumulator.
-    dot : "tree" | "fused"
+    dot : "tree" | "fused" | "fma"
         The step's sum: the fp32 adder tree, or the fused dot product (SPEC section 2,
         amended 2026-11-27): an ``ExactMultiplier`` per lane (``mul{i}``) and the
         ``FusedTree`` (``dot``), whose unrounded step sums the fixed-point accumulator
-        (L = 0 only) adds.
+        (L = 0 only) adds; or a fused multiply-add per lane (amended 2026-12-06; bf16,
+        L >= 1): lane i's exact product goes straight into its own ``Accumulator``
+        (``accumulate{i}``, L partials through the adder of ``mac_stages``; L = 1 the
+        one-cycle loop ``acc = fl(acc + a * b)``), and the lanes' pass results into the
+        ``AdderTree`` (``tree``), lane i at leaf i.
     guard_bits : int
         With ``dot="fused"``, the window's places below the products' 2p bits (``FusedTree``).
 
@@ -114,11 +119,14 @@ class MacUnit(wiring.Component):
             raise ValueError(f"MAC lanes must be a positive integer, not {lanes!r}")
         if not isinstance(accumulators, int) or accumulators < 0:
             raise ValueError(f"MAC accumulators must be a non-negative integer, not {accumulators!r}")
-        if dot not in ("tree", "fused"):
-            raise ValueError(f"MAC dot must be 'tree' or 'fused', not {dot!r}")
+        if dot not in ("tree", "fused", "fma"):
+            raise ValueError(f"MAC dot must be 'tree', 'fused' or 'fma', not {dot!r}")
         if dot == "fused" and accumulators != 0:
             raise ValueError(f"the fused dot product adds into the fixed-point accumulator (accumulators 0), "
                              f"not {accumulators} fp32 accumulators")
+        if dot == "fma" and (accumulators == 0 or float_format(fmt).precision > 8):
+            raise ValueError(f"a fused multiply-add lane takes bf16 operands into at least one fp32 accumulator, "
+                             f"not {fmt} into {accumulators}")
         self.lanes, self.accumulators, self.dot, self.guard_bits = lanes, accumulators, dot, guard_bits
         self.format = float_format(fmt)
         self.latency = mac_latency(lanes, self.format, accumulators, dot)
@@ -136,6 +144,8 @@ class MacUnit(wiring.Component):
         m = Module()
         a, b = Signal.like(self.a, name="a_registered"), Signal.like(self.b, name="b_registered")
         m.d.sync += [a.eq(self.a), b.eq(self.b)]
+        if self.dot == "fma":
+            return self._fma_lanes(m, a, b)
         if self.dot == "fused":
             m.submodules.dot = dot = FusedTree(self.lanes, self.format, self.guard_bits)
             m.submodules.accumulate = accumulate = FixedPointAccumulator(dot.magnitude_bits)
@@ -161,4 +171,22 @@ class MacUnit(wiring.Component):
             self.result.eq(accumulate.result),
             self.result_valid.eq(accumulate.result_valid),
         ]
+        return m
+
+    def _fma_lanes(self, m, a, b):
+        """Each lane's exact product into its own accumulator; at a pass's end the lanes' results into the tree.
+        Every lane's accumulator finishes a pass in the same cycle and keeps its result until the next pass's, so
+        the tree's sum stands from ``result_valid`` to the next."""
+        multiplier, tree_stages, accumulator = mac_stages(self.format, self.accumulators)
+        m.submodules.tree = tree = AdderTree(self.lanes, tree_stages)
+        valid = delayed(m, self.valid, 1 + multiplier, "valid")
+        last = delayed(m, self.last, 1 + multiplier, "last")
+        for lane in range(self.lanes):
+            mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
+            accumulate = m.submodules[f"accumulate{lane}"] = Accumulator(self.accumulators, accumulator)
+            m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), accumulate.valid.eq(valid), accumulate.last.eq(last),
+                         accumulate.sum.eq(mul.product), tree.operands[lane].eq(accumulate.result)]
+            if lane == 0:
+                m.d.comb += self.result_valid.eq(delayed(m, accumulate.result_valid, tree.latency, "result_valid"))
+        m.d.comb += self.result.eq(tree.sum)
         return m

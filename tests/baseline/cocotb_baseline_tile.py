@@ -30,7 +30,8 @@ def _random_passes(tb, rng, count):
             a = np.maximum(a, 0)
             b[:, :, 1::2] = -b[:, :, 0::2][:, :, : b[:, :, 1::2].shape[2]]
         passes.append((a, b))
-    special = np.array([0.0, -0.0, 1e-40, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1.0], np.float32)
+    special = np.array([0.0, -0.0, 1e-40, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1.0, 2.0**-64, 2.0**64],
+                       np.float32)  # with 2^+-64: products beyond fp32's range, tiny ones flushed
     passes.append((rng.choice(special, (rows, 3, lanes)), rng.choice(special, (cols, 3, lanes))))
     return passes
 

@@ -93,6 +93,20 @@ def test_fused_dot_trace_passes_agree(design, cosim_trace, build_cache):
         assert report.mapper_cycles == report.rtl_cycles > 0
 
 
+@pytest.mark.slow  # a further Verilator build; the quick cocotb cases check the fma lanes' RTL on both simulators
+def test_fma_lanes_trace_passes_agree(cosim_trace, build_cache):
+    """The fused multiply-add lanes (``--dot fma``, L = 1) on the RTL: every operation's trace passes equal the
+    golden model, the cycles the mapper's and the dense steps."""
+    cosim = Cosim("baseline", {**CONFIGS["baseline"], "dot": "fma", "accumulators": 1},
+                  build_root=build_cache / "cosim", optimize=OPTIMIZE)
+    for op in OPS.values():
+        layer = _layer(cosim_trace, op)
+        report = cosimulate(cosim, layer, cosim_trace.load(layer.name, cosim_trace.steps[-1]), op, count=PASSES,
+                            chunk=5)
+        assert report.passes == PASSES and report.ok, "\n".join(report.problems)
+        assert report.mapper_cycles == report.rtl_cycles == report.dense_steps > 0
+
+
 @pytest.mark.parametrize("op", list(OPS.values()))
 def test_dilated_layer_agrees(op, cosims):
     """A dilated, strided convolution (no bundled network has one): RTL equals golden and mapper on its passes."""

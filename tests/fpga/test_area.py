@@ -91,11 +91,13 @@ def test_bad_parameters_are_one_line_errors(args, message, tmp_path, capsys):
 
 @pytest.mark.parametrize("name", [name for name, design in DESIGNS.items() if design.area_parts])
 def test_every_area_part_names_instances_of_the_design(name):
-    """Each part's pattern matches some instance of the design's 1x1 tile, with either step sum where the design
+    """Each part's pattern matches some instance of the design's 1x1 tile, with every step sum where the design
     has a choice (a renamed submodule would otherwise leave its part at zero area), in the Verilog that area
     synthesises (repeated sub-components written once)."""
     design = DESIGNS[name]
-    variants = [{}] + ([{"dot": "fused"}] if "dot" in design.params() else [])
+    dot = design.parameter("dot") if "dot" in design.params() else None
+    variants = [{}] + [{"dot": choice, "accumulators": int(choice == "fma")} for choice in (dot.choices if dot else ())
+                       if choice != dot.default]
     instances = []
     for variant in variants:
         text = shared_verilog(design.tile(design.params(rows=1, cols=1, **variant)), "top")

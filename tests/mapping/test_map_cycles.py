@@ -66,6 +66,21 @@ def test_fused_dot_is_charged_to_the_design_and_its_dense_reference(tmp_path, la
     assert tensordash["baseline_energy_pj"] == pytest.approx(result["baseline_energy_pj"])
 
 
+def test_fma_lanes_are_charged_their_registers_and_pass_end_sums(tmp_path, layer_case):
+    """With ``dot: fma`` (L = 1) a PE-cycle costs N multiplies, N fp32 adds and N register writes, and each PE's
+    pass N - 1 adds of the lanes' tree; cycles are the tree's (a step a cycle), on the design and its reference."""
+    layer, tensors, _ = layer_case(n=1, c=20, m=5, size=4, padding=1)
+    table = config_file(tmp_path, "baseline").energy.entries
+    config = config_file(tmp_path, "baseline", tiles=3, rows=4, cols=4, lanes=16,
+                         **{"baseline.dot": "fma", "baseline.accumulators": 1})
+    result = map_op(config, layer, tensors, "fwd")
+    assert (result["dense_cycles"], result["cycles"]) == (54, 54) and result["energy_efficiency"] == 1.0
+    pe_cycles, pe_passes = 18 * (4 * 16 + 4 * 4), 4 * 16 + 4 * 4  # as the fused dot product's test: 18 steps a pass
+    assert result["counts"]["lane_registers"] == pe_cycles * 16
+    assert result["counts"]["add_fp32"] == pe_cycles * 16 + pe_passes * 15
+    assert result["energy_breakdown_pj"]["lane_registers"] == pytest.approx(pe_cycles * 16 * table["register_fp32"])
+
+
 @pytest.mark.parametrize(
     "nonzero_steps, expected",
     [

@@ -1,5 +1,6 @@
-"""The fixed-point accumulator and the fused dot product's golden models against an independent reference in exact
-rationals (``fractions.Fraction``): the pass's exact sum rounded once, products truncated to the window's unit."""
+"""The fixed-point accumulator's, the fused dot product's and the fused multiply-add lanes' golden models against an
+independent reference in exact rationals (``fractions.Fraction``): the pass's exact sum rounded once, products
+truncated to the window's unit; each lane's exact product and accumulator rounded once per step."""
 
 import math
 import struct
@@ -10,7 +11,8 @@ import pytest
 import torch
 
 from dashraker.formats import FUSED_GUARD_BITS, float_format
-from dashraker.models.baseline import accumulate_addends, dense_tile, fixed_point_accumulate, fused_steps
+from dashraker.models.baseline import (accumulate_addends, adder_tree, dense_tile, fixed_point_accumulate, fma_lanes,
+                                       fused_steps)
 from dashraker.models.numerics import fp32_bits, quantize
 
 CANONICAL_NAN = 0x7FC00000
@@ -199,3 +201,108 @@ def test_fused_tile_is_the_fused_pass_of_each_pe(fmt):
     assert got.tolist() == want
     with pytest.raises(ValueError, match="fixed-point accumulator"):
         dense_tile(a, b, fmt, 1, "fused")
+
+
+def reference_fma(acc, a, b):
+    """``fl(acc + a * b)`` of floats from exact rationals: the exact product (an Inf of its sign from 2^128, a
+    signed zero below 2^-126, as the multiplier gives it), the exact sum, one rounding (``_round``); IEEE's
+    specials and signed zeros (a zero sum is -0.0 only from two negative zeros)."""
+    a, b, acc = (math.copysign(0.0, x) if abs(x) < 2.0**-126 else x for x in (a, b, acc))  # DAZ
+    sign = math.copysign(1.0, a) * math.copysign(1.0, b)
+    if any(map(math.isnan, (a, b, acc))) or (math.isinf(a) and b == 0) or (math.isinf(b) and a == 0):
+        return math.nan
+    exact = Fraction(0) if math.isinf(a) or math.isinf(b) else Fraction(a) * Fraction(b)
+    if math.isinf(a) or math.isinf(b) or abs(exact) >= Fraction(2) ** 128:
+        product = math.copysign(math.inf, sign)
+        return math.nan if math.isinf(acc) and acc != product else product
+    if math.isinf(acc):
+        return acc
+    if abs(exact) < Fraction(2) ** -126:
+        exact = Fraction(0)
+    total = Fraction(acc) + exact
+    if total == 0:
+        return -0.0 if exact == 0 and acc == 0 and sign < 0 and math.copysign(1.0, acc) < 0 else 0.0
+    return _value(_round(total))
+
+
+def _reference_tree(values):
+    """Neighbours pairwise, level by level, an odd one passing up (``reference_fma`` with a factor of 1.0)."""
+    while len(values) > 1:
+        values = [reference_fma(values[i], values[i + 1], 1.0) if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
+def reference_fma_pe(a, b, accumulators):
+    """A PE's pass of fused multiply-add lanes: ``a``, ``b`` [steps][lanes] of bf16 values; lane i's products into
+    its L partials (step t into partial t mod L), each lane's partials then the lanes' results by the tree."""
+    lanes = len(a[0])
+    results = []
+    for lane in range(lanes):
+        partials = [0.0] * accumulators
+        for step, (row, col) in enumerate(zip(a, b)):
+            partials[step % accumulators] = reference_fma(partials[step % accumulators], row[lane], col[lane])
+        results.append(_reference_tree(partials))
+    result = _reference_tree(results)
+    return CANONICAL_NAN if math.isnan(result) else _bits(result)
+
+
+def _golden_fma(a, b, accumulators):
+    tensors = (torch.tensor(x, dtype=torch.float32)[None] for x in (a, b))
+    return fp32_bits(fma_lanes(*tensors, accumulators)).item()
+
+
+@pytest.mark.parametrize("accumulators", [1, 2, 3])
+def test_fma_lanes_match_the_reference(accumulators):
+    rng = np.random.default_rng(5 + accumulators)
+    for index in range(120):
+        steps, lanes = int(rng.integers(1, 9)), int(rng.choice([1, 2, 3, 4, 8]))
+        a, b = _random_operands(rng, "bf16", steps, lanes, [2, 12, 40, 70][index % 4])
+        assert _golden_fma(a, b, accumulators) == reference_fma_pe(a, b, accumulators), (a, b)
+
+
+def test_fma_specials_ties_cancellation_and_range():
+    big, tiny = 2.0**64, 2.0**-64
+    edges = [0.0, -0.0, 1e-40, -1e-40, math.inf, -math.inf, math.nan, big, -big, tiny, 1.0, -1.0, 3.0, 2.0**-24]
+    rng = np.random.default_rng(9)
+    cases = [(rng.choice(edges, (3, 2)).tolist(), rng.choice(edges, (3, 2)).tolist()) for _ in range(300)]
+    cases += [
+        ([[big], [big]], [[1.9921875 * big], [-1.9921875 * big]]),  # near 2^128 then back: the sum overflows on the way
+        ([[big], [1.0]], [[big], [1.0]]),  # a product of 2^128: +Inf (the multiplier overflows)
+        ([[tiny], [1.0]], [[2.0**-63], [2.0**-126]]),  # a product of 2^-127 flushes; 2^-126 is kept
+        ([[1.0], [1.0]], [[1.0], [2.0**-24]]),  # 1 + 2^-24: a tie, to even (1.0): the FMA's one rounding
+        ([[1.0078125], [1.0]], [[1.0], [2.0**-24]]),  # 1 + 2^-7 + 2^-24: below the tie
+        ([[1.0], [-1.0], [2.0**-10]], [[2.0**20], [2.0**20], [2.0**-10]]),  # cancellation: the small one stays exact
+        ([[2.0**-62 * 1.5], [-(2.0**-62)]], [[2.0**-64], [2.0**-64]]),  # cancellation below 2^-126: +0
+        ([[-(2.0**-62) * 1.5], [2.0**-62]], [[2.0**-64], [2.0**-64]]),  # to -0
+        ([[-0.0], [-0.0]], [[1.0], [1.0]]),  # +0 (the accumulator starts at +0.0)
+        ([[math.inf], [1.0]], [[1.0], [-math.inf]]),  # Inf - Inf over two steps: NaN
+    ]
+    for a, b in cases:
+        a, b = (quantize(torch.tensor(x, dtype=torch.float32), "bf16").tolist() for x in (a, b))
+        for accumulators in (1, 2):
+            assert _golden_fma(a, b, accumulators) == reference_fma_pe(a, b, accumulators), (a, b, accumulators)
+
+
+def test_fma_lane_is_torch_addcmul_for_products_in_range():
+    """The golden lane's multiply then add is one rounding: it equals PyTorch's fp32 ``addcmul`` (an FMA or an exact
+    product then a rounded add, the same for bf16 products in fp32's range) step by step."""
+    rng = np.random.default_rng(10)
+    a, b = (quantize(torch.tensor(rng.standard_normal((1, 64, 8)) * 2.0 ** rng.integers(-20, 21, (1, 64, 8)),
+                                  dtype=torch.float32), "bf16") for _ in range(2))
+    lanes = torch.zeros(8)
+    for step in range(64):
+        lanes = torch.addcmul(lanes, a[0, step], b[0, step])
+    assert torch.equal(fma_lanes(a, b)[0], adder_tree(lanes))
+
+
+def test_fma_tile_is_the_fma_pass_of_each_pe():
+    rng = np.random.default_rng(11)
+    a = torch.tensor(rng.standard_normal((2, 5, 4)), dtype=torch.float32)
+    b = torch.tensor(rng.standard_normal((3, 5, 4)), dtype=torch.float32)
+    got = fp32_bits(dense_tile(a, b, "bf16", 1, "fma"))
+    qa, qb = quantize(a, "bf16").tolist(), quantize(b, "bf16").tolist()
+    assert got.tolist() == [[reference_fma_pe(qa[r], qb[c], 1) for c in range(3)] for r in range(2)]
+    for fmt, accumulators in (("fp32", 1), ("bf16", 0)):
+        with pytest.raises(ValueError, match="bf16 operands into at least one fp32 accumulator"):
+            dense_tile(a, b, fmt, accumulators, "fma")

@@ -1,0 +1,78 @@
+"""The fused multiply-add lanes of a ``MacUnit`` (``dot="fma"``) in Amaranth's simulator, bit for bit and cycle for
+cycle against the golden ``fma_lanes``, under idle cycles, with edge values (the tiles run on both simulators)."""
+
+import math
+import random
+
+import pytest
+import torch
+from amaranth.sim import Simulator
+
+from dashraker.hw.numerics import MacUnit
+from dashraker.models.baseline import fma_lanes
+from dashraker.models.numerics import bf16_bits_to_fp32, fp32_bits, to_bf16_bits
+
+# bf16 operands: zeros, a subnormal (DAZ), specials, products beyond fp32's range and below it, ties at fp32's LSB.
+EDGES = [0.0, -0.0, 1e-40, math.inf, -math.inf, math.nan, 2.0**64, -(2.0**64), 2.0**-64, 3.0, 1.0, -1.0, 2.0**-24,
+         1.0078125, 3.0e38]
+
+
+def _passes(seed, lanes, count):
+    """Passes of 1 to 9 steps of bf16 bit patterns [steps][lanes]: normal, spread, edge values, cancellations."""
+    rng = random.Random(seed)
+    draws = [lambda: rng.gauss(0, 1), lambda: rng.gauss(0, 1) * 2.0 ** rng.randint(-70, 70), lambda: rng.choice(EDGES)]
+    passes = []
+    for index in range(count):
+        steps = rng.randint(1, 9)
+        a = [[rng.choice(draws)() for _ in range(lanes)] for _ in range(steps)]
+        b = [[rng.choice(draws)() for _ in range(lanes)] for _ in range(steps)]
+        if index % 4 == 1:  # each product cancelled by the next step's
+            b = [row if step % 2 == 0 else [-x for x in b[step - 1]] for step, row in enumerate(b)]
+            a = [row if step % 2 == 0 else a[step - 1] for step, row in enumerate(a)]
+        passes.append(tuple(to_bf16_bits(torch.tensor(x, dtype=torch.float32)) for x in (a, b)))
+    return passes
+
+
+@pytest.mark.parametrize("lanes, accumulators", [(2, 1), (3, 2), (4, 6)])
+def test_fma_lanes_match_the_model(lanes, accumulators):
+    stimulus = _passes(lanes * 10 + accumulators, lanes, 40)
+    expected = [fp32_bits(fma_lanes(bf16_bits_to_fp32(a)[None], bf16_bits_to_fp32(b)[None], accumulators))[0].item()
+                for a, b in stimulus]
+    dut = MacUnit(lanes, "bf16", accumulators, "fma")
+    results, lasts, finished = [], [], []
+    rng = random.Random(accumulators)
+
+    def packed(row):
+        return sum(int(value) << (16 * lane) for lane, value in enumerate(row))
+
+    async def bench(ctx):
+        cycle = 0
+
+        async def tick(valid, a=0, b=0, last=False):
+            nonlocal cycle
+            ctx.set(dut.valid, valid)
+            ctx.set(dut.a.as_value(), a)
+            ctx.set(dut.b.as_value(), b)
+            ctx.set(dut.last, last)
+            if ctx.get(dut.result_valid):
+                results.append(ctx.get(dut.result.as_value()))
+                finished.append(cycle)
+            if valid and last:
+                lasts.append(cycle)
+            cycle += 1
+            await ctx.tick()
+
+        for a, b in stimulus:
+            for step in range(len(a)):
+                while rng.random() < 0.2:  # idle cycles between steps, their operands and last ignored
+                    await tick(False, rng.getrandbits(16 * lanes), rng.getrandbits(16 * lanes), rng.random() < 0.5)
+                await tick(True, packed(a[step]), packed(b[step]), step == len(a) - 1)
+        for _ in range(dut.latency + 1):
+            await tick(False)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert results == expected
+    assert [done - last for last, done in zip(lasts, finished)] == [dut.latency] * len(stimulus)
