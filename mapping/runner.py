@@ -11,7 +11,7 @@ from dashraker.mapping import executors
 from dashraker.mapping.dataflow import OPS, check_dataflow, conv_geometry
 from dashraker.mapping.engine import map_op
 
-__all__ = ["default_jobs", "layer_ops", "map_layer", "map_trace", "totals"]
+__all__ = ["default_jobs", "layer_ops", "map_layer", "check_mappable", "map_trace", "totals"]
 
 
 def layer_ops(index, layer=None):
@@ -62,6 +62,21 @@ def default_jobs(work, cpus):
     return max(1, min(cpus, work // WORK_PER_JOB))
 
 
+def check_mappable(trace, configs, steps=None, skip_unsupported=False):
+    """Raise ``ValueError`` where ``map_trace`` would refuse the open ``trace``: a layer of a type this version does not
+    take (unless ``skip_unsupported``), a layer a configuration's dataflow cannot form, a step not recorded."""
+    if trace.unsupported and not skip_unsupported:
+        layer = trace.unsupported[0]
+        raise ValueError(f"{trace.path}: layer {layer.name!r}: {layer.reason}; "
+                         "--skip-unsupported maps the other layers")
+    for layer in trace.layers:
+        for dataflow in dict.fromkeys(config.dataflow for config in configs):
+            check_dataflow(layer, dataflow)
+    missing = sorted(set(steps or ()) - set(trace.steps))
+    if missing:
+        raise ValueError(f"{trace.path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
+
+
 def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, scheduler=None, skip_unsupported=False):
     """Map every layer of the trace's ``steps`` (default: all) on each configuration; rows in trace order.
 
@@ -75,17 +90,8 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
     from dashraker.trace import open_trace
 
     trace = open_trace(trace_path)
-    if trace.unsupported and not skip_unsupported:
-        layer = trace.unsupported[0]
-        raise ValueError(f"{trace_path}: layer {layer.name!r}: {layer.reason}; "
-                         "--skip-unsupported maps the other layers")
-    for layer in trace.layers:
-        for dataflow in dict.fromkeys(config.dataflow for config in configs):
-            check_dataflow(layer, dataflow)
+    check_mappable(trace, configs, steps, skip_unsupported)
     steps = list(trace.steps if steps is None else steps)
-    missing = sorted(set(steps) - set(trace.steps))
-    if missing:
-        raise ValueError(f"{trace_path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
     tasks = sorted(
         ((step, index, op) for step in steps for index, layer in enumerate(trace.layers)
          for op in layer_ops(index, layer)),

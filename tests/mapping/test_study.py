@@ -71,10 +71,33 @@ def test_study_refusals_are_one_line(tmp_path, mobilenet_trace, capsys):
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "memory.compression" in err and len(err.strip().splitlines()) == 1
+    big = tmp_path / "big.yaml"
+    big.write_text("lanes: 64\n")  # 4x4 tiles of 64 lanes: 1,024
+    assert main(["study", str(mobilenet_trace), "--config", str(big), "--out", str(tmp_path / "o"),
+                 "--area-cache", str(tmp_path / "area"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "counts as 1,024 lanes" in err and "--force-size" in err and len(err.strip().splitlines()) == 1
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
     assert main(["study", str(mobilenet_trace), "--out", str(tmp_path / "full"), "--no-progress"]) == 2
     assert "is not replaceable" in capsys.readouterr().err
+
+
+def test_every_trace_is_checked_before_the_first_study(tmp_path, mobilenet_trace, monkeypatch, capsys):
+    monkeypatch.setattr("dashraker.mapping.study.study", lambda *a, **k: pytest.fail("studied first"))
+    same = tmp_path / "same"
+    same.symlink_to(mobilenet_trace)
+    assert main(["study", str(mobilenet_trace), str(same), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{same}: given twice (first as {mobilenet_trace})" in err and len(err.strip().splitlines()) == 1
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{")
+    assert main(["study", str(mobilenet_trace), str(broken), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert str(broken) in err and len(err.strip().splitlines()) == 1
+    assert main(["study", str(mobilenet_trace), "--step", "9", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "step 9 is not recorded" in capsys.readouterr().err
 
 
 def test_scenario_figures_by_hand(tmp_path):

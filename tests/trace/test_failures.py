@@ -59,6 +59,17 @@ def test_an_interrupted_force_leaves_the_old_trace(old_trace, tmp_path, monkeypa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trace"]  # no temporary sibling, no lock left
 
 
+def test_a_signal_at_the_swap_says_the_new_trace_is_in_place(old_trace, tmp_path, capsys, signal_at_swap):
+    import signal
+
+    out = tmp_path / "trace"
+    signal_at_swap(signal.SIGINT, out)
+    assert main([*RECORD, "--out", str(out)]) == 130
+    _one_line(capsys, rf"interrupted \(SIGINT\); {out} written whole before it$")
+    assert open_trace(out).steps == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--lr", "nan"], "learning rate must be a finite number > 0, not nan"),
     (["--lr", "-1"], "learning rate must be a finite number > 0, not -1"),
