@@ -206,12 +206,17 @@ def check_tools(configs, asic_cache):
 
 def check_sizes(configs, area_cache, asic_cache, force=False):
     """A ``CliError`` where a tile that ``with_silicon`` would synthesise is past the size guard of ``verilog``
-    (``check_size``) and not ``force``: before the trace is read and the tiles synthesised."""
+    (``check_size``) and not ``force``, or its figures could not be cached in ``area_cache``: before the trace is read
+    and the tiles synthesised."""
     from dashraker.designs.cli import check_size
     from dashraker.mapping import silicon
+    from dashraker.outputs import check_output_folder
 
-    for design, params in silicon.unmeasured(configs, area_cache, asic_cache):
+    todo = silicon.unmeasured(configs, area_cache, asic_cache)
+    for design, params in todo:
         check_size(design, params, force)
+    if todo and any(config.silicon != "liberty" for config in configs):
+        check_output_folder(area_cache, "--area-cache")
 
 
 def with_silicon(configs, area_cache, progress, jobs=None, asic_cache="build/asic"):

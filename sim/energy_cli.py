@@ -141,7 +141,7 @@ def project_commit():
 def _run(args):
     from dashraker.mapping import activity
     from dashraker.mapping.config import ConfigError, load_energy_table
-    from dashraker.outputs import OutputFolder, check_output_file
+    from dashraker.outputs import OutputFolder, check_output_file, check_output_folder
     from dashraker.trace import TraceError, open_trace
 
     if args.passes < 1:
@@ -159,6 +159,9 @@ def _run(args):
         raise CliError(f"{table.path}: entries.{missing[0]}: missing (the activity model needs "
                        f"{' and '.join(activity.ACTIVITY_ENTRIES)})")
     designs = _designs(args)
+    if designs:  # the caches the work fills, before it
+        check_output_folder(args.area_cache, "--area-cache")
+        check_output_folder(args.build, "--build")
     step, work = _work(args, trace) if designs else (trace.steps[-1] if args.step is None else args.step, [])
     if args.add_report and args.calibrate is None and not args.iso_area:
         raise CliError("--add-report joins samples to --calibrate's fit or --iso-area's verdicts: give one of them")

@@ -92,6 +92,13 @@ def test_an_unrecorded_module_is_said_before_the_work_and_in_the_report(small_tr
     assert report["unrecorded_layers"] == [{"name": "rnn", "type": "LSTM"}]
 
 
+def test_an_area_cache_nothing_can_be_written_in_is_refused_before_the_work(mobilenet_trace, tmp_path, monkeypatch,
+                                                                             capsys):
+    monkeypatch.setattr("dashraker.mapping.cli.with_silicon", lambda *a, **k: pytest.fail("synthesised first"))
+    assert _map(mobilenet_trace, tmp_path / "o", "--area-cache", "/proc/dashraker-area") == 2  # compare: lanes
+    _one_line(capsys, "--area-cache /proc/dashraker-area: cannot create files in /proc")
+
+
 def test_design_and_step_lists(mobilenet_trace, tmp_path, capsys):
     assert main(["map", str(mobilenet_trace), "--design", "", "--out", str(tmp_path / "o")]) == 2
     _one_line(capsys, "--design: no design named")
