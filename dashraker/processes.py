@@ -65,6 +65,8 @@ def run_group(command, **kwargs):
     """``subprocess.run(command, **kwargs)`` in a process group of its own that ends whole: on an exception here
     (SIGINT, SIGTERM) and when this thread ends however it ends (``kill -9`` included), every process the command
     started ends too, and none is left under PID 1."""
+    if kwargs.pop("capture_output", False):
+        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     leader = subprocess.Popen(["sh", "-c", _LEADER, "sh", *map(str, command)], start_new_session=True,
                               preexec_fn=ends_with_parent, **kwargs)
     try:

@@ -54,6 +54,13 @@ def test_the_tools_of_a_tool_end_with_it(tmp_path, signum):
     assert _gone(grandchild), f"{grandchild} outlived its tool's parent"
 
 
+def test_a_group_runs_as_subprocess_run():
+    from dashraker.processes import run_group
+
+    done = run_group(["sh", "-c", "echo out; echo err >&2; exit 3"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
 def test_a_killed_builders_work_folder_is_removed_by_the_next_build(tmp_path):
     stale, live, other = (tmp_path / name for name in (".tile.4194305.abcd1234", f".tile.{os.getpid()}.abcd1234",
                                                         "tile"))  # 4194305: past Linux's largest pid
