@@ -1,6 +1,7 @@
 """``dashraker study`` end to end on a real trace with small tiles (areas from real Yosys runs), and its refusals."""
 
 import json
+import shutil
 
 import pytest
 import yaml
@@ -135,7 +136,8 @@ def test_scenario_figures_by_hand(tmp_path):
 
 
 @pytest.mark.real_area  # resolve_all itself, on hand-made area records and a faked library
-def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(small_trace, tmp_path, monkeypatch):
+def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(small_trace, tmp_path, monkeypatch,
+                                                                              capsys):
     """``--silicon both`` with ``clock_mhz: sta``: every accounting under the transistor estimate and the library,
     from the same runs (the cycles agree), each design at its tile's clock; a study of a numeric clock and the
     transistor model maps nothing onto the library."""
@@ -181,6 +183,15 @@ def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(sma
     assert (out / "study.png").read_bytes()[:4] == b"\x89PNG"
     characterised.clear()
     config.write_text(yaml.safe_dump(SMALL))
-    assert main(["study", str(small_trace), "--config", str(config), "--out", str(tmp_path / "plain"), *common]) == 0
+    partial = tmp_path / "partial"  # a trace whose recording left a module out: said before the work and in the report
+    shutil.copytree(small_trace, partial)
+    manifest = json.loads((partial / "manifest.json").read_text())
+    (partial / "manifest.json").write_text(json.dumps({**manifest, "unrecorded_layers": [{"name": "rnn",
+                                                                                          "type": "LSTM"}]}))
+    capsys.readouterr()
+    assert main(["study", str(partial), "--config", str(config), "--out", str(tmp_path / "plain"), *common]) == 0
     assert not characterised
+    assert f"warning: {partial}: 1 module(s) with parameters are not recorded" in capsys.readouterr().err
     assert json.loads((tmp_path / "plain" / "study.json").read_text())["silicon_models"] == ["transistors"]
+    assert "Not the whole network: 1 module(s) with parameters are not recorded" in \
+        (tmp_path / "plain" / "report.md").read_text()
