@@ -156,6 +156,24 @@ def _output_to(path):
                 os.close(fd)
 
 
+@contextlib.contextmanager
+def _verilator_in_a_group():
+    """pyverilator's Verilator run (its ``call_process``: perl's ``verilator`` and the ``verilator_bin`` it starts)
+    through ``run_group`` while the block runs: it ends whole with this process, as the C++ build does."""
+    import pyverilator.pyverilator as module
+
+    def call_process(args, quiet=False):
+        done = run_group(args, capture_output=quiet)
+        if done.returncode:
+            raise subprocess.CalledProcessError(done.returncode, args, done.stdout, done.stderr)
+
+    saved, module.call_process = module.call_process, call_process
+    try:
+        yield
+    finally:
+        module.call_process = saved
+
+
 def _run(command, what):
     done = run_group(command, capture_output=True, text=True)  # make's compilers end with it, and with this process
     if done.returncode != 0:
@@ -199,14 +217,15 @@ def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=()
         source = write(work)
         with _debian_verilator():
             try:
-                with _output_to(work / "verilator.log"):
+                with _output_to(work / "verilator.log"), _verilator_in_a_group():
                     PyVerilator.build(str(source), preceding_files=str(LINT_WAIVERS), build_dir=str(work),
                                       gen_only=True, quiet=True,
                                       args=["--prefix", f"V{top}", "--top-module", top,
                                             "--x-assign", "fast", "--x-initial", "fast", "-O3", *args])
-            except subprocess.CalledProcessError as error:
-                raise CosimBuildError(f"{what}: Verilator failed on {source} "
-                                      f"(see {work / 'verilator.log'})") from error
+            except subprocess.CalledProcessError as error:  # its work folder goes: the log's last lines say why
+                log = (work / "verilator.log").read_text(errors="replace").strip().splitlines()
+                raise CosimBuildError(f"{what}: Verilator failed on {source.name}:\n" + "\n".join(log[-30:])) \
+                    from error
             wrapper = work / "pyverilator_wrapper.cpp"
             wrapper.write_text(extend(wrapper.read_text(), work))
             _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{top}.mk",
