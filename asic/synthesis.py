@@ -22,11 +22,12 @@ import time
 from pathlib import Path
 
 from dashraker.asic.liberty import read_liberty
+from dashraker.fpga.area import minutes
 from dashraker.fpga.area import parts as instance_parts
 from dashraker.fpga.area import tile_verilog
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 
-__all__ = ["SynthesisError", "SCRIPT_VERSION", "MEMORY_MODULE", "SECONDS_PER_BYTE", "script", "measure", "read_area",
+__all__ = ["SynthesisError", "is_mapped", "SCRIPT_VERSION", "MEMORY_MODULE", "SECONDS_PER_BYTE", "script", "measure", "read_area",
            "parts", "top_name", "estimate_seconds", "design_netlist", "AREA_KEYS", "flatten_script", "flat"]
 
 LIBERTY = "cells.lib"  # the library's Liberty file in a mapping folder (``_place_liberty``)
@@ -224,6 +225,15 @@ def _folder(design, params, library, period_ns, root):
     return Path(root) / design.cache_name(params, SCRIPT_VERSION, library=library.name, target=f"{period_ns:g}ns")
 
 
+def is_mapped(design, params, library, period_ns, root="build/asic"):
+    """Whether ``design_netlist`` of the tile has a record under ``root`` (a damaged one is mapped again)."""
+    try:
+        json.loads((_folder(design, params, library, period_ns, root) / "asic.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return True
+
+
 def design_netlist(design, params, library, period_ns, root="build/asic", progress=True, max_seconds=3600):
     """``design``'s tile of ``params`` mapped onto ``library`` for ``period_ns``, cached in
     ``root/<configuration>-<library>-<target>-<source hash>/``: the area record (``read_area``) with ``parts`` (of
@@ -242,8 +252,8 @@ def design_netlist(design, params, library, period_ns, root="build/asic", progre
     verilog, modules, unique = tile_verilog(design, params, top, "asic", progress)
     estimate = estimate_seconds(len(verilog.encode()))
     if max_seconds is not None and estimate > max_seconds:
-        raise SynthesisError(f"{design.name}: mapping onto {library.name} estimated at {estimate / 60:,.0f} minutes "
-                             f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {max_seconds / 60:g}; "
+        raise SynthesisError(f"{design.name}: mapping onto {library.name} estimated at {minutes(estimate)} minutes "
+                             f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {minutes(max_seconds)}; "
                              "map a smaller tile, raise --max-minutes or pass --force-size")
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))

@@ -3,8 +3,8 @@
 Usage: python bench/accumulation_error.py [--rows 64] [--seed 0] [--lanes 8] [--guards 0,3,8,15]
 The cases of bench/fpraker_error.py (random data, then real tensors of one
 training step of the digits CNN), then random N(0,1) operands scaled so that the
-products sit near 2^-40, 2^-48, 2^-56, 2^-100 and 2^58 (K = 256), in bf16 as the
-PEs see them. Columns:
+products sit near 2^-40, 2^-48, 2^-56, 2^-100 and 2^58 (K = 256), then a 2^+-20
+spread and heavy-tailed products (N exp(2N)), in bf16 as the PEs see them. Columns:
 
 - fp32 loop: the fp32 adder tree per step, its sums added in the one-cycle fp32
   loop (L = 1); L=6: into 6 interleaved fp32 partials combined by the fp32 tree;
@@ -53,6 +53,17 @@ def magnitude_cases(rows, seed):
         scale = 2.0 ** (power / 2)
         yield (f"products 2^{power} K=256", torch.randn(rows, 256, generator=generator) * scale,
                torch.randn(256, 16, generator=generator) * scale)
+
+
+def tail_cases(rows, seed):
+    """(name, x, w) where the claims of the error table stop holding: a 2^+-20 spread of the left operand's exponents,
+    and heavy-tailed products (x = N exp(2N'), log-normal magnitudes), K = 256."""
+    generator = torch.Generator().manual_seed(seed + 2)
+    spread = torch.exp2(torch.randint(-20, 20, (rows, 256), generator=generator).float())
+    yield "random 2^+-20 spread", torch.randn(rows, 256, generator=generator) * spread, \
+        torch.randn(256, 16, generator=generator)
+    tails = torch.randn(rows, 256, generator=generator) * torch.exp(2 * torch.randn(rows, 256, generator=generator))
+    yield "heavy-tailed N exp(2N)", tails, torch.randn(256, 16, generator=generator)
 
 
 def _steps(matrix, lanes):
@@ -124,7 +135,7 @@ def main(argv=None):
     if not all(0 <= guard <= 15 for guard in guards):
         parser.error(f"--guards must lie in 0..15, not {args.guards!r}")
     start = time.time()
-    all_cases = [*cases(args.rows, args.seed), *magnitude_cases(args.rows, args.seed)]
+    all_cases = [*cases(args.rows, args.seed), *magnitude_cases(args.rows, args.seed), *tail_cases(args.rows, args.seed)]
     table = [(name, errors(x, w, args.lanes, guards)) for name, x, w in tqdm(all_cases, desc="cases")]
     _table(table, ["fp32 loop", "L=6", "old fixed", "fixed", "fused", "fma", "FPRaker", "fp64->fp32"],
            extra="out")

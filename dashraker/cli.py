@@ -44,9 +44,10 @@ def build_parser():
 
 def main(argv=None):
     from dashraker.errors import CliError
-    from dashraker.outputs import OutputError
+    from dashraker.outputs import OutputError, begin, on_disk
 
     args = build_parser().parse_args(argv)
+    begin()
     signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args) or 0
@@ -55,8 +56,8 @@ def main(argv=None):
     except OSError as error:  # a full disk, a read-only file system: the file and the reason, no traceback
         message, status = f"{error.filename}: {error.strerror}" if error.filename else error, 2
     except KeyboardInterrupt:
-        message, status = "interrupted (SIGINT); outputs left as they were", 130
+        message, status = f"interrupted (SIGINT); {on_disk()}", 130
     except Terminated:
-        message, status = "terminated (SIGTERM); outputs left as they were", 143
+        message, status = f"terminated (SIGTERM); {on_disk()}", 143
     print(f"dashraker {args.command}: error: {message}", file=sys.stderr)
     return status

@@ -8,6 +8,8 @@ Each stage is the same subcommand a user would run by hand.
 
 from pathlib import Path
 
+from dashraker.outputs import path_argument
+
 __all__ = ["register", "run"]
 
 # The demo's tiles: their Verilog is generated and linted, and the trace is mapped onto 16 of them (so that the
@@ -19,7 +21,8 @@ DESIGN_ARGS = tuple(arg for key, value in TILE.items() for arg in (f"--{key}", s
 def register(subparsers):
     parser = subparsers.add_parser("demo", help="record a small real trace, generate Verilog, map, print and plot",
                                    description=__doc__)
-    parser.add_argument("--out", type=Path, default=Path("build/demo"), help="output folder (default build/demo)")
+    parser.add_argument("--out", type=path_argument, default=Path("build/demo"),
+                        help="output folder (default build/demo)")
     parser.add_argument("--model", default="vgg", help="network to record (default vgg)")
     parser.add_argument("--steps", default="1,60", help="optimizer steps to record (default 1,60)")
     parser.add_argument("--samples", default="2", help="samples per recorded batch (default 2)")

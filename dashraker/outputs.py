@@ -12,16 +12,107 @@ import ctypes.util
 import fcntl
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
-__all__ = ["OutputError", "OutputFolder", "atomic_write", "check_output_file", "check_output_folder", "umask_mode"]
+__all__ = ["OutputError", "OutputFolder", "atomic_write", "check_output_file", "check_output_folder", "umask_mode",
+           "begin", "on_disk", "path_argument"]
+
+MIN_FREE_BYTES = 1 << 20  # a file system with less free space than this is full before the work starts
 
 
 class OutputError(ValueError):
     """An output location that cannot be used; the message names it and says why."""
+
+
+def path_argument(text):
+    """An ``argparse`` type for a file or folder: ``Path(text)``, refusing an empty name (``Path("")`` is ``.``)."""
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty name is not a file or folder")
+    return Path(text)
+
+
+# What this run's outputs are on disk, for the message of a signal (docs/troubleshooting.md): the outputs checked or made
+# (``check_output_file``, ``OutputFolder``) and those of them put in place whole.
+_ledger = {"declared": [], "placed": []}
+_staging = []  # the staging folders of this process not yet put in place
+
+
+def begin():
+    """Start a command's ledger of outputs afresh (``dashraker.cli.main``: one command, one ledger)."""
+    _ledger["declared"].clear()
+    _ledger["placed"].clear()
+
+
+def on_disk():
+    """What this command's outputs are on disk now, in words: those put in place whole, and the others left as they
+    were; for the message of a signal that ended it."""
+    declared = list(dict.fromkeys(_ledger["declared"]))  # a cache written on the way is no output
+    placed = [path for path in dict.fromkeys(_ledger["placed"]) if path in declared]
+    others = [path for path in declared if path not in placed]
+    if not placed:
+        return "outputs left as they were"
+    text = f"{', '.join(placed)} written whole before it"
+    return text + (f"; {', '.join(others)} left as they were" if others else "")
+
+
+def _declare(path):
+    _ledger["declared"].append(str(path))
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM held while the block runs and delivered after it: an output's swap is never cut in two,
+    and the signal's message, read after it, says truthfully whether the new output is in place. Held only in the
+    main thread, the one Python runs signal handlers in."""
+    numbers = (signal.SIGINT, signal.SIGTERM)
+    handlers = {number: signal.getsignal(number) for number in numbers}
+    if threading.current_thread() is not threading.main_thread() or None in handlers.values():
+        yield
+        return
+    caught = []
+    for number in numbers:
+        signal.signal(number, lambda number, frame: caught.append(number))
+    try:
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        if caught:
+            signal.raise_signal(caught[0])
+
+
+def _swap(tmp, path):
+    """Put ``tmp`` in place of ``path`` (a file, or a folder, which may exist): one rename, or an exchange where the
+    system has one; a folder replaced without it passes through a ``.old`` sibling, removed after."""
+    if not os.path.isdir(tmp) or not os.path.exists(path):
+        os.replace(tmp, path)
+    elif not _exchange(tmp, path):
+        old = Path(tempfile.mkdtemp(dir=Path(path).parent, prefix=f".{Path(path).name}.", suffix=".old"))
+        try:
+            os.replace(path, old / "out")
+            try:
+                os.rename(tmp, path)
+            except OSError:
+                os.replace(old / "out", path)  # the old output back in its place
+                raise
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _put_in_place(tmp, path):
+    """``_swap`` with signals held; the output joins the ledger's placed ones unless it is a part of an output folder
+    not yet in place (one of ``_staging``)."""
+    with _signals_held():
+        _swap(tmp, path)
+        if not any(Path(path).is_relative_to(folder) for folder in _staging):
+            _ledger["placed"].append(str(path))
 
 
 def umask_mode(mode=0o666):
@@ -51,7 +142,7 @@ def atomic_write(path, write):
                 raise
             reason = error.strerror or f"{error} (a short write: the disk is probably full)"
             raise OSError(error.errno, reason, str(path)) from None
-        os.replace(tmp, path)
+        _put_in_place(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -70,6 +161,10 @@ def _writable_ancestor(path, what):
             pass
     except OSError as error:
         raise OutputError(f"{what} {path}: cannot create files in {parent} ({error.strerror})") from None
+    space = os.statvfs(parent)
+    free = (space.f_bavail if os.geteuid() else space.f_bfree) * space.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise OutputError(f"{what} {path}: no space left on the file system of {parent} ({free:,} bytes free)")
     return parent
 
 
@@ -81,6 +176,7 @@ def check_output_file(path, what="output file"):
     if path.is_dir():
         raise OutputError(f"{what} {path}: is a folder; give a file name")
     _writable_ancestor(path, what)
+    _declare(path)
     return path
 
 
@@ -127,7 +223,11 @@ class OutputFolder:
         if self.path.is_dir() and any(self.path.iterdir()) and not (replaceable and replaceable(self.path)):
             kind = "replaceable" if replaceable else "an empty folder"
             raise OutputError(f"{what} {self.path}: exists, is not empty and is not {kind}" + (f"; {hint}" if hint else ""))
+        if os.path.ismount(self.path):
+            raise OutputError(f"{what} {self.path}: is a mount point, which cannot be replaced whole (renamed); give a "
+                              "folder inside it")
         _writable_ancestor(self.path, what)
+        _declare(self.path)
         self._lock = None
 
     def __enter__(self):
@@ -144,8 +244,13 @@ class OutputFolder:
             if os.path.exists(lock_path) and os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
                 break
             os.close(fd)  # the previous holder removed this file while we waited for it: take the new one
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} ({' '.join(sys.argv)})\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} ({' '.join(sys.argv)})\n".encode())
+        except OSError as error:  # a full disk: no lock file left behind
+            os.unlink(lock_path)
+            os.close(fd)
+            raise OutputError(f"{self.what} {self.path}: cannot write its lock {lock_path} ({error.strerror})") from None
         self._lock = (fd, lock_path)
         self._remove_stale_staging()
         return self
@@ -170,15 +275,13 @@ class OutputFolder:
     def staging(self):
         """A new temporary sibling folder to write into; when the block ends normally it replaces the folder."""
         tmp = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".new"))
+        _staging.append(tmp)
         try:
             os.chmod(tmp, umask_mode(0o777))
             yield tmp
-            if not self.path.exists():
-                os.rename(tmp, self.path)
-            elif not _exchange(tmp, self.path):
-                old = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".old"))
-                os.replace(self.path, old / "out")
-                os.rename(tmp, self.path)
-                shutil.rmtree(old)
+            _staging.remove(tmp)
+            _put_in_place(tmp, self.path)
         finally:
+            if tmp in _staging:
+                _staging.remove(tmp)
             shutil.rmtree(tmp, ignore_errors=True)  # after an exchange it holds the old output

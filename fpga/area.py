@@ -32,7 +32,7 @@ from dashraker.fpga.report import ReportError, module_instances, module_totals, 
 from dashraker.hw.verilog import place
 
 __all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "ESTIMATES", "AreaError", "is_measured",
-           "measure", "read_stat", "unique_modules", "design_area", "describe", "estimate_seconds", "parts",
+           "measure", "read_stat", "unique_modules", "design_area", "describe", "minutes", "estimate_seconds", "parts",
            "asic_estimate", "tile_verilog"]
 
 # Transistors per generic cell: Yosys kernel/cost.h, CellCosts cmos_transistors_db (what ``stat -tech cmos`` uses).
@@ -304,6 +304,11 @@ def asic_estimate(record, bit_transistors, min_bits):
             "min_bits": min_bits, "bit_transistors": bit_transistors}
 
 
+def minutes(seconds):
+    """``seconds`` in minutes for a message: whole ones past ten, else two significant digits (never "0")."""
+    return f"{seconds / 60:,.0f}" if seconds >= 600 else f"{seconds / 60:.2g}"
+
+
 def estimate_seconds(verilog_bytes):
     """Estimated synthesis wall time of Verilog of ``verilog_bytes`` bytes on this project's machines."""
     return verilog_bytes * SECONDS_PER_BYTE
@@ -395,8 +400,8 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     verilog, modules, unique = tile_verilog(design, params, top, "area", progress)
     estimate = estimate_seconds(len(verilog.encode()))
     if max_seconds is not None and estimate > max_seconds:
-        raise AreaError(f"{design.name} {describe(params)}: synthesis estimated at {estimate / 60:,.0f} minutes "
-                        f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {max_seconds / 60:,.0f}; "
+        raise AreaError(f"{design.name} {describe(params)}: synthesis estimated at {minutes(estimate)} minutes "
+                        f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {minutes(max_seconds)}; "
                         "measure a smaller tile (area scales with PEs), raise --max-minutes or pass --force-size")
     area = measure(verilog, top, folder, progress)
     record = {"design": design.name, "params": params, "source_hash": design.source_hash(SCRIPT_VERSION),

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from dashraker.errors import CliError
+from dashraker.outputs import path_argument
 
 __all__ = ["register", "breakdown", "throughput", "read_map", "speedup_sources", "compare_table"]
 
@@ -243,7 +244,7 @@ def register(designs):
     parser.add_argument("--cols", type=int, default=1, help="PE columns of every tile (default 1)")
     parser.add_argument("--dtypes", default="bf16,fp32", help="operand formats (default bf16,fp32)")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"designs to compare (default {','.join(DESIGNS)})")
-    parser.add_argument("--map", type=Path, action="append",
+    parser.add_argument("--map", type=path_argument, action="append",
                         help="a mapper's map.json: speedups over the baseline per design; repeated, each row takes "
                              "the first map of its design mapped with the parameters --set gives the row")
     parser.add_argument("--speedup", action="append", metavar="DESIGN=X",

@@ -4,6 +4,7 @@ to a parser, checked once, and passed to ``run_flow``."""
 from pathlib import Path
 
 from dashraker.errors import CliError
+from dashraker.outputs import path_argument
 
 __all__ = ["add_flow_arguments", "flow_options", "flow"]
 
@@ -39,7 +40,7 @@ def add_flow_arguments(parser, out_help):
                              "a large tile's long nets shorten with more, FPRaker's 2x2 closes with 60)")
     parser.add_argument("--timing-ripup", action="store_true",
                         help="have nextpnr's router rip up and route again the nets that fail timing (slower)")
-    parser.add_argument("--out", type=Path, required=True, help=out_help)
+    parser.add_argument("--out", type=path_argument, required=True, help=out_help)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dashraker.errors import CliError
 from dashraker.fpga.area import AreaError, describe, design_area
+from dashraker.outputs import path_argument
 
 __all__ = ["register", "table", "memory_table"]
 
@@ -102,9 +103,9 @@ def register(subparsers):
         "configuration and generator sources.")
 
     def options(sub):
-        sub.add_argument("--out", type=Path, default=Path("build/area"),
+        sub.add_argument("--out", type=path_argument, default=Path("build/area"),
                          help="folder of the cached configurations (default build/area)")
-        sub.add_argument("--json", type=Path, help="also write the area record to this JSON file")
+        sub.add_argument("--json", type=path_argument, help="also write the area record to this JSON file")
         sub.add_argument("--max-minutes", type=float, default=60,
                          help="refuse a configuration whose estimated synthesis takes longer, unless --force-size "
                               "(default 60)")
@@ -113,7 +114,7 @@ def register(subparsers):
                          help="compute: the tile's logic; chip: also its two tile buffers, and a chip of the "
                               "configuration's tiles with the global buffer (SRAM from the energy table's per-bit "
                               "area; default compute)")
-        sub.add_argument("--config", type=Path, help="mapper configuration whose energy table (register files, "
+        sub.add_argument("--config", type=path_argument, help="mapper configuration whose energy table (register files, "
                                                      "SRAM), memory sizes, tile count and area estimate the ASIC "
                                                      "estimate and the chip scope take (default: the packaged one)")
         sub.add_argument("--area-estimate", choices=AREA_ESTIMATES, help="the estimate the chip scope counts: asic "

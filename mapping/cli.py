@@ -1,11 +1,13 @@
 """``dashraker map TRACE --config CFG [--design ...] --out DIR``: cycles and energy of a recorded training trace."""
 
 import dataclasses
+import sys
 from pathlib import Path
 
 from dashraker.errors import CliError
+from dashraker.outputs import path_argument
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "check_trace", "check_sizes", "warn_unrecorded"]
 
 
 def register(subparsers):
@@ -19,8 +21,8 @@ def register(subparsers):
         description="Map every layer and training operation (forward, input gradient, weight gradient) of a "
         "trace onto the configured accelerator; print a summary and write map.csv, map.json and plots.",
     )
-    parser.add_argument("trace", type=Path, help="trace folder (dashraker trace record)")
-    parser.add_argument("--config", type=Path, help="accelerator configuration YAML (default: the packaged one)")
+    parser.add_argument("trace", type=path_argument, help="trace folder (dashraker trace record)")
+    parser.add_argument("--config", type=path_argument, help="accelerator configuration YAML (default: the packaged one)")
     parser.add_argument(
         "--design",
         action="append",
@@ -57,7 +59,7 @@ def register(subparsers):
                         "it is, memories in flip-flops) (default: the configuration's)")
     parser.add_argument("--compression", choices=COMPRESSIONS, help="memory traffic: none (dense) or zvc (zero-value "
                         "compressed buffers and DRAM) (default: the configuration's memory.compression)")
-    parser.add_argument("--fpga-reports", type=Path, help="folder searched for 'dashraker fpga' report.json files "
+    parser.add_argument("--fpga-reports", type=path_argument, help="folder searched for 'dashraker fpga' report.json files "
                         "of the mapped configurations (--area fpga)")
     parser.set_defaults(func=run)
 
@@ -67,11 +69,13 @@ def add_silicon_options(parser, models):
     parser.add_argument("--silicon", choices=models, help="tiles' area and leakage: transistors (CMOS transistors, "
                         "'dashraker area') or liberty (the configuration's standard-cell library, 'dashraker asic')"
                         f"{', both: each side by side' if 'both' in models else ''} (default: the configuration's)")
-    parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
+    parser.add_argument("--area-cache", type=path_argument, default=Path("build/area"),
                         help="folder of cached 'dashraker area' figures, for leakage and iso-area (default build/area)")
-    parser.add_argument("--asic-cache", type=Path, default=Path("build/asic"),
+    parser.add_argument("--asic-cache", type=path_argument, default=Path("build/asic"),
                         help="folder of tiles mapped onto the library ('dashraker asic --build'), for silicon: liberty "
                         "and clocks from static timing (default build/asic)")
+    parser.add_argument("--force-size", action="store_true", help="synthesise a tile past the size guard of "
+                        "`dashraker verilog` (512 lanes) for its silicon (a tile already measured is never refused)")
 
 
 def _designs(values):
@@ -114,6 +118,7 @@ def run(args):
     except ConfigError as error:
         raise CliError(str(error)) from None
     check_tools(configs, args.asic_cache)
+    check_sizes(configs, args.area_cache, args.asic_cache, args.force_size)
     if not args.trace.is_dir():
         raise CliError(f"{args.trace}: not a trace folder")
     out = OutputFolder(args.out, "--out", is_map_output, "give a new folder or one of earlier map reports")
@@ -122,7 +127,7 @@ def run(args):
 
         check_output_folder(args.area_cache, "--area-cache")  # before the mapping and the synthesis
     with out:
-        _check_trace(args.trace, steps)  # bad input is refused before the tiles are synthesised
+        unrecorded = check_trace(args.trace, configs, steps, args.skip_unsupported)  # before the tiles' synthesis
         configs = with_silicon(configs, args.area_cache, not args.no_progress, args.jobs, args.asic_cache)
         rows = _map(args, configs, steps)
         sums = totals(rows)
@@ -130,6 +135,8 @@ def run(args):
         meta = {"trace": str(args.trace), "configs": [config.as_dict() for config in configs]}
         if args.skip_unsupported:
             meta["skipped_layers"] = _skipped(args.trace)
+        if unrecorded:
+            meta["unrecorded_layers"] = [{"name": name, "type": kind} for name, kind in unrecorded]
         iso_area = None
         if (args.compare or configs[0].compare) == "iso-area":
             meta["iso_area"] = iso_area = _iso_area(args, configs, steps, sums)
@@ -159,17 +166,28 @@ def override(config, args):
     return config
 
 
-def _check_trace(path, steps):
-    """The trace opens and holds ``steps``, or a ``CliError`` (as ``map_trace`` would say, before any work)."""
+def check_trace(path, configs, steps, skip_unsupported=False):
+    """A ``CliError`` where ``map_trace`` would refuse the trace (``runner.check_mappable``), before any work; returns
+    the modules its recording left out (``Trace.unrecorded``), warned of on stderr."""
+    from dashraker.mapping.runner import check_mappable
     from dashraker.trace import TraceError, open_trace
 
     try:
         trace = open_trace(path)
+        check_mappable(trace, configs, steps, skip_unsupported)
     except (TraceError, ValueError) as error:
         raise CliError(str(error)) from None
-    missing = sorted(set(steps or ()) - set(trace.steps))
-    if missing:
-        raise CliError(f"{path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
+    warn_unrecorded(trace)
+    return trace.unrecorded
+
+
+def warn_unrecorded(trace):
+    """Say on stderr, before the work, that ``trace``'s figures leave out the work of modules its recording did not
+    record: its verdict is the recorded layers', not the whole network's."""
+    from dashraker.trace.store import unrecorded_message
+
+    if trace.unrecorded:
+        print(f"warning: {trace.path}: {unrecorded_message(trace.unrecorded)}", file=sys.stderr, flush=True)
 
 
 def check_tools(configs, asic_cache):
@@ -184,6 +202,21 @@ def check_tools(configs, asic_cache):
         silicon.check_tools(configs)
     except silicon.SiliconError as error:
         raise CliError(str(error)) from None
+
+
+def check_sizes(configs, area_cache, asic_cache, force=False):
+    """A ``CliError`` where a tile that ``with_silicon`` would synthesise is past the size guard of ``verilog``
+    (``check_size``) and not ``force``, or its figures could not be cached in ``area_cache``: before the trace is read
+    and the tiles synthesised."""
+    from dashraker.designs.cli import check_size
+    from dashraker.mapping import silicon
+    from dashraker.outputs import check_output_folder
+
+    todo = silicon.unmeasured(configs, area_cache, asic_cache)
+    for design, params in todo:
+        check_size(design, params, force)
+    if todo and any(config.silicon != "liberty" for config in configs):
+        check_output_folder(area_cache, "--area-cache")
 
 
 def with_silicon(configs, area_cache, progress, jobs=None, asic_cache="build/asic"):

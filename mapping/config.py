@@ -390,7 +390,8 @@ def load_config(path=None, design=None, device="cpu"):
 
     defaults = _read_yaml(default_config_path(), "accelerator configuration")
     path = Path(path) if path is not None else default_config_path()
-    top = _Fields(path, _merged(defaults, _read_yaml(path, "accelerator configuration")))
+    given = _read_yaml(path, "accelerator configuration")
+    top = _Fields(path, _merged(defaults, given))
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
     top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
@@ -403,6 +404,8 @@ def load_config(path=None, design=None, device="cpu"):
         own = {parameter.key for parameter in DESIGNS[key].parameters} - {"dtype"}
         section.unknown({*GEOMETRY, *own})
     chosen, section = DESIGNS[name], sections[name]
+    for key in sorted(DESIGNS.keys() & given.keys() - {name}):  # a design not mapped now: its section's values still checked
+        _design_params(DESIGNS[key], top, sections[key])
     geometry = {key: (section if key in section.data else top).number(key, int, 1)
                 for key in GEOMETRY if key in section.data or key in top.data}
     if "tiles" not in geometry:

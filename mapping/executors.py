@@ -17,7 +17,7 @@ from threadpoolctl import ThreadpoolController
 
 from dashraker.processes import end_with_parent
 
-__all__ = ["ClusterError", "in_process", "in_processes", "limit_threads", "on_dask", "on_local_workers"]
+__all__ = ["ClusterError", "WorkerLost", "in_process", "in_processes", "limit_threads", "on_dask", "on_local_workers"]
 
 # Threads of every pool the models compute on (PyTorch intra-op, BLAS and OpenMP, Numba) in each
 # mapping process: the processes are the parallelism; spinning threads slow small tensors down
@@ -32,6 +32,16 @@ RETRIES = 2  # a Dask task that raised runs again this many times (a lost worker
 
 class ClusterError(Exception):
     """A Dask cluster that cannot map the trace (scheduler unreachable or lost, no worker, trace unreadable on one)."""
+
+
+class WorkerLost(ChildProcessError):
+    """A local worker process ended abruptly (a signal, the out-of-memory killer): the run stops, its outputs as they
+    were; an ``OSError``, so that the command says it in one line as it does a full disk."""
+
+
+WORKER_LOST = ("a worker process of this run was killed or ended abruptly (the out-of-memory killer does so with "
+               "SIGKILL); the run stopped, its outputs left as they were: run it again, with fewer --jobs if memory "
+               "ran short")
 
 
 def limit_threads(count=THREADS):
@@ -140,6 +150,9 @@ def _local_pool(jobs, start):
                                                 initargs=(os.getpid(),)) as pool:
         try:
             yield pool
+        except concurrent.futures.process.BrokenProcessPool:  # the pool has ended the other workers
+            _end_workers(pool)
+            raise WorkerLost(WORKER_LOST) from None
         except BaseException:
             _end_workers(pool)
             raise

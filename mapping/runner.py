@@ -11,7 +11,7 @@ from dashraker.mapping import executors
 from dashraker.mapping.dataflow import OPS, check_dataflow, conv_geometry
 from dashraker.mapping.engine import map_op
 
-__all__ = ["default_jobs", "layer_ops", "map_layer", "map_trace", "totals"]
+__all__ = ["default_jobs", "layer_macs", "layer_ops", "map_layer", "check_mappable", "map_trace", "totals"]
 
 
 def layer_ops(index, layer=None):
@@ -35,7 +35,7 @@ def map_layer(trace, configs, step, index, ops=None):
     return rows
 
 
-# Work (``_work`` of the tasks times the configurations) that pays for one more local worker:
+# Work (``layer_macs`` of the tasks times the configurations) that pays for one more local worker:
 # about 1 CPU s of the cheapest design's mapping (baseline), against about 0.1 CPU s that a
 # forked worker costs (measured on a ResNet-18 step).
 WORK_PER_JOB = 10**10
@@ -47,19 +47,35 @@ def _map_task(trace, configs, task):
     return map_layer(trace, configs, step, index, [op])
 
 
-def _work(layer):
-    """Rough size of a layer's mapping work (its multiply-accumulates), to start the largest first."""
+def layer_macs(layer):
+    """The multiply-accumulates of one training operation of ``layer`` on its recorded samples (each operation has
+    as many): the size of its mapping work, to start the largest first."""
     geo = conv_geometry(layer, layer.input_shape, layer.weight_shape)
     (n, c), (m, kh, kw) = geo.input[:2], geo.kernel
     return n * m * (c // geo.groups) * kh * kw * math.prod(geo.output())
 
 
 def default_jobs(work, cpus):
-    """Local worker processes for ``work`` (``_work`` of the tasks times the configurations) on ``cpus`` CPUs.
+    """Local worker processes for ``work`` (``layer_macs`` of the tasks times the configurations) on ``cpus`` CPUs.
 
     One per ``WORK_PER_JOB``, at most one per CPU: below that a worker costs more than it saves.
     """
     return max(1, min(cpus, work // WORK_PER_JOB))
+
+
+def check_mappable(trace, configs, steps=None, skip_unsupported=False):
+    """Raise ``ValueError`` where ``map_trace`` would refuse the open ``trace``: a layer of a type this version does not
+    take (unless ``skip_unsupported``), a layer a configuration's dataflow cannot form, a step not recorded."""
+    if trace.unsupported and not skip_unsupported:
+        layer = trace.unsupported[0]
+        raise ValueError(f"{trace.path}: layer {layer.name!r}: {layer.reason}; "
+                         "--skip-unsupported maps the other layers")
+    for layer in trace.layers:
+        for dataflow in dict.fromkeys(config.dataflow for config in configs):
+            check_dataflow(layer, dataflow)
+    missing = sorted(set(steps or ()) - set(trace.steps))
+    if missing:
+        raise ValueError(f"{trace.path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
 
 
 def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, scheduler=None, skip_unsupported=False):
@@ -75,28 +91,19 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
     from dashraker.trace import open_trace
 
     trace = open_trace(trace_path)
-    if trace.unsupported and not skip_unsupported:
-        layer = trace.unsupported[0]
-        raise ValueError(f"{trace_path}: layer {layer.name!r}: {layer.reason}; "
-                         "--skip-unsupported maps the other layers")
-    for layer in trace.layers:
-        for dataflow in dict.fromkeys(config.dataflow for config in configs):
-            check_dataflow(layer, dataflow)
+    check_mappable(trace, configs, steps, skip_unsupported)
     steps = list(trace.steps if steps is None else steps)
-    missing = sorted(set(steps) - set(trace.steps))
-    if missing:
-        raise ValueError(f"{trace_path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
     tasks = sorted(
         ((step, index, op) for step in steps for index, layer in enumerate(trace.layers)
          for op in layer_ops(index, layer)),
-        key=lambda task: -_work(trace.layers[task[1]]),
+        key=lambda task: -layer_macs(trace.layers[task[1]]),
     )
     with tqdm(total=len(tasks), desc="map", unit="op", disable=not progress) as bar:
         if scheduler is not None:
             results = executors.on_dask(_map_task, scheduler, str(Path(trace_path).absolute()), configs, tasks, bar)
         else:
             gpu = any(config.device != "cpu" for config in configs)
-            work = sum(_work(trace.layers[index]) for _, index, _ in tasks) * len(configs)
+            work = sum(layer_macs(trace.layers[index]) for _, index, _ in tasks) * len(configs)
             jobs = min(jobs or (1 if gpu else default_jobs(work, len(os.sched_getaffinity(0)))), len(tasks))
             if jobs <= 1:
                 results = executors.in_process(_map_task, trace, configs, tasks, bar)

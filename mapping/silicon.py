@@ -27,7 +27,7 @@ import os
 
 __all__ = ["UNITS", "SiliconError", "Tile", "estimates", "tile_transistors", "transistor_tile", "liberty_tile",
            "measure", "sram_transistors", "sram_area", "chip_parts", "silicon_area", "leakage_nw", "leakage_pj",
-           "reference_params", "check_tools", "clocked", "resolve_all"]
+           "reference_params", "check_tools", "unmeasured", "clocked", "resolve_all"]
 
 UNITS = {"transistors": "CMOS transistors", "liberty": "um2"}  # a tile's area under each silicon model
 
@@ -214,6 +214,25 @@ def check_tools(configs):
             find_sta()
     except (LibraryError, TimingError) as error:
         raise SiliconError(str(error)) from None
+
+
+def unmeasured(configs, area_root="build/area", asic_root="build/asic"):
+    """The distinct (design, params) of ``configs``' tiles (each one's and the reference's) that ``resolve_all``
+    would synthesise: no cached area where the silicon model counts transistors, or no cached mapping where the
+    tile is mapped onto the library."""
+    from dashraker.asic.libraries import library
+    from dashraker.asic.synthesis import is_mapped
+    from dashraker.fpga.area import is_measured
+
+    todo = {}
+    for config in configs:
+        for design, params in _tiles(config):
+            missing = config.silicon != "liberty" and not is_measured(design, params, area_root)
+            if config.uses_library:
+                missing |= not is_mapped(design, params, library(config.library), config.target_ns, asic_root)
+            if missing:
+                todo.setdefault(design.cache_name(params), (design, params))
+    return list(todo.values())
 
 
 def clocked(configs):

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from dashraker.designs import DESIGNS
 from dashraker.errors import CliError
+from dashraker.outputs import path_argument
 
 __all__ = ["SCENARIOS", "register", "run", "study", "scenario_figures", "report"]
 
@@ -80,9 +81,9 @@ def register(subparsers):
         description="Map the traces on every design at equal lanes and at iso-area, at compute and chip area "
         "scope, with dense and zero-value compressed memory, under one silicon model or both; write report.md (the "
         "papers' headline figures beside ours, the gap attributed axis by axis), study.json and study.png.")
-    parser.add_argument("traces", type=Path, nargs="+", metavar="TRACE", help="trace folders (dashraker trace record)")
-    parser.add_argument("--config", type=Path, help="accelerator configuration YAML (default: the packaged one)")
-    parser.add_argument("--out", type=Path, default=Path("build/study"), help="report folder (replaced whole at the "
+    parser.add_argument("traces", type=path_argument, nargs="+", metavar="TRACE", help="trace folders (dashraker trace record)")
+    parser.add_argument("--config", type=path_argument, help="accelerator configuration YAML (default: the packaged one)")
+    parser.add_argument("--out", type=path_argument, default=Path("build/study"), help="report folder (replaced whole at the "
                         "end; a folder holding anything else is refused; default build/study)")
     parser.add_argument("--step", action="append", help="recorded step(s) to map, repeatable or comma-separated "
                         "(default: all)")
@@ -101,6 +102,7 @@ def _is_study_output(path):
 
 
 def run(args):
+    from dashraker.mapping.cli import check_sizes, check_trace
     from dashraker.outputs import OutputFolder
     from dashraker.trace.cli import step_list
 
@@ -113,6 +115,14 @@ def run(args):
             raise CliError(f"{trace}: not a trace folder (no manifest.json)")
     steps = step_list("--step", args.step)
     configs = _configs(args.config, args.area_estimate, args.silicon, args.asic_cache)  # bad input before the work
+    every = [c for scoped in configs.values() for c in scoped]
+    check_sizes(every, args.area_cache, args.asic_cache, args.force_size)
+    given = {}
+    for trace in args.traces:  # every trace checked before the first one's study
+        if trace.resolve() in given:
+            raise CliError(f"{trace}: given twice (first as {given[trace.resolve()]}); each trace is studied once")
+        given[trace.resolve()] = trace
+        check_trace(trace, every, steps)
     out = OutputFolder(args.out, "--out", _is_study_output, "give a new folder or one of an earlier study")
     start = time.perf_counter()
     with out:
@@ -200,6 +210,7 @@ def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="bu
     from dashraker.designs import reference
     from dashraker.mapping import isoarea
     from dashraker.mapping.cli import with_silicon
+    from dashraker.trace import open_trace
 
     ref = reference().name
     models = {model: with_silicon(scoped, area_cache, progress, jobs, asic_cache) for model, scoped in configs.items()}
@@ -241,7 +252,9 @@ def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="bu
         breakdown = {name: {op: t["cycle_breakdown"] for (d, op), t in equal.items()
                             if d == name and "cycle_breakdown" in t} for name in result["designs"]}
         result["traces"].append({"trace": str(trace), "steps": steps, "scenarios": scenarios,
-                                 "cycle_breakdown": {k: v for k, v in breakdown.items() if v}})
+                                 "cycle_breakdown": {k: v for k, v in breakdown.items() if v},
+                                 "unrecorded_layers": [{"name": name, "type": kind}
+                                                       for name, kind in open_trace(trace).unrecorded]})
     return result
 
 
@@ -364,10 +377,17 @@ def report(result):
 
 def _trace_lines(entry, result, named, designs):
     """One trace's sections of the report."""
+    from dashraker.trace.store import unrecorded_message
+
     ref, models = result["reference"], result["silicon_models"]
     scenarios = entry["scenarios"]
     steps = "all recorded steps" if not entry["steps"] else f"steps {', '.join(map(str, entry['steps']))}"
-    lines = [f"## Trace `{entry['trace']}` ({steps})", "", "### The papers beside ours", "",
+    unrecorded = [(layer["name"], layer["type"]) for layer in entry.get("unrecorded_layers") or ()]
+    lines = [f"## Trace `{entry['trace']}` ({steps})", ""]
+    if unrecorded:
+        lines += [f"Not the whole network: {unrecorded_message(unrecorded)}; every figure below is of the recorded "
+                  "layers alone.", ""]
+    lines += ["### The papers beside ours", "",
              "| design | claim | paper | " + " | ".join(f"ours ({named[m]}) | holds" for m in models)
              + " | accounting |", "|---|---|---|" + "---|---|" * len(models) + "---|"]
     for name, claim in ((design.name, claim) for design in DESIGNS.values() for claim in design.published):

@@ -8,12 +8,14 @@ by its simulated switching (``asic.power``). The command lives with co-simulatio
 pass formation and energy table it uses.
 """
 
+import contextlib
 import re
 import sys
 from pathlib import Path
 
 from dashraker.designs import design as find_design
 from dashraker.errors import CliError
+from dashraker.outputs import path_argument
 
 __all__ = ["register", "REPORTS", "RANDOM_STEPS"]
 
@@ -40,7 +42,7 @@ def register(subparsers):
         sub.add_argument("--clock-ns", type=float, default=None,
                          help=f"clock period (ns) the mapping targets and energy is reported at (default: target "
                               f"{TARGET_NS:g} ns, energy at the clock the timing allows)")
-        sub.add_argument("--trace", type=Path, help="trace folder whose passes are simulated for energy")
+        sub.add_argument("--trace", type=path_argument, help="trace folder whose passes are simulated for energy")
         sub.add_argument("--layer", action="append", help="--trace: a layer (repeatable; default: every layer)")
         sub.add_argument("--op", choices=["fwd", "bwd-input", "bwd-weight"],
                          help="--trace: the training operation (default: every one of the layer)")
@@ -49,14 +51,14 @@ def register(subparsers):
                          help="--trace: passes K per layer operation, spread evenly over its passes (default 8)")
         sub.add_argument("--random", type=int, default=None, metavar="N",
                          help=f"simulate N dense random passes of {RANDOM_STEPS} steps instead of a trace")
-        sub.add_argument("--calibrate", type=Path, default=None,
+        sub.add_argument("--calibrate", type=path_argument, default=None,
                          help="--trace: write an energy table (YAML, the packaged table's format) whose per-action "
                               "entries are fitted to the gate-level energy of these passes, for map's energy_table")
-        sub.add_argument("--add-report", type=Path, action="append", default=[], metavar="FOLDER",
+        sub.add_argument("--add-report", type=path_argument, action="append", default=[], metavar="FOLDER",
                          help="--calibrate: an earlier asic report (--out folder) of another design on the same "
                               "trace and step, whose passes join the fit (repeatable)")
-        sub.add_argument("--out", type=Path, help=f"folder for {' and '.join(REPORTS)}")
-        sub.add_argument("--build", type=Path, default=Path("build/asic"),
+        sub.add_argument("--out", type=path_argument, help=f"folder for {' and '.join(REPORTS)}")
+        sub.add_argument("--build", type=path_argument, default=Path("build/asic"),
                          help="folder of cached mapped tiles and gate-level models (default build/asic)")
         sub.add_argument("--max-minutes", type=float, default=60,
                          help="refuse a tile whose estimated mapping takes longer, unless --force-size (default 60)")
@@ -119,16 +121,10 @@ def _passes(args, params):
 
 
 def _run(args):
-    import dataclasses
-
-    from dashraker.asic import TARGET_NS
     from dashraker.asic.liberty import LibertyError, read_liberty
     from dashraker.asic.libraries import LibraryError, library
-    from dashraker.asic.synthesis import SynthesisError
-    from dashraker.asic.tile import characterise, register_files
     from dashraker.asic.timing import TimingError, find_sta
     from dashraker.designs.cli import design_params
-    from dashraker.mapping.config import load_config
     from dashraker.outputs import OutputFolder
 
     params = design_params(args)
@@ -160,6 +156,22 @@ def _run(args):
         raise CliError("--add-report: two reports of one design")
     out = OutputFolder(args.out, "--out", lambda path: {e.name for e in path.iterdir()} <= set(REPORTS),
                        "give a new folder or an earlier asic report") if args.out is not None else None
+    with out if out is not None else contextlib.nullcontext():  # one run at a time on --out, from the start
+        return _characterise(args, design, params, lib, liberty, step, work, out, earlier)
+
+
+def _characterise(args, design, params, lib, liberty, step, work, out, earlier):
+    """Map the tile onto the library, time it, run the passes of ``work`` on its netlist; print and write the report
+    (and the energy table fitted to its passes and the ``earlier`` reports'); exit status 1 where the netlist
+    disagrees with the RTL."""
+    import dataclasses
+
+    from dashraker.asic import TARGET_NS
+    from dashraker.asic.synthesis import SynthesisError
+    from dashraker.asic.tile import characterise, register_files
+    from dashraker.asic.timing import TimingError
+    from dashraker.mapping.config import load_config
+
     target = args.clock_ns or TARGET_NS
     try:
         record = characterise(design, params, lib, target, args.build, not args.no_progress,
@@ -191,7 +203,7 @@ def _run(args):
     if out is not None:
         from dashraker.trace.store import save_json
 
-        with out, out.staging() as staging:
+        with out.staging() as staging:
             save_json(staging / REPORTS[0], report)
             (staging / REPORTS[1]).write_text(text + "\n")
         print(f"\nwrote {out.path / REPORTS[0]}, {out.path / REPORTS[1]}")

@@ -31,6 +31,7 @@ from dashraker.designs import design as find_design
 from dashraker.hw.tile_stream import payload_layout
 from dashraker.sim import codec
 from dashraker.sim import toggles as toggles_module
+from dashraker.processes import run_group
 from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
 
 __all__ = ["Cosim", "TileRun", "CosimBuildError"]
@@ -155,11 +156,47 @@ def _output_to(path):
                 os.close(fd)
 
 
+@contextlib.contextmanager
+def _verilator_in_a_group():
+    """pyverilator's Verilator run (its ``call_process``: perl's ``verilator`` and the ``verilator_bin`` it starts)
+    through ``run_group`` while the block runs: it ends whole with this process, as the C++ build does."""
+    import pyverilator.pyverilator as module
+
+    def call_process(args, quiet=False):
+        done = run_group(args, capture_output=quiet)
+        if done.returncode:
+            raise subprocess.CalledProcessError(done.returncode, args, done.stdout, done.stderr)
+
+    saved, module.call_process = module.call_process, call_process
+    try:
+        yield
+    finally:
+        module.call_process = saved
+
+
 def _run(command, what):
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = run_group(command, capture_output=True, text=True)  # make's compilers end with it, and with this process
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-30:])
         raise CosimBuildError(f"{what} failed ({' '.join(map(str, command[:3]))} ...):\n{tail}")
+
+
+_WORK = re.compile(r"\..+\.(\d+)\.[a-z0-9_]{8}")  # a build's work folder: .<build>.<pid of its builder>.<random>
+
+
+def _remove_stale_builds(root):
+    """Remove the work folders in ``root`` whose builder process is gone (killed at once, so its ``finally`` never
+    ran); a live builder's, this machine's other runs' included, are left to it."""
+    for entry in root.iterdir():
+        match = _WORK.fullmatch(entry.name)
+        if match is None or not entry.is_dir() or entry.is_symlink():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except PermissionError:  # another user's live process
+            pass
 
 
 def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=(), what=None, params=None):
@@ -174,19 +211,21 @@ def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=()
 
     what = what or top
     build_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{build_dir.name}.", dir=build_dir.parent))
+    _remove_stale_builds(build_dir.parent)
+    work = Path(tempfile.mkdtemp(prefix=f".{build_dir.name}.{os.getpid()}.", dir=build_dir.parent))
     try:
         source = write(work)
         with _debian_verilator():
             try:
-                with _output_to(work / "verilator.log"):
+                with _output_to(work / "verilator.log"), _verilator_in_a_group():
                     PyVerilator.build(str(source), preceding_files=str(LINT_WAIVERS), build_dir=str(work),
                                       gen_only=True, quiet=True,
                                       args=["--prefix", f"V{top}", "--top-module", top,
                                             "--x-assign", "fast", "--x-initial", "fast", "-O3", *args])
-            except subprocess.CalledProcessError as error:
-                raise CosimBuildError(f"{what}: Verilator failed on {source} "
-                                      f"(see {work / 'verilator.log'})") from error
+            except subprocess.CalledProcessError as error:  # its work folder goes: the log's last lines say why
+                log = (work / "verilator.log").read_text(errors="replace").strip().splitlines()
+                raise CosimBuildError(f"{what}: Verilator failed on {source.name}:\n" + "\n".join(log[-30:])) \
+                    from error
             wrapper = work / "pyverilator_wrapper.cpp"
             wrapper.write_text(extend(wrapper.read_text(), work))
             _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{top}.mk",

@@ -10,9 +10,11 @@ configured tiles and at iso-area (as ``map --compare iso-area``) and gives each 
 efficiency over the reference under both energy models.
 """
 
+import contextlib
 from pathlib import Path
 
 from dashraker.errors import CliError
+from dashraker.outputs import path_argument
 
 __all__ = ["register", "REPORTS", "RTL_ACTIVITY", "write_calibrated", "project_commit"]
 
@@ -30,7 +32,7 @@ def register(subparsers):
                     "counting and report activity-based energy per MAC by part (toggles x switched capacitance "
                     "from the instance's transistors, plus clocked flip-flops) beside the mapper's table-based "
                     "energy of the same passes. --calibrate writes an energy table fitted to this activity.")
-    parser.add_argument("trace", type=Path, help="trace folder (dashraker trace record)")
+    parser.add_argument("trace", type=path_argument, help="trace folder (dashraker trace record)")
     parser.add_argument("--design", choices=[*DESIGNS, "all"],
                         help="design(s) to co-simulate; without it, only the reports of --add-report are used")
     parser.add_argument("--passes", type=int, default=8,
@@ -44,23 +46,25 @@ def register(subparsers):
                              "each measured after one uncounted run of the same passes")
     parser.add_argument("--energy-table", default="horowitz45",
                         help="energy table: a packaged name or a YAML path (default horowitz45)")
-    parser.add_argument("--calibrate", type=Path, default=None,
+    parser.add_argument("--calibrate", type=path_argument, default=None,
                         help="write an energy table (YAML) whose per-action entries are fitted to this activity")
-    parser.add_argument("--add-report", type=Path, action="append", default=[], metavar="DIR",
+    parser.add_argument("--add-report", type=path_argument, action="append", default=[], metavar="DIR",
                         help="an earlier report (--out folder) of other designs on the same trace and step, whose "
                              "samples join --calibrate's fit and --iso-area's verdicts (repeatable)")
     parser.add_argument("--iso-area", action="store_true",
                         help="also map the step at the configured tiles and at iso-area (asic measure) and give each "
                              "design's energy efficiency over the reference by the table and by the activity (each "
                              "operation's core energy scaled by its activity/table ratio; memory and leakage alike)")
-    parser.add_argument("--config", type=Path, default=None,
+    parser.add_argument("--config", type=path_argument, default=None,
                         help="--iso-area: the mapper's accelerator configuration (default: the packaged one)")
     parser.add_argument("--jobs", type=int, default=None, help="--iso-area: mapping worker processes")
-    parser.add_argument("--out", type=Path, default=None, help=f"folder for {' and '.join(REPORTS)}")
+    parser.add_argument("--out", type=path_argument, default=None, help=f"folder for {' and '.join(REPORTS)}")
     add_design_flags(parser, "1x1 tile, as `dashraker area`")
-    parser.add_argument("--build", type=Path, default=Path("build/cosim"),
+    parser.add_argument("--force-size", action="store_true",
+                        help="go ahead with a tile past the size guard of `dashraker verilog` (512 lanes)")
+    parser.add_argument("--build", type=path_argument, default=Path("build/cosim"),
                         help="folder of cached RTL builds (default build/cosim)")
-    parser.add_argument("--area-cache", type=Path, default=Path("build/area"),
+    parser.add_argument("--area-cache", type=path_argument, default=Path("build/area"),
                         help="folder of cached area figures (default build/area)")
     parser.add_argument("--opt-level", type=int, choices=range(4), default=0,
                         help="C++ optimisation level of the models (default 0: short runs, fastest build)")
@@ -74,7 +78,10 @@ def is_energy_output(path):
 
 
 def _designs(args):
+    """Each chosen design with its checked parameters, refused past the size guard of ``verilog`` (``check_size``)
+    before minutes of synthesis and building."""
     from dashraker.designs import DESIGNS
+    from dashraker.designs.cli import check_size
     from dashraker.sim.cosim_cli import given_params
 
     if args.design is None:
@@ -85,9 +92,11 @@ def _designs(args):
         design = DESIGNS[name]
         given = given_params(args, design, strict=args.design != "all")
         try:
-            chosen.append((design, design.params(**given)))
+            params = design.params(**given)
         except ValueError as error:
             raise CliError(f"{name}: {error}") from None
+        check_size(design, params, args.force_size)
+        chosen.append((design, params))
     return chosen
 
 
@@ -130,15 +139,9 @@ def project_commit():
 
 
 def _run(args):
-    import dataclasses
-
-    from tqdm import tqdm
-
-    from dashraker.fpga.area import AreaError, design_area
     from dashraker.mapping import activity
-    from dashraker.mapping.config import ConfigError, load_config, load_energy_table
-    from dashraker.outputs import OutputFolder, check_output_file
-    from dashraker.sim.cosim import Cosim, CosimBuildError
+    from dashraker.mapping.config import ConfigError, load_energy_table
+    from dashraker.outputs import OutputFolder, check_output_file, check_output_folder
     from dashraker.trace import TraceError, open_trace
 
     if args.passes < 1:
@@ -156,6 +159,9 @@ def _run(args):
         raise CliError(f"{table.path}: entries.{missing[0]}: missing (the activity model needs "
                        f"{' and '.join(activity.ACTIVITY_ENTRIES)})")
     designs = _designs(args)
+    if designs:  # the caches the work fills, before it
+        check_output_folder(args.area_cache, "--area-cache")
+        check_output_folder(args.build, "--build")
     step, work = _work(args, trace) if designs else (trace.steps[-1] if args.step is None else args.step, [])
     if args.add_report and args.calibrate is None and not args.iso_area:
         raise CliError("--add-report joins samples to --calibrate's fit or --iso-area's verdicts: give one of them")
@@ -168,10 +174,25 @@ def _run(args):
         if reference().name not in {d.name for d, _ in designs} | {s.design for s in earlier}:
             raise CliError(f"--iso-area: no sample of the reference design {reference().name} (co-simulate it or "
                            "--add-report its report)")
+        iso_configs(args, [design.name for design, _ in designs] + [s.design for s in earlier])  # before the work
     if args.calibrate is not None:
         check_output_file(args.calibrate, "--calibrate")
     out = OutputFolder(args.out, "--out", is_energy_output, "give a new folder or an earlier energy report") \
         if args.out is not None else None
+    with out if out is not None else contextlib.nullcontext():  # one run at a time on --out, from the start
+        _measure(args, table, designs, work, step, earlier, out)
+
+
+def _measure(args, table, designs, work, step, earlier, out):
+    """Co-simulate the sampled passes of ``work`` on each of ``designs``, print the report and write the outputs."""
+    import dataclasses
+
+    from tqdm import tqdm
+
+    from dashraker.fpga.area import AreaError, design_area
+    from dashraker.mapping import activity
+    from dashraker.mapping.config import load_config
+    from dashraker.sim.cosim import Cosim, CosimBuildError
 
     plans = []  # per design: its params, config and the sampled pass groups of each layer operation
     for design, params in designs:
@@ -219,7 +240,7 @@ def _run(args):
     if out is not None:
         from dashraker.trace.store import save_json
 
-        with out, out.staging() as staging:
+        with out.staging() as staging:
             save_json(staging / "energy.json", {**meta, "samples": [sample.as_dict() for sample in samples]})
             (staging / "energy.md").write_text(text + "\n")
         print(f"\nwrote {out.path / REPORTS[0]}, {out.path / REPORTS[1]}")
@@ -237,16 +258,11 @@ def iso_area_verdicts(args, step, samples, progress):
     from dashraker.designs import reference
     from dashraker.mapping import activity, isoarea
     from dashraker.mapping.cli import with_silicon
-    from dashraker.mapping.config import ConfigError, load_config
     from dashraker.mapping.runner import map_trace, totals
 
-    names = list(dict.fromkeys(s.design for s in samples if s.op != "synthetic"))
     ref = reference().name
-    try:
-        configs = [load_config(args.config, name) for name in names]
-    except ConfigError as error:
-        raise CliError(str(error)) from None
-    configs = with_silicon(configs, args.area_cache, progress, args.jobs)
+    configs = with_silicon(iso_configs(args, [s.design for s in samples if s.op != "synthetic"]), args.area_cache,
+                           progress, args.jobs)
     try:
         equal = totals(map_trace(args.trace, configs, [step], args.jobs, progress))
         areas = isoarea.budget(configs, "asic", args.area_cache, None, progress)
@@ -261,6 +277,20 @@ def iso_area_verdicts(args, step, samples, progress):
             "tiles_iso": areas.tiles_iso, "params": {c.design.name: c.params for c in configs},
             "ratios": {f"{design} {op}": ratio for (design, op), ratio in ratios.items()},
             "designs": verdicts}
+
+
+def iso_configs(args, names):
+    """The mapper's configurations (``--config``) of the designs ``names`` for ``--iso-area``; a ``CliError`` for a bad
+    configuration or a tile past the size guard (``map``'s ``check_sizes``)."""
+    from dashraker.mapping.cli import check_sizes
+    from dashraker.mapping.config import ConfigError, load_config
+
+    try:
+        configs = [load_config(args.config, name) for name in dict.fromkeys(names)]
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    check_sizes(configs, args.area_cache, "build/asic", args.force_size)
+    return configs
 
 
 def verdict_table(verdicts):

@@ -78,3 +78,39 @@ def tile_areas_unmeasured(request, monkeypatch):
     synthesise their (small) tiles."""
     if request.node.get_closest_marker("real_area") is None:
         monkeypatch.setattr("dashraker.mapping.silicon.resolve_all", lambda configs, *args, **kwargs: list(configs))
+
+
+@pytest.fixture
+def signals_delivered():
+    """SIGINT and SIGTERM raise as ``dashraker``'s handlers make them (``KeyboardInterrupt``, ``Terminated``), even
+    where this run was started with them ignored (a shell's background job)."""
+    import signal
+
+    from dashraker.cli import _terminate
+
+    previous = {number: signal.signal(number, handler) for number, handler in
+                ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _terminate))}
+    yield
+    for number, handler in previous.items():
+        signal.signal(number, handler)
+
+
+@pytest.fixture
+def signal_at_swap(monkeypatch, signals_delivered):
+    """The hook in the output code: ``signal_at_swap(signum, target)`` sends ``signum`` to this process at the moment
+    the output ``target`` (a file or folder) is swapped in, before the rename: no timing luck."""
+    import signal
+
+    from dashraker import outputs
+
+    swap = outputs._swap
+
+    def arm(signum, target):
+        def signalled(tmp, path):
+            if str(path) == str(target):
+                signal.raise_signal(signum)
+            swap(tmp, path)
+
+        monkeypatch.setattr(outputs, "_swap", signalled)
+
+    return arm

@@ -114,3 +114,72 @@ def test_a_symbolic_link_stands_for_its_folder(tmp_path):
             (staging / "map.csv").write_text("new\n")
     assert (tmp_path / "link").is_symlink() and (tmp_path / "link" / "map.csv").read_text() == "new\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "link"]
+
+
+def test_a_signal_at_the_swap_is_held_until_the_new_folder_is_in_place(tmp_path, signal_at_swap):
+    import signal
+
+    from dashraker import outputs
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "old.txt").write_text("old")
+    outputs.begin()
+    signal_at_swap(signal.SIGINT, tmp_path / "out")
+    with pytest.raises(KeyboardInterrupt):
+        with OutputFolder(tmp_path / "out", "test output", lambda path: True) as out, out.staging() as staging:
+            atomic_write(staging / "new.txt", lambda file: file.write(b"new"))
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["new.txt"]  # whole, not cut in two
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no .new/.old sibling, no lock
+    assert outputs.on_disk() == f"{tmp_path / 'out'} written whole before it"
+
+
+def test_the_message_names_what_was_written_and_what_was_not(tmp_path, signal_at_swap):
+    import signal
+
+    from dashraker import outputs
+    from dashraker.cli import Terminated
+
+    outputs.begin()
+    first, second = check_output_file(tmp_path / "a.json"), check_output_file(tmp_path / "b.yaml")
+    assert outputs.on_disk() == "outputs left as they were"
+    signal_at_swap(signal.SIGTERM, first)
+    with pytest.raises(Terminated):
+        atomic_write(first, lambda file: file.write(b"{}"))
+    assert first.read_bytes() == b"{}" and not second.exists()
+    assert outputs.on_disk() == f"{first} written whole before it; {second} left as they were"
+    atomic_write(tmp_path / "cache.json", lambda file: file.write(b"{}"))  # not an output of the command: unnamed
+    assert outputs.on_disk() == f"{first} written whole before it; {second} left as they were"
+
+
+def test_a_mount_point_is_refused_before_any_work(tmp_path, monkeypatch):
+    (tmp_path / "mnt").mkdir()
+    mounted = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda path: str(path) == str(tmp_path / "mnt") or mounted(path))
+    with pytest.raises(OutputError, match="mnt: is a mount point, which cannot be replaced whole"):
+        OutputFolder(tmp_path / "mnt", "--out")
+
+
+def test_a_full_disk_is_refused_before_any_work_and_leaves_no_lock(tmp_path, monkeypatch):
+    statvfs = os.statvfs
+
+    def full(path):
+        real = statvfs(path)
+        return os.statvfs_result((*real[:3], 0, 0, *real[5:]))  # no block free
+
+    monkeypatch.setattr(os, "statvfs", full)
+    with pytest.raises(OutputError, match=rf"--out {tmp_path / 'out'}: no space left on the file system of {tmp_path}"):
+        OutputFolder(tmp_path / "out", "--out")
+    with pytest.raises(OutputError, match="--json .*a.json: no space left"):
+        check_output_file(tmp_path / "a.json", "--json")
+    monkeypatch.undo()
+    folder = OutputFolder(tmp_path / "out", "--out")
+    write = os.write
+
+    def no_space(fd, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", no_space)  # the disk fills between the check and the lock
+    with pytest.raises(OutputError, match=r"--out .*out: cannot write its lock .*\.out\.lock \(No space left on device\)"):
+        folder.__enter__()
+    monkeypatch.setattr(os, "write", write)
+    assert list(tmp_path.iterdir()) == []  # no lock file left

@@ -54,10 +54,8 @@ def check_trace(path, progress=False, strict=False):
         return result
     result.warnings = [f"layer {layer.name!r}: {layer.reason}; not mapped or co-simulated "
                        "(dashraker map --skip-unsupported maps the other layers)" for layer in trace.unsupported]
-    unrecorded = [(entry.get("name"), entry.get("type")) for entry in trace.manifest.get("unrecorded_layers") or ()
-                  if isinstance(entry, dict)]
-    if unrecorded:
-        (result.problems if strict else result.warnings).append(f"{trace.path}: {unrecorded_message(unrecorded)}")
+    if trace.unrecorded:
+        (result.problems if strict else result.warnings).append(f"{trace.path}: {unrecorded_message(trace.unrecorded)}")
     jobs = [(step, layer) for step in trace.steps for layer in trace.layers]
     if progress:
         from tqdm import tqdm

@@ -83,8 +83,11 @@ def _export(args):
     from dashraker.trace.errors import TraceError
     from dashraker.trace.export import export_dnnsim
 
+    if (args.out is None) == (args.out_flag is None):
+        raise CliError("give the output folder once: as OUT after the trace, or as --out OUT, as the other commands "
+                       "take it")
     try:
-        root = export_dnnsim(args.trace, args.out, net=args.net, progress=not args.no_progress, overwrite=args.force)
+        root = export_dnnsim(args.trace, args.out or args.out_flag, net=args.net, progress=not args.no_progress, overwrite=args.force)
     except TraceError as error:
         raise CliError(str(error)) from None
     print(f"dnnsim layout written to {root}; {root / 'DNNSIM.txt'} says how to run DNNsim on it")
@@ -152,7 +155,8 @@ def register(subparsers):
     export.add_argument("--format", choices=["dnnsim"], default="dnnsim", help="output layout (default dnnsim)")
     export.add_argument("--net", help="network folder name in the output (default: the trace's model name)")
     export.add_argument("trace", help="trace folder")
-    export.add_argument("out", help="output folder")
+    export.add_argument("out", nargs="?", help="output folder (or --out)")
+    export.add_argument("--out", dest="out_flag", metavar="OUT", help="output folder, as every other command takes it")
     export.add_argument("--force", action="store_true", help="replace an earlier export in the output folder")
     export.add_argument("--no-progress", action="store_true", help="no progress bar")
     export.set_defaults(func=_export)

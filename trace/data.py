@@ -46,9 +46,14 @@ class Dataset:
     y: torch.Tensor
     num_classes: int
     kind: str
+    items: list = None  # each sample's item index in a factory's data set, where it was drawn from a larger one
 
     def __len__(self):
         return len(self.x)
+
+    def item(self, sample):
+        """How a message names ``sample``: its item index where the set was drawn from a factory's."""
+        return f"item [{self.items[sample] if self.items is not None else sample}]"
 
     @property
     def sample_shape(self):
@@ -200,9 +205,10 @@ def load_data(spec, seq_len=64, data_args=None, needed=None, seed=0):
     module docstring); of a factory's set, at most ``needed`` items drawn with ``seed`` (``factory.build_dataset``)."""
     name, _, path = str(spec).partition(":")
     if name not in DATASETS and factory.is_factory(spec):
-        x, y = factory.build_dataset(spec, data_args or {}, needed, seed)
+        x, y, items = factory.build_dataset(spec, data_args or {}, needed, seed)
         kind = "tensors" if x.is_floating_point() else "tokens"
-        return Dataset(str(spec), x.float() if kind == "tensors" else x.long(), y.long(), int(y.max()) + 1, kind)
+        return Dataset(str(spec), x.float() if kind == "tensors" else x.long(), y.long(), int(y.max()) + 1, kind,
+                       items)
     if data_args:
         raise RecordError(f"data set {spec!r} takes no arguments; only a factory does")
     if name not in DATASETS:

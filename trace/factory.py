@@ -81,38 +81,45 @@ def _memory_available():
     return None
 
 
-def _item_bytes(pair):
-    return sum(torch.as_tensor(part).numel() * torch.as_tensor(part).element_size() for part in pair)
+def _pair(item, index, where):
+    """``item`` (the data set's ``[index]``) as a pair of tensors (sample, target), or a ``RecordError`` naming it."""
+    if not (isinstance(item, (tuple, list)) and len(item) == 2):
+        what = f"a {len(item)}-item {type(item).__name__}" if isinstance(item, (tuple, list)) else f"a {type(item).__name__}"
+        raise RecordError(f"{where}: item [{index}] is {what}, not a pair (sample, target): return (sample, label)")
+    try:
+        return tuple(torch.as_tensor(part) for part in item)
+    except Exception as error:
+        raise RecordError(f"{where}: item [{index}] must be a pair (sample, target) of tensors, arrays or numbers "
+                          f"({type(error).__name__}: {error})") from None
 
 
 def build_dataset(spec, kwargs, needed=None, seed=0):
-    """``(x, y)`` tensors of the samples of the map-style data set that the factory ``spec`` returns.
+    """``(x, y, items)``: tensors of the samples of the map-style data set that the factory ``spec`` returns, and
+    each one's item index.
 
     The data set has ``len()`` and item ``i`` is a pair (sample, target) of tensors, arrays or
-    numbers, all samples of one shape and all targets of one shape: class labels, or token ids
-    for a sequence model; a sample of integers is a token sequence.
+    numbers, all samples of one shape and all targets of one shape: class labels (0 or more), or token
+    ids for a sequence model; a sample of integers is a token sequence.
 
     Only what training can use is read: a data set of more than ``needed`` items (the samples of
     the steps to run) gives ``needed`` of them, distinct and drawn uniformly with ``seed``, read in
     index order; a smaller one is read whole. Before reading, the size of that read is estimated
-    from the first item and refused past half the memory available.
+    from the first item and refused past half the memory available. Each item is copied into ``x``
+    and ``y`` as it is read, so the data set is held once.
     """
     dataset = _call(spec, "data factory", kwargs)
     where = f"data factory {spec!r}"
     if not (hasattr(type(dataset), "__len__") and hasattr(type(dataset), "__getitem__")):
         raise RecordError(f"{where}: the data set must support len() and [i]; a {type(dataset).__name__} does not")
-    index = pairs = None
+    index, done = None, 0
     try:
         count = len(dataset)
         if not count:
             raise RecordError(f"{where}: the data set is empty")
-        index, pairs = range(count), []
+        index = range(count)
         reads = count if needed is None else min(count, needed)
-        first = dataset[0]
-        try:
-            item = _item_bytes(first)
-        except Exception:
-            item = 0  # not a pair of tensors: said below
+        first = _pair(dataset[0], 0, where)
+        item = sum(part.numel() * part.element_size() for part in first)
         available = _memory_available()
         if available is not None and reads * item > available // 2:
             raise RecordError(f"{where}: reading {reads:,} items of {item:,} bytes needs {reads * item / 2**30:.1f} "
@@ -120,18 +127,23 @@ def build_dataset(spec, kwargs, needed=None, seed=0):
                               "a smaller batch, or return smaller samples")
         if reads < count:
             index = np.sort(np.random.default_rng(seed).choice(count, reads, replace=False)).tolist()
-        for i in index:
-            pairs.append(first if i == 0 else dataset[i])
+        x, y = (torch.empty((reads, *part.shape), dtype=part.dtype) for part in first)
+        for done, i in enumerate(index):
+            pair = first if i == 0 else _pair(dataset[i], i, where)
+            for whole, part, what in ((x, pair[0], "sample"), (y, pair[1], "target")):
+                if part.shape != whole.shape[1:]:
+                    raise RecordError(f"{where}: item [{i}]'s {what} has shape {list(part.shape)}, item "
+                                      f"[0]'s {list(whole.shape[1:])}: every {what} must have one shape")
+                whole[done] = part
     except RecordError:
         raise
     except Exception as error:  # the user's len() or [i] raised: say which
-        what = "len()" if index is None else f"item [{index[len(pairs)] if pairs else 0}]"
+        what = "len()" if index is None else f"item [{index[done]}]"
         raise RecordError(f"{where}: {what} raised {type(error).__name__}: {error}") from None
-    try:
-        x, y = (torch.stack([torch.as_tensor(pair[i]) for pair in pairs]) for i in (0, 1))
-    except Exception as error:
-        raise RecordError(f"{where}: item i must be a pair (sample, target) of tensors of one shape each "
-                          f"({type(error).__name__}: {error})") from None
     if y.is_floating_point() or y.is_complex():
         raise RecordError(f"{where}: targets must be integer class labels or token ids, not {y.dtype}")
-    return x, y
+    if len(y) and y.min() < 0:
+        at = int((y.reshape(len(y), -1) < 0).any(1).nonzero()[0])
+        raise RecordError(f"{where}: item [{index[at]}]'s target holds {int(y[at].min())}: class labels and token ids "
+                          "are 0 or more")
+    return x, y, list(index)

@@ -281,6 +281,13 @@ class Trace:
         model = self.manifest["model"]
         return f"<Trace {str(self.path)!r} model={model!r} layers={len(self.layers)} steps={self.steps}>"
 
+    @property
+    def unrecorded(self):
+        """The ``(name, type)`` of modules with parameters the recording left out (the manifest's
+        ``unrecorded_layers``): a map of the trace leaves their work out."""
+        return [(entry.get("name"), entry.get("type")) for entry in self.manifest.get("unrecorded_layers") or ()
+                if isinstance(entry, dict)]
+
     def layer(self, name):
         """The ``LayerInfo`` named ``name``."""
         try:

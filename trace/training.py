@@ -144,6 +144,29 @@ def train(
 MAX_STEP = 999_999  # step folders are named with 6 digits
 
 
+def _check_targets(net, dataset):
+    """A ``RecordError`` naming the first sample whose target is past the classes of the model's logits, which the
+    loss would report as the model's failure: found from one sample's forward pass, before training. A model that
+    fails on the data is left to ``_loss``, which says how on the first batch."""
+    was_training = net.training
+    try:
+        with torch.no_grad():
+            logits = net.eval()(dataset.x[:1])
+    except Exception:
+        return
+    finally:
+        net.train(was_training)
+    if not isinstance(logits, torch.Tensor) or logits.dim() == 0:
+        return
+    classes = logits.shape[-1]
+    past = (dataset.y.reshape(len(dataset), -1) >= classes).any(1).nonzero()
+    if len(past):
+        sample = int(past[0])
+        raise RecordError(f"data set {dataset.name!r}: {dataset.item(sample)}'s target holds "
+                          f"{int(dataset.y[sample].max())}, past the model's {classes} class logits "
+                          f"(0..{classes - 1})")
+
+
 def _check_steps(steps):
     steps = sorted(set(steps))
     if not steps or not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= MAX_STEP for s in steps):
@@ -226,6 +249,7 @@ def record(
     torch.manual_seed(seed)
     if own_model:
         net = factory.build_model(model, model_args or {})
+        _check_targets(net, dataset)
     else:
         net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
     optimizer, settings = optimizer_settings(dataset.kind, lr)

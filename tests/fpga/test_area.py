@@ -82,6 +82,7 @@ def test_cells_without_a_cost_and_a_disagreeing_total_are_refused():
     (["fpraker", "--guard-bits", "9"], "--guard-bits must be an integer in 0..7"),
     (["fpraker", "--max-minutes", "0"], "--max-minutes must be positive"),
     (["fpraker", "--max-minutes", "1e-6"], "synthesis estimated at"),
+    (["fpraker", "--max-minutes", "0.0001"], "over the limit of 0.0001;"),  # not "of 0"
 ])
 def test_bad_parameters_are_one_line_errors(args, message, tmp_path, capsys):
     assert main(["area", *args, "--out", str(tmp_path), "--no-progress"]) == 2

@@ -107,6 +107,24 @@ def test_cli_errors_before_building(small_trace, tmp_path, monkeypatch, capsys):
     assert "--lookahead does not apply to design baseline" in capsys.readouterr().err
     assert main(["energy", str(small_trace), "--design", "baseline", "--passes", "0", "--no-progress"]) == 2
     assert "--passes must be positive" in capsys.readouterr().err
+    monkeypatch.setattr("dashraker.fpga.area.design_area", lambda *a, **k: pytest.fail("synthesised first"))
+    assert main(["energy", str(small_trace), "--design", "baseline", "--lanes", "1024", "--no-progress"]) == 2
+    assert "counts as 1,024 lanes" in capsys.readouterr().err
+    from dashraker.outputs import OutputFolder
+
+    with OutputFolder(tmp_path / "out", "--out"):  # another run writes there: refused before the work, not after it
+        assert main(["energy", str(small_trace), "--design", "baseline", "--out", str(tmp_path / "out"),
+                     "--no-progress"]) == 2
+    assert "in use by pid" in capsys.readouterr().err
+    bad = tmp_path / "c.yaml"
+    bad.write_text("tensordash: {scheduler: fastest}\n")
+    assert main(["energy", str(small_trace), "--design", "baseline", "--iso-area", "--config", str(bad),
+                 "--no-progress"]) == 2
+    assert "field 'tensordash.scheduler': must be one of" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_status:  # an argument error, as argparse gives every one
+        main(["energy", str(small_trace), "--design", "baseline", "--calibrate", "", "--no-progress"])
+    assert exit_status.value.code == 2
+    assert "argument --calibrate: an empty name is not a file or folder" in capsys.readouterr().err
     assert main(["energy", str(small_trace), "--no-progress"]) == 2
     assert "give --design, or the reports to use" in capsys.readouterr().err
     import json

@@ -1,8 +1,11 @@
 """``dashraker map`` when things go wrong: outputs checked first, written whole, one writer, signals end workers."""
 
+import contextlib
 import errno
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +15,7 @@ import pytest
 
 from dashraker.cli import main
 from dashraker.mapping.config import ConfigError, load_config
+from dashraker.mapping.runner import _map_task as REAL_TASK
 from dashraker.outputs import OutputFolder
 
 
@@ -40,6 +44,61 @@ def test_out_is_checked_before_any_work(mobilenet_trace, tmp_path, monkeypatch, 
     _one_line(capsys, message)
 
 
+def test_a_tile_past_the_size_guard_is_refused_before_its_synthesis(mobilenet_trace, tmp_path, monkeypatch, capsys):
+    config = tmp_path / "big.yaml"
+    config.write_text("rows: 4\ncols: 16\nlanes: 16\n")  # 1,024 lanes, as `dashraker verilog` refuses
+    monkeypatch.setattr("dashraker.mapping.cli.with_silicon", lambda *a, **k: pytest.fail("synthesised first"))
+    area = ["--area-cache", str(tmp_path / "area")]
+    assert _map(mobilenet_trace, tmp_path / "o", "--config", str(config), *area) == 2
+    _one_line(capsys, "baseline: a 4x16 tile of 16-lane PEs counts as 1,024 lanes.*pass --force-size to go ahead")
+    assert not (tmp_path / "o").exists()
+    for passes in (["--force-size"], []):  # asked for, or a tile whose figures are cached: on to its silicon
+        with monkeypatch.context() as patched, pytest.raises(pytest.fail.Exception, match="synthesised first"):
+            if not passes:
+                patched.setattr("dashraker.mapping.silicon.unmeasured", lambda *a, **k: [])
+            _map(mobilenet_trace, tmp_path / "o", "--config", str(config), *area, *passes)
+
+
+@pytest.mark.parametrize("section", ["fpraker: {guard_bits: 9}", "tensordash: {scheduler: fastest}",
+                                     "tensordash: {lookahead: 9}"])
+def test_a_section_of_a_design_not_mapped_is_checked_too(mobilenet_trace, tmp_path, monkeypatch, capsys, section):
+    config = tmp_path / "c.yaml"
+    config.write_text(section + "\n")
+    monkeypatch.setattr("dashraker.mapping.runner.map_trace", lambda *a, **k: pytest.fail("mapped first"))
+    assert _map(mobilenet_trace, tmp_path / "o", "--config", str(config)) == 2  # --design baseline
+    _one_line(capsys, rf"c\.yaml: field '{section.split(':')[0]}\.\w+': must be")
+
+
+@pytest.mark.parametrize("flag", ["--out", "--area-cache"])
+def test_an_empty_name_is_not_the_current_folder(mobilenet_trace, tmp_path, capsys, flag):
+    args = ["map", str(mobilenet_trace), "--out", str(tmp_path / "o"), flag, ""]
+    with pytest.raises(SystemExit) if flag != "--out" else contextlib.nullcontext() as exit_status:
+        status = main(args)  # --out: ours; --area-cache: an argument error, as argparse gives every one
+    err = capsys.readouterr().err
+    assert f"{flag}: an empty name is not" in err and " . " not in err and ".:" not in err, err
+    assert (status if flag == "--out" else exit_status.value.code) == 2
+
+
+def test_an_unrecorded_module_is_said_before_the_work_and_in_the_report(small_trace, tmp_path, capsys):
+    trace = tmp_path / "trace"
+    shutil.copytree(small_trace, trace)
+    manifest = json.loads((trace / "manifest.json").read_text())
+    manifest["unrecorded_layers"] = [{"name": "rnn", "type": "LSTM"}]
+    (trace / "manifest.json").write_text(json.dumps(manifest))
+    assert _map(trace, tmp_path / "out") == 0
+    err = capsys.readouterr().err
+    assert f"warning: {trace}: 1 module(s) with parameters are not recorded" in err and "rnn (LSTM)" in err, err
+    report = json.loads((tmp_path / "out" / "map.json").read_text())
+    assert report["unrecorded_layers"] == [{"name": "rnn", "type": "LSTM"}]
+
+
+def test_an_area_cache_nothing_can_be_written_in_is_refused_before_the_work(mobilenet_trace, tmp_path, monkeypatch,
+                                                                             capsys):
+    monkeypatch.setattr("dashraker.mapping.cli.with_silicon", lambda *a, **k: pytest.fail("synthesised first"))
+    assert _map(mobilenet_trace, tmp_path / "o", "--area-cache", "/proc/dashraker-area") == 2  # compare: lanes
+    _one_line(capsys, "--area-cache /proc/dashraker-area: cannot create files in /proc")
+
+
 def test_design_and_step_lists(mobilenet_trace, tmp_path, capsys):
     assert main(["map", str(mobilenet_trace), "--design", "", "--out", str(tmp_path / "o")]) == 2
     _one_line(capsys, "--design: no design named")
@@ -61,6 +120,37 @@ def test_outputs_replaced_whole_or_not_at_all(mobilenet_trace, tmp_path, monkeyp
     _one_line(capsys, "energy.png: No space left on device")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("signum, status, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_at_the_swap_says_the_new_reports_are_in_place(mobilenet_trace, tmp_path, capsys, signal_at_swap,
+                                                                 signum, status, said):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "map.csv").write_text("earlier\n")
+    signal_at_swap(signum, out)
+    assert _map(mobilenet_trace, out) == status
+    _one_line(capsys, rf"^dashraker map: error: {said} \(SIG\w+\); {out} written whole before it$")
+    assert sorted(p.name for p in out.iterdir()) == ["energy.png", "map.csv", "map.json", "speedup.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_lost_worker_is_one_line(mobilenet_trace, tmp_path, monkeypatch, capsys):
+    """A worker killed at once (SIGKILL, as the out-of-memory killer does): one line, exit 2, nothing written."""
+    monkeypatch.setattr("dashraker.mapping.runner._map_task", killed_at_once)  # forked workers inherit it
+    assert _map(mobilenet_trace, tmp_path / "out", "--jobs", "2") == 2
+    _one_line(capsys, r"error: a worker process of this run was killed or ended abruptly .* outputs left as they were")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+PARENT = os.getpid()
+
+
+def killed_at_once(*args):
+    """A task that kills its worker at once; in this process (the first, smallest task) it maps as ever."""
+    if os.getpid() != PARENT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return REAL_TASK(*args)
 
 
 def test_a_second_run_on_one_out_is_refused(mobilenet_trace, tmp_path, capsys):

@@ -1,6 +1,7 @@
 """``dashraker study`` end to end on a real trace with small tiles (areas from real Yosys runs), and its refusals."""
 
 import json
+import shutil
 
 import pytest
 import yaml
@@ -71,10 +72,33 @@ def test_study_refusals_are_one_line(tmp_path, mobilenet_trace, capsys):
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "memory.compression" in err and len(err.strip().splitlines()) == 1
+    big = tmp_path / "big.yaml"
+    big.write_text("lanes: 64\n")  # 4x4 tiles of 64 lanes: 1,024
+    assert main(["study", str(mobilenet_trace), "--config", str(big), "--out", str(tmp_path / "o"),
+                 "--area-cache", str(tmp_path / "area"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "counts as 1,024 lanes" in err and "--force-size" in err and len(err.strip().splitlines()) == 1
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
     assert main(["study", str(mobilenet_trace), "--out", str(tmp_path / "full"), "--no-progress"]) == 2
     assert "is not replaceable" in capsys.readouterr().err
+
+
+def test_every_trace_is_checked_before_the_first_study(tmp_path, mobilenet_trace, monkeypatch, capsys):
+    monkeypatch.setattr("dashraker.mapping.study.study", lambda *a, **k: pytest.fail("studied first"))
+    same = tmp_path / "same"
+    same.symlink_to(mobilenet_trace)
+    assert main(["study", str(mobilenet_trace), str(same), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{same}: given twice (first as {mobilenet_trace})" in err and len(err.strip().splitlines()) == 1
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{")
+    assert main(["study", str(mobilenet_trace), str(broken), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert str(broken) in err and len(err.strip().splitlines()) == 1
+    assert main(["study", str(mobilenet_trace), "--step", "9", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "step 9 is not recorded" in capsys.readouterr().err
 
 
 def test_scenario_figures_by_hand(tmp_path):
@@ -112,7 +136,8 @@ def test_scenario_figures_by_hand(tmp_path):
 
 
 @pytest.mark.real_area  # resolve_all itself, on hand-made area records and a faked library
-def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(small_trace, tmp_path, monkeypatch):
+def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(small_trace, tmp_path, monkeypatch,
+                                                                              capsys):
     """``--silicon both`` with ``clock_mhz: sta``: every accounting under the transistor estimate and the library,
     from the same runs (the cycles agree), each design at its tile's clock; a study of a numeric clock and the
     transistor model maps nothing onto the library."""
@@ -158,6 +183,15 @@ def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(sma
     assert (out / "study.png").read_bytes()[:4] == b"\x89PNG"
     characterised.clear()
     config.write_text(yaml.safe_dump(SMALL))
-    assert main(["study", str(small_trace), "--config", str(config), "--out", str(tmp_path / "plain"), *common]) == 0
+    partial = tmp_path / "partial"  # a trace whose recording left a module out: said before the work and in the report
+    shutil.copytree(small_trace, partial)
+    manifest = json.loads((partial / "manifest.json").read_text())
+    (partial / "manifest.json").write_text(json.dumps({**manifest, "unrecorded_layers": [{"name": "rnn",
+                                                                                          "type": "LSTM"}]}))
+    capsys.readouterr()
+    assert main(["study", str(partial), "--config", str(config), "--out", str(tmp_path / "plain"), *common]) == 0
     assert not characterised
+    assert f"warning: {partial}: 1 module(s) with parameters are not recorded" in capsys.readouterr().err
     assert json.loads((tmp_path / "plain" / "study.json").read_text())["silicon_models"] == ["transistors"]
+    assert "Not the whole network: 1 module(s) with parameters are not recorded" in \
+        (tmp_path / "plain" / "report.md").read_text()

@@ -120,6 +120,12 @@ def test_another_networks_export_is_never_replaced(mixed_net_trace, tmp_path, ca
             "of its own (--force replaces only an export of mixed)" in err, err
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
     assert main(["trace", "export", "--no-progress", "--force", "--net", "vgg", str(path), str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    assert main(["trace", "export", "--no-progress", "--force", "--net", "vgg", str(path), "--out",
+                 str(tmp_path / "out")]) == 0  # --out, as every other command takes it
+    for twice in ([str(tmp_path / "a"), "--out", str(tmp_path / "b")], []):
+        assert main(["trace", "export", "--no-progress", str(path), *twice]) == 2
+        assert "give the output folder once" in capsys.readouterr().err
 
 
 def test_the_steps_dnnsim_needs_are_written_out(mixed_net_trace, tmp_path):

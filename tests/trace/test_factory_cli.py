@@ -35,6 +35,18 @@ def floats():
 def pairs():
     return Pairs()
 
+def bare():
+    return [torch.randn(2, 64) for _ in range(20)]
+
+def negative():
+    return [(torch.randn(2, 64), -1 if i == 5 else i % 4) for i in range(8)]
+
+def past_classes():
+    return [(torch.randn(2, 64), 1000 if i == 7 else i % 4) for i in range(8)]
+
+def four_classes():
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(128, 4))
+
 class Nothing:
     pass
 
@@ -125,6 +137,12 @@ def test_example_factories_from_the_command_line(tmp_path, monkeypatch, capsys):
         (["--model", "byo_factories:wrong_shape", "--model-arg", "3"], r"--model-arg takes KEY=VALUE"),
         (["--model", "mlp", "--data", "byo_factories:Nothing"], r"the data set must support len\(\) and \[i\]"),
         (["--model", "mlp", "--data", "byo_factories:floats"], r"targets must be integer class labels"),
+        (["--model", "mlp", "--data", "byo_factories:bare"],
+         r"data factory 'byo_factories:bare': item \[0\] is a Tensor, not a pair \(sample, target\)"),
+        (["--model", "mlp", "--data", "byo_factories:negative"],
+         r"data factory 'byo_factories:negative': item \[5\]'s target holds -1: class labels and token ids are 0 or"),
+        (["--model", "byo_factories:four_classes", "--data", "byo_factories:past_classes"],
+         r"data set 'byo_factories:past_classes': item \[7\]'s target holds 1000, past the model's 4 class logits"),
         (["--model", "mlp", "--data", "digits", "--data-arg", "n=1"], r"data set 'digits' takes no arguments"),
         (["--model", "mlp", "--data", "byo_factories:huge", "--steps", "1000", "--batch-size", "16"],
          r"data factory 'byo_factories:huge': reading 16,000 items of 8,388,616 bytes needs 125.0 GiB, more than half "),

@@ -59,6 +59,22 @@ def test_an_interrupted_force_leaves_the_old_trace(old_trace, tmp_path, monkeypa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trace"]  # no temporary sibling, no lock left
 
 
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_a_signal_at_the_swap_says_the_new_trace_is_in_place(old_trace, tmp_path, capsys, signal_at_swap, force):
+    import shutil
+    import signal
+
+    out = tmp_path / "trace"
+    if force:  # an earlier trace there, replaced
+        shutil.copytree(old_trace, out)
+        (out / "manifest.json").write_text((out / "manifest.json").read_text().replace('"losses"', '"old": 1, "losses"'))
+    signal_at_swap(signal.SIGINT, out)
+    assert main([*RECORD, "--out", str(out), *force]) == 130
+    _one_line(capsys, rf"interrupted \(SIGINT\); {out} written whole before it$")
+    assert open_trace(out).steps == [1] and '"old"' not in (out / "manifest.json").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--lr", "nan"], "learning rate must be a finite number > 0, not nan"),
     (["--lr", "-1"], "learning rate must be a finite number > 0, not -1"),
