@@ -5,7 +5,7 @@ from pathlib import Path
 
 from dashraker.errors import CliError
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "design_list"]
 
 
 def register(subparsers):
@@ -74,7 +74,9 @@ def add_silicon_options(parser, models):
                         "and clocks from static timing (default build/asic)")
 
 
-def _designs(values):
+def design_list(values):
+    """The design names of ``--design`` options (repeatable, comma-separated, 'all'); ``[None]`` (the configuration's)
+    where none is given; a ``CliError`` for an unknown one."""
     from dashraker.designs import DESIGNS
 
     if not values:
@@ -110,7 +112,7 @@ def run(args):
         raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
     steps = step_list("--step", args.step)
     try:
-        configs = [override(load_config(args.config, design, args.device), args) for design in _designs(args.design)]
+        configs = [override(load_config(args.config, design, args.device), args) for design in design_list(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
     check_tools(configs, args.asic_cache)

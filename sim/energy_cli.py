@@ -132,7 +132,7 @@ def project_commit():
 def _run(args):
     import dataclasses
 
-    from tqdm import tqdm
+    from dashraker.progress import bar as progress_bar
 
     from dashraker.fpga.area import AreaError, design_area
     from dashraker.mapping import activity
@@ -189,7 +189,7 @@ def _run(args):
     total = sum(len(group[0]) for *_, jobs in plans for _, _, groups in jobs for group in groups)
 
     samples, areas = [], {}
-    with tqdm(total=total, desc="energy", unit="pass", disable=args.no_progress) as bar:
+    with progress_bar(total=total, desc="energy", unit="pass", disable=args.no_progress) as bar:
         for design, params, config, jobs in plans:
             try:
                 area = areas[design.name] = design_area(design, params, args.area_cache, not args.no_progress)
