@@ -25,6 +25,7 @@ __all__ = [
     "load_config",
     "apply_overrides",
     "file_data",
+    "field_value",
     "load_energy_table",
     "check_device",
 ]
@@ -439,6 +440,15 @@ def file_data(config):
         **{key: getattr(config, key) for key in ("compare", "area", "dataflow", "area_scope", "area_estimate",
                                                  "silicon", "library")},
     }
+
+
+def field_value(config, key):
+    """The value of the dotted field ``key`` in ``config`` as its file would spell it (``file_data``); None where it
+    has no such field."""
+    value = file_data(config)
+    for name in key.split("."):
+        value = value.get(name) if isinstance(value, dict) else None
+    return value
 
 
 def _parse(path, data, design, device):

@@ -110,12 +110,12 @@ def _designs(value, default):
     return names
 
 
-def _point(config_path, designs, overrides, device):
-    """The point of ``overrides``: each design's configuration loaded and overridden; ``SweepError`` naming the
-    axis value a field's check refuses."""
+def _point(config_path, designs, overrides, device, base=None):
+    """The point of ``overrides``: each design's configuration loaded and overridden (after ``base``, the overrides
+    every point shares); ``SweepError`` naming the axis value a field's check refuses."""
     from dashraker.mapping.config import ConfigError, apply_overrides, load_config
 
-    fields = {key: value for key, value in overrides.items() if key != DESIGN}
+    fields = {key: value for key, value in {**(base or {}), **overrides}.items() if key != DESIGN}
     try:
         configs = [load_config(config_path, name, device) for name in _designs(overrides.get(DESIGN), designs)]
     except ConfigError as error:
@@ -127,7 +127,8 @@ def _point(config_path, designs, overrides, device):
         raise SweepError(f"--axis {shown}: {error}") from None
 
 
-def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device="cpu", max_points=MAX_POINTS):
+def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device="cpu", max_points=MAX_POINTS,
+         base=None):
     """Every point of the sweep, built and checked, before any mapping: ``SweepError`` for no axis, an axis given
     twice, a value a field refuses, or more points than ``max_points`` (its estimated mapping time said)."""
     from dashraker.mapping.runner import estimate_seconds, trace_work
@@ -141,7 +142,7 @@ def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device=
         raise SweepError(f"--axis {next(k for k in keys if keys.count(k) > 1)} is given twice; list its values once")
     designs = list(designs or [None])
     overrides = points(axes, grid)
-    built = [_point(config, designs, point, device) for point in overrides]
+    built = [_point(config, designs, point, device, base) for point in overrides]
     try:
         work = trace_work(open_trace(trace), steps)
     except (TraceError, ValueError) as error:
@@ -157,13 +158,14 @@ def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device=
 
 def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None, jobs=None, scheduler=None,
           progress=True, device="cpu", area_cache="build/area", asic_cache="build/asic", max_points=MAX_POINTS,
-          **overrides):
+          base=None, **overrides):
     """Map ``trace`` at every point of the sweep; returns the mapped ``Point`` s.
 
     ``axes``: ``Axis`` es, or a dict field -> values; keyword ``overrides`` add axes, ``__`` for the dots
     (``memory__dram_gbps=[25.6, 400]``). The other arguments are ``map``'s: ``designs`` (names; default the
     configuration's), the configuration file ``config``, ``steps``, ``jobs`` or a Dask ``scheduler``, the
-    silicon caches. Raises ``SweepError`` before any mapping for bad input."""
+    silicon caches; ``base``: overrides every point shares (field -> value). Raises ``SweepError`` before any
+    mapping for bad input."""
     from dashraker.mapping import silicon
     from dashraker.mapping.runner import map_trace, totals
     from dashraker.progress import stage
@@ -174,7 +176,7 @@ def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None
     for axis in axes:
         if not axis.values:
             raise SweepError(f"--axis {axis.key}: no values; give one or more")
-    built, seconds = plan(trace, axes, grid, designs, config, steps, device, max_points)
+    built, seconds = plan(trace, axes, grid, designs, config, steps, device, max_points, base)
     silicon.check_tools([c for point in built for c in point.configs])
     stage(f"sweep {Path(trace).name}: {len(built)} points", seconds / (jobs or 1))
     for k, point in enumerate(built, 1):
@@ -191,14 +193,9 @@ def _shown(overrides):
 
 def _field(config, key):
     """The value ``config`` has for the field ``key`` (as its file spells it), or None where it has none."""
-    from dashraker.mapping.config import file_data
+    from dashraker.mapping.config import field_value
 
-    if key == DESIGN:
-        return config.design.name
-    value = file_data(config)
-    for name in key.split("."):
-        value = value.get(name) if isinstance(value, dict) else None
-    return value
+    return config.design.name if key == DESIGN else field_value(config, key)
 
 
 def bound(total):

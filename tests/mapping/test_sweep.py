@@ -152,3 +152,26 @@ def test_plots_carry_every_step_and_one_colour_per_component(two_steps, tmp_path
     shared = set(colours[0]) & set(colours[1])
     assert {"dram_words", "global_sram_words"} <= shared and all(colours[0][c] == colours[1][c] for c in shared)
     assert len({colours[0][c] for c in colours[0]}) == len(colours[0])  # one colour per component
+
+
+def test_sensitivity_moves_each_verdict_as_single_maps_do(two_steps, tmp_path):
+    """Each end of each range is the verdict a single map at that value gives (against the reference at the same
+    value); an end that is the configured value is the configured verdict; the tornado plot and section are written."""
+    from dashraker.mapping import sensitivity
+
+    result = sensitivity.sensitivity(two_steps, jobs=1, progress=False, steps=[1])
+    by_name = {a["name"]: a for a in result["assumptions"]}
+    assert [a.name for a in sensitivity.ASSUMPTIONS] == list(by_name)
+    dram = by_name["DRAM bandwidth (GB/s)"]
+    mapped = {name: totals(map_trace(two_steps, [apply_overrides(load_config(None, name), {"memory.dram_gbps": 25.6})],
+                                     [1], jobs=1, progress=False))[name, "all"] for name in ("baseline", "fpraker")}
+    assert dram["figures"]["fpraker"]["time_speedup"]["low"] == pytest.approx(
+        mapped["baseline"]["time_s"] / mapped["fpraker"]["time_s"])
+    assert dram["figures"]["fpraker"]["energy_efficiency"]["low"] == pytest.approx(
+        mapped["baseline"]["energy_pj"] / mapped["fpraker"]["energy_pj"])
+    estimate = by_name["tiles' area estimate (leakage)"]  # configured: asic, the high end
+    assert estimate["figures"]["tensordash"]["time_speedup"]["high"] == result["base"]["tensordash"]["time_speedup"]
+    lines = sensitivity.report_lines(result)
+    assert lines[0] == "## Sensitivity" and any("| fpraker | speedup (time) |" in line for line in lines)
+    sensitivity.plot(tmp_path / "sensitivity.png", result)
+    assert (tmp_path / "sensitivity.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "sensitivity.svg").exists()
