@@ -3,7 +3,7 @@
 Every progress bar of the package is made here: a bar redraws itself with carriage returns, which a log
 file (``make demo > log``, a batch system's output) keeps as hundreds of lines, so a bar is drawn only
 when standard error is a terminal. A stage line (``stage``) says what a phase of more than a few
-seconds does and how long it should take, also with ``--no-progress`` and in a log.
+seconds does and how long it should take, also with ``--no-progress`` and in a log (SPEC section 9).
 """
 
 import sys

@@ -137,7 +137,7 @@ def totals(rows):
     """Sums per design and operation (key ``(design, op)``) and per design over all operations (``op`` "all"): cycles
     (``speedup``), run times (``time_speedup``: the dense baseline's time over the design's, DRAM included), energy
     (``energy_efficiency``), and the operations (``memory_bound_ops`` of ``ops``) and time
-    (``memory_bound_time_s``) that DRAM bounds."""
+    (``memory_bound_time_s``) that DRAM bounds (SPEC section 9)."""
     fields = ("dense_cycles", "cycles", "values_scheduled", "energy_pj", "baseline_energy_pj", "core_energy_pj",
               "baseline_core_energy_pj", "compute_s", "dram_s", "time_s", "dense_time_s", "dram_bytes")
     out = {}

@@ -5,7 +5,7 @@ Each assumption (``ASSUMPTIONS``) is a configuration field and a low and a high 
 (``mapping.sweep``), every design at each point; a verdict is a design's figure against the reference (dense)
 design's at the same point, as the study's equal-lanes accounting compares them: speedup in time and energy
 efficiency. The result says, per verdict, its value as configured and at each end of each range, and a tornado plot
-draws it.
+draws it (SPEC section 9).
 """
 
 import dataclasses

@@ -4,7 +4,7 @@ A point is the configuration with some fields overridden (``config.apply_overrid
 point is mapped as ``dashraker map`` maps that configuration (its tiles' silicon measured, then ``map_trace``), so
 its rows are a single map's. ``--grid`` maps every combination of the axes' values; ``--one-at-a-time`` (the
 default) each value of each axis with the other fields as configured. Every point is built and checked, and its
-work estimated, before the first is mapped.
+work estimated, before the first is mapped (SPEC section 9).
 """
 
 import csv
@@ -12,6 +12,7 @@ import dataclasses
 import io
 import itertools
 import math
+import time
 from pathlib import Path
 
 from dashraker.errors import CliError
@@ -40,12 +41,14 @@ class Axis:
 @dataclasses.dataclass
 class Point:
     """One point: its ``overrides`` (field -> value), its configurations (one per design, silicon resolved once
-    mapped), and once mapped its ``rows`` (as ``map_trace`` returns them) and ``totals`` (``runner.totals``)."""
+    mapped), and once mapped its ``rows`` (as ``map_trace`` returns them), ``totals`` (``runner.totals``) and the
+    wall ``seconds`` it took."""
 
     overrides: dict
     configs: list
     rows: list = None
     totals: dict = None
+    seconds: float = None
 
 
 def _split(text):
@@ -181,9 +184,11 @@ def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None
     stage(f"sweep {Path(trace).name}: {len(built)} points", seconds / (jobs or 1))
     for k, point in enumerate(built, 1):
         stage(f"sweep point {k}/{len(built)}: {_shown(point.overrides)}")
+        start = time.perf_counter()
         point.configs = silicon.resolve_all(point.configs, area_cache, progress, jobs, asic_cache)
         point.rows = map_trace(trace, point.configs, steps, jobs, progress, scheduler)
         point.totals = totals(point.rows)
+        point.seconds = round(time.perf_counter() - start, 1)
     return built
 
 
@@ -377,7 +382,7 @@ def run(args):
             write_table(staging / TABLE, rows)
             save_json(staging / "sweep.json", {"trace": str(args.trace), "mode": "grid" if args.grid else
                                                "one-at-a-time", "axes": {a.key: list(a.values) for a in axes},
-                                               "points": [{"overrides": p.overrides,
+                                               "points": [{"overrides": p.overrides, "seconds": p.seconds,
                                                            "configs": [c.as_dict() for c in p.configs]}
                                                           for p in built], "table": rows})
             names = [TABLE, "sweep.json", *plot_axes(staging, _tagged(rows, built, axes, args.grid), axes, args.grid)]
