@@ -40,8 +40,9 @@ def map_layer(trace, configs, step, index, ops=None):
 # about 1 CPU s of the cheapest design's mapping (baseline), against about 0.1 CPU s that a
 # forked worker costs (measured on a ResNet-18 step).
 WORK_PER_JOB = 10**10
-# CPU seconds per unit of work, the designs' average, for the stage line's estimate (measured: see estimate_seconds).
-SECONDS_PER_WORK = 2e-10
+# CPU seconds per unit of work (``_work``) and configuration, the three designs' average, for the stage line's
+# estimate: 55 CPU s for 7 points of the three designs on a ResNet-18 digits step (1.66e9 each; docs/results/sweep.md).
+SECONDS_PER_WORK = 1.6e-9
 
 
 def _map_task(trace, configs, task):

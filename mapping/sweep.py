@@ -126,8 +126,7 @@ def _point(config_path, designs, overrides, device, base=None):
     try:
         return Point(overrides, [apply_overrides(config, fields) for config in configs])
     except ConfigError as error:
-        shown = ", ".join(f"{key}={value}" for key, value in fields.items())
-        raise SweepError(f"--axis {shown}: {error}") from None
+        raise SweepError(f"--axis {_shown(overrides)}: {error}") from None
 
 
 def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device="cpu", max_points=MAX_POINTS,
@@ -286,6 +285,8 @@ def plot_axes(out, rows, axes, grid):
             ax.set_ylabel(f"{label} over the dense baseline")
             if numeric and min(axis.values) > 0 and max(axis.values) / min(axis.values) >= 10:
                 ax.set_xscale("log")
+                ax.set_xticks(axis.values, [_text(v) for v in axis.values])
+                ax.minorticks_off()
             if not numeric:
                 ax.set_xticks(range(len(axis.values)), [str(v) for v in axis.values], rotation=30, ha="right")
             ax.legend(fontsize=7)
