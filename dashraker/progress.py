@@ -8,16 +8,21 @@ seconds does and how long it should take, also with ``--no-progress`` and in a l
 
 import sys
 
-__all__ = ["bar", "stage", "duration", "STAGE_SECONDS"]
+__all__ = ["bar", "on_terminal", "stage", "duration", "STAGE_SECONDS"]
 
 STAGE_SECONDS = 5.0  # a phase estimated at least this long prints a stage line
+
+
+def on_terminal():
+    """Whether standard error is a terminal (where a bar's carriage returns redraw it in place)."""
+    return sys.stderr.isatty()
 
 
 def bar(*args, disable=False, **kwargs):
     """A ``tqdm`` progress bar (its arguments), disabled where ``disable`` or standard error is not a terminal."""
     from tqdm import tqdm
 
-    return tqdm(*args, disable=disable or not sys.stderr.isatty(), **kwargs)
+    return tqdm(*args, disable=disable or not on_terminal(), **kwargs)
 
 
 def duration(seconds):
