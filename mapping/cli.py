@@ -7,7 +7,7 @@ from pathlib import Path
 from dashraker.errors import CliError
 from dashraker.outputs import path_argument
 
-__all__ = ["register", "run", "check_trace", "check_sizes", "warn_unrecorded"]
+__all__ = ["register", "run", "check_trace", "check_sizes", "warn_unrecorded", "design_list"]
 
 
 def register(subparsers):
@@ -78,7 +78,9 @@ def add_silicon_options(parser, models):
                         "`dashraker verilog` (512 lanes) for its silicon (a tile already measured is never refused)")
 
 
-def _designs(values):
+def design_list(values):
+    """The design names of ``--design`` options (repeatable, comma-separated, 'all'); ``[None]`` (the configuration's)
+    where none is given; a ``CliError`` for an unknown one."""
     from dashraker.designs import DESIGNS
 
     if not values:
@@ -114,7 +116,7 @@ def run(args):
         raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
     steps = step_list("--step", args.step)
     try:
-        configs = [override(load_config(args.config, design, args.device), args) for design in _designs(args.design)]
+        configs = [override(load_config(args.config, design, args.device), args) for design in design_list(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
     check_tools(configs, args.asic_cache)

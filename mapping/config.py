@@ -23,6 +23,9 @@ __all__ = [
     "CLOCK_SOURCES",
     "default_config_path",
     "load_config",
+    "apply_overrides",
+    "file_data",
+    "field_value",
     "load_energy_table",
     "check_device",
 ]
@@ -386,12 +389,75 @@ def load_config(path=None, design=None, device="cpu"):
     rows, cols, lanes) and sets the design's own parameters, by their command-line
     names (``guard_bits`` for ``--guard-bits``); ``dtype`` is the operand format.
     """
-    from dashraker.designs import DESIGNS
-
     defaults = _read_yaml(default_config_path(), "accelerator configuration")
     path = Path(path) if path is not None else default_config_path()
     given = _read_yaml(path, "accelerator configuration")
-    top = _Fields(path, _merged(defaults, given))
+    return _parse(path, _merged(defaults, given), design, device, given.keys())
+
+
+def apply_overrides(config, overrides):
+    """``config`` with ``overrides`` (dotted field -> value, as the file would spell them: ``memory.dram_gbps``,
+    ``tensordash.lookahead``, ``clock_mhz``, ``energy_table``) applied through ``load_config``'s checks:
+    an unknown field or a value its check refuses is the same ``ConfigError``, naming the field.
+
+    The configuration is written back as a file holding its own values (the geometry and format at the top level,
+    the design's own parameters in its section), the overrides set in it, and that read again: a top-level
+    ``lanes`` gives the design that many lanes, a design's section (``fpraker.lanes``) that design alone. The tiles'
+    silicon is not carried over (``mapping.silicon.resolve_all`` measures the new configuration's); an energy table
+    named by a relative path is read relative to the working folder."""
+    data = file_data(config)
+    if "design" in overrides:
+        raise ConfigError(f"{config.path}: field 'design': load the other design's configuration (load_config's "
+                          "design) rather than override it: its section holds its own parameters")
+    for key, value in overrides.items():
+        *sections, field = key.split(".")
+        target = data
+        for name in sections:
+            if not isinstance(target.get(name), dict):
+                if name in target:
+                    raise ConfigError(f"{config.path}: field {key!r}: {name!r} is not a section")
+                target[name] = {}
+            target = target[name]
+        if key == "energy_table" and not Path(str(value)).is_absolute() and ("/" in str(value)
+                                                                             or str(value).endswith((".yaml", ".yml"))):
+            value = str(Path(value).resolve())
+        target[field] = value
+    changed = _parse(Path(config.path), data, None, config.device, data.keys())
+    return changed if "energy_table" in overrides else dataclasses.replace(changed, energy=config.energy)
+
+
+def file_data(config):
+    """The configuration file that ``_parse`` reads back as ``config`` (its silicon, device and path apart)."""
+    packaged = Path(str(importlib.resources.files("dashraker.mapping") / "energy"))
+    table = Path(config.energy.path).resolve()
+    own = {p.name: p.key for p in config.design.parameters if p.key not in {*GEOMETRY, "dtype"}}
+    return {
+        "design": config.design.name, "dtype": config.configured_params["fmt"], "rounding": config.rounding,
+        "tiles": config.tiles, **{key: config.configured_params[key] for key in GEOMETRY if key != "tiles"},
+        "clock_mhz": config.clock_mhz if config.clock_source == "configured" else config.clock_source,
+        config.design.name: {key: config.configured_params[name] for name, key in own.items()},
+        "memory": dataclasses.asdict(config.memory),
+        "energy_table": table.stem if table.parent == packaged.resolve() else str(table),
+        **{key: getattr(config, key) for key in ("compare", "area", "dataflow", "area_scope", "area_estimate",
+                                                 "silicon", "library")},
+    }
+
+
+def field_value(config, key):
+    """The value of the dotted field ``key`` in ``config`` as its file would spell it (``file_data``); None where it
+    has no such field."""
+    value = file_data(config)
+    for name in key.split("."):
+        value = value.get(name) if isinstance(value, dict) else None
+    return value
+
+
+def _parse(path, data, design, device, given):
+    """The configuration of the file ``path`` whose (merged) mapping is ``data``; ``design`` overrides its own. The
+    sections of the designs in ``given`` (the fields the file itself gives) are checked even where not mapped."""
+    from dashraker.designs import DESIGNS
+
+    top = _Fields(path, data)
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
     top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
@@ -404,7 +470,7 @@ def load_config(path=None, design=None, device="cpu"):
         own = {parameter.key for parameter in DESIGNS[key].parameters} - {"dtype"}
         section.unknown({*GEOMETRY, *own})
     chosen, section = DESIGNS[name], sections[name]
-    for key in sorted(DESIGNS.keys() & given.keys() - {name}):  # a design not mapped now: its section's values still checked
+    for key in sorted(DESIGNS.keys() & given - {name}):  # a design not mapped now: its section's values still checked
         _design_params(DESIGNS[key], top, sections[key])
     geometry = {key: (section if key in section.data else top).number(key, int, 1)
                 for key in GEOMETRY if key in section.data or key in top.data}

@@ -230,6 +230,7 @@ def map_op(config, layer, tensors, op, plans=None):
         "cycles": cycles,
         "speedup": dense_cycles / cycles if cycles else 1.0,
         **timing,
+        "dense_time_s": dense_timing["time_s"],
         "time_speedup": dense_timing["time_s"] / timing["time_s"] if timing["time_s"] else 1.0,
         "clock_mhz": config.clock_mhz,
         "clock_source": config.clock_source,

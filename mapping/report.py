@@ -1,4 +1,4 @@
-"""Mapper reports: the terminal summary table, CSV and JSON files and PNG plots, all written atomically."""
+"""Mapper reports: the terminal summary table, CSV and JSON files and plots (PNG and SVG), all written atomically."""
 
 import csv
 import io
@@ -9,14 +9,15 @@ from dashraker.mapping.silicon import UNITS
 from dashraker.outputs import atomic_write
 from dashraker.trace.store import save_json
 
-__all__ = ["REPORTS", "summary_table", "write_csv", "write_json", "plot_speedup", "plot_energy", "write_reports"]
+__all__ = ["REPORTS", "summary_table", "write_csv", "write_json", "save_figure", "save_figures", "plot_speedup",
+           "plot_energy", "write_reports"]
 
-REPORTS = ("map.csv", "map.json", "speedup.png", "energy.png")  # what ``write_reports`` writes
+REPORTS = ("map.csv", "map.json", "speedup.png", "energy.png", "speedup.svg", "energy.svg")  # ``write_reports``'
 
 _SCALAR_FIELDS = (
     "design", "step", "layer", "op", "scheduled", "partner", "zero_fraction_scheduled", "zero_fraction_partner",
     "problems", "passes", "values_scheduled", "dense_cycles", "cycles", "speedup", "clock_mhz", "clock_source",
-    "compute_s", "dram_s", "time_s", "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
+    "compute_s", "dram_s", "time_s", "dense_time_s", "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
     "core_energy_pj", "baseline_core_energy_pj", "core_energy_efficiency", "compression", "area_scope",
     "area_estimate", "silicon", "library", "silicon_area", "leakage_pj",
 )  # fmt: skip
@@ -26,7 +27,7 @@ def summary_table(rows, sums):
     """A fixed-width table per design: per layer and operation, then the totals per operation."""
     lines = []
     header = f"{'layer':<28} {'op':<10} {'sched':>5} {'dense cyc':>12} {'cycles':>12} {'speedup':>8} " \
-             f"{'energy uJ':>10} {'leak uJ':>8} {'eff':>6} {'core eff':>8} {'bound':>6}"  # fmt: skip
+             f"{'time spd':>8} {'energy uJ':>10} {'leak uJ':>8} {'eff':>6} {'core eff':>8} {'bound':>7}"  # fmt: skip
     for design in dict.fromkeys(row["design"] for row in rows):
         first = next(r for r in rows if r["design"] == design)
         lines += ["", f"== {design} == memory {first['compression']}, {first['area_scope']} scope, {_silicon(first)}; "
@@ -35,9 +36,9 @@ def summary_table(rows, sums):
             name = r["layer"] if len({x["step"] for x in rows}) == 1 else f"{r['layer']}@{r['step']}"
             lines.append(
                 f"{name[:28]:<28} {r['op']:<10} {r['scheduled']:>5} {r['dense_cycles']:>12,} {r['cycles']:>12,} "
-                f"{r['speedup']:>7.2f}x {r['energy_pj'] / 1e6:>10.2f} {(r.get('leakage_pj') or 0) / 1e6:>8.2f} "
-                f"{r['energy_efficiency']:>5.2f}x "
-                f"{r['core_energy_efficiency']:>7.2f}x {'DRAM' if r['memory_bound'] else 'comp':>6}"
+                f"{r['speedup']:>7.2f}x {r['time_speedup']:>7.2f}x {r['energy_pj'] / 1e6:>10.2f} "
+                f"{(r.get('leakage_pj') or 0) / 1e6:>8.2f} {r['energy_efficiency']:>5.2f}x "
+                f"{r['core_energy_efficiency']:>7.2f}x {'DRAM' if r['memory_bound'] else 'comp':>7}"
             )
         lines.append("-" * len(header))
         for op in (*OPS, "all"):
@@ -45,9 +46,9 @@ def summary_table(rows, sums):
                 t = sums[design, op]
                 lines.append(
                     f"{'total':<28} {op:<10} {'':>5} {t['dense_cycles']:>12,} {t['cycles']:>12,} "
-                    f"{t['speedup']:>7.2f}x {t['energy_pj'] / 1e6:>10.2f} "
+                    f"{t['speedup']:>7.2f}x {t['time_speedup']:>7.2f}x {t['energy_pj'] / 1e6:>10.2f} "
                     f"{t['energy_breakdown_pj'].get('leakage', 0) / 1e6:>8.2f} {t['energy_efficiency']:>5.2f}x "
-                    f"{t['core_energy_efficiency']:>7.2f}x"
+                    f"{t['core_energy_efficiency']:>7.2f}x {t['memory_bound_ops']:>3}/{t['ops']:<3}"
                 )
         lines += _breakdown_lines([r for r in rows if r["design"] == design])
     return "\n".join(lines)
@@ -112,65 +113,88 @@ def write_json(path, rows, sums, meta):
 
 
 def save_figure(figure, path):
-    """``figure`` as a PNG at ``path``, written atomically."""
+    """``figure`` at ``path`` in the format its suffix names (PNG, SVG), written atomically."""
+    from pathlib import Path
+
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+    figure.savefig(buffer, format=Path(path).suffix[1:], dpi=120, bbox_inches="tight",
+                   metadata={"Date": None} if str(path).endswith(".svg") else None)
     atomic_write(path, lambda file: file.write(buffer.getvalue()))
 
 
-def _figure(designs, layers):
+def save_figures(figure, path):
+    """``figure`` as a PNG at ``path`` and as an SVG beside it (same name, ``.svg``); closes it."""
+    import matplotlib.pyplot as plt
+
+    for target in (path, path.with_suffix(".svg")):
+        save_figure(figure, target)
+    plt.close(figure)
+
+
+def _figure(designs, labels):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt.subplots(len(designs), 1, figsize=(max(8, 0.45 * len(layers) + 3), 3.6 * len(designs)), squeeze=False,
+    return plt.subplots(len(designs), 1, figsize=(max(8, 0.45 * len(labels) + 3), 3.6 * len(designs)), squeeze=False,
                         layout="constrained")
 
 
-def _labels(rows):
-    return list(dict.fromkeys(r["layer"] for r in rows))
+def _places(rows):
+    """Each (step, layer) of ``rows`` in trace order, and its tick label: the layer, with its step where the rows
+    hold several steps, so that a later step never hides an earlier one."""
+    places = list(dict.fromkeys((r["step"], r["layer"]) for r in rows))
+    steps = len({step for step, _ in places})
+    return places, [layer if steps == 1 else f"{layer}@{step}" for step, layer in places]
 
 
 def plot_speedup(path, rows):
-    """Speedup over the dense baseline per layer (x) and operation (bars), one panel per design."""
-    designs, layers = list(dict.fromkeys(r["design"] for r in rows)), _labels(rows)
-    figure, axes = _figure(designs, layers)
+    """Speedup over the dense baseline per layer and recorded step (x) and operation (bars), one panel per design."""
+    from dashraker.mapping.palette import operation_colour
+
+    designs, (places, labels) = list(dict.fromkeys(r["design"] for r in rows)), _places(rows)
+    figure, axes = _figure(designs, labels)
     width = 0.8 / len(OPS)
     for ax, design in zip(axes[:, 0], designs):
         for k, op in enumerate(OPS):
-            points = {r["layer"]: r["dense_cycles"] / max(r["cycles"], 1) for r in rows
+            points = {(r["step"], r["layer"]): r["dense_cycles"] / max(r["cycles"], 1) for r in rows
                       if r["design"] == design and r["op"] == op}  # fmt: skip
-            xs = [i + (k - 1) * width for i, layer in enumerate(layers) if layer in points]
-            ax.bar(xs, [points[layer] for layer in layers if layer in points], width, label=op)
+            xs = [i + (k - 1) * width for i, place in enumerate(places) if place in points]
+            ax.bar(xs, [points[place] for place in places if place in points], width, label=op,
+                   color=operation_colour(op))
         ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_title(f"{design}: speedup over the dense baseline")
+        ax.set_title(f"{design}: speedup (cycles) over the dense baseline")
         ax.set_ylabel("speedup")
-        ax.set_xticks(range(len(layers)), layers, rotation=60, ha="right", fontsize=7)
+        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
         ax.legend(fontsize=7)
-    save_figure(figure, path)
+    save_figures(figure, path)
 
 
 def plot_energy(path, rows):
-    """Energy per layer (all operations) stacked by component, one panel per design."""
-    designs, layers = list(dict.fromkeys(r["design"] for r in rows)), _labels(rows)
-    figure, axes = _figure(designs, layers)
+    """Energy per layer and recorded step (all operations) stacked by component, one panel per design; a component
+    has one colour in every panel (``palette.component_colour``)."""
+    from dashraker.mapping.palette import component_colour
+
+    designs, (places, labels) = list(dict.fromkeys(r["design"] for r in rows)), _places(rows)
+    figure, axes = _figure(designs, labels)
     for ax, design in zip(axes[:, 0], designs):
-        per_layer = {layer: {} for layer in layers}
+        per_place = {place: {} for place in places}
         for r in (r for r in rows if r["design"] == design):
             for component, value in r["energy_breakdown_pj"].items():
-                per_layer[r["layer"]][component] = per_layer[r["layer"]].get(component, 0.0) + value / 1e6
-        components = [c for c in next(iter(per_layer.values()), {}) if any(per_layer[l].get(c) for l in layers)]
-        bottom = [0.0] * len(layers)
+                parts = per_place[r["step"], r["layer"]]
+                parts[component] = parts.get(component, 0.0) + value / 1e6
+        components = [c for c in next(iter(per_place.values()), {}) if any(per_place[p].get(c) for p in places)]
+        bottom = [0.0] * len(places)
         for component in components:
-            heights = [per_layer[layer].get(component, 0.0) for layer in layers]
-            ax.bar(range(len(layers)), heights, 0.7, bottom=bottom, label=component)
+            heights = [per_place[place].get(component, 0.0) for place in places]
+            ax.bar(range(len(places)), heights, 0.7, bottom=bottom, label=component, color=component_colour(component))
             bottom = [b + h for b, h in zip(bottom, heights)]
         ax.set_title(f"{design}: energy per layer by component")
         ax.set_ylabel("energy (uJ)")
-        ax.set_xticks(range(len(layers)), layers, rotation=60, ha="right", fontsize=7)
+        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
         ax.legend(fontsize=7, ncol=2)
-    save_figure(figure, path)
+    save_figures(figure, path)
 
 
 def write_reports(out, rows, sums, meta):

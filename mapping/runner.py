@@ -5,13 +5,15 @@ import math
 import os
 from pathlib import Path
 
-from tqdm import tqdm
+from dashraker.progress import bar as progress_bar
+from dashraker.progress import stage
 
 from dashraker.mapping import executors
 from dashraker.mapping.dataflow import OPS, check_dataflow, conv_geometry
 from dashraker.mapping.engine import map_op
 
-__all__ = ["default_jobs", "layer_macs", "layer_ops", "map_layer", "check_mappable", "map_trace", "totals"]
+__all__ = ["default_jobs", "estimate_seconds", "layer_macs", "layer_ops", "map_layer", "check_mappable", "map_trace",
+           "totals", "trace_work"]
 
 
 def layer_ops(index, layer=None):
@@ -39,6 +41,9 @@ def map_layer(trace, configs, step, index, ops=None):
 # about 1 CPU s of the cheapest design's mapping (baseline), against about 0.1 CPU s that a
 # forked worker costs (measured on a ResNet-18 step).
 WORK_PER_JOB = 10**10
+# CPU seconds per unit of work (``layer_macs``) and configuration, the three designs' average, for the stage line's
+# estimate: 55 CPU s for 7 points of the three designs on a ResNet-18 digits step (1.66e9 each; docs/results/sweep.md).
+SECONDS_PER_WORK = 1.6e-9
 
 
 def _map_task(trace, configs, task):
@@ -53,6 +58,19 @@ def layer_macs(layer):
     geo = conv_geometry(layer, layer.input_shape, layer.weight_shape)
     (n, c), (m, kh, kw) = geo.input[:2], geo.kernel
     return n * m * (c // geo.groups) * kh * kw * math.prod(geo.output())
+
+
+def estimate_seconds(work, jobs=1):
+    """Wall seconds a mapping of ``work`` (``trace_work`` times the configurations) takes on ``jobs`` processes, about:
+    ``SECONDS_PER_WORK`` CPU seconds per unit (an average of the designs; the dense baseline maps faster, the
+    term-serial FPRaker slower)."""
+    return work * SECONDS_PER_WORK / max(jobs, 1)
+
+
+def trace_work(trace, steps=None):
+    """The mapping work of ``steps`` (default: all) of an open ``trace``: ``layer_macs`` of each (step, layer, operation)."""
+    steps = trace.steps if steps is None else steps
+    return len(steps) * sum(layer_macs(layer) * len(layer_ops(index, layer)) for index, layer in enumerate(trace.layers))
 
 
 def default_jobs(work, cpus):
@@ -98,20 +116,24 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
          for op in layer_ops(index, layer)),
         key=lambda task: -layer_macs(trace.layers[task[1]]),
     )
-    with tqdm(total=len(tasks), desc="map", unit="op", disable=not progress) as bar:
+    gpu = any(config.device != "cpu" for config in configs)
+    work = sum(layer_macs(trace.layers[index]) for _, index, _ in tasks) * len(configs)
+    if scheduler is None:
+        jobs = min(jobs or (1 if gpu else default_jobs(work, len(os.sched_getaffinity(0)))), len(tasks))
+    where = f"on the cluster {scheduler}" if scheduler is not None else f"on {jobs} process{'es' * (jobs > 1)}"
+    stage(f"map {Path(trace_path).name}: {len(tasks)} operations x {len(configs)} configuration"
+          f"{'s' * (len(configs) > 1)} ({', '.join(c.design.name for c in configs)}) {where}",
+          estimate_seconds(work, 1 if scheduler is not None else jobs))
+    with progress_bar(total=len(tasks), desc="map", unit="op", disable=not progress) as bar:
         if scheduler is not None:
             results = executors.on_dask(_map_task, scheduler, str(Path(trace_path).absolute()), configs, tasks, bar)
-        else:
-            gpu = any(config.device != "cpu" for config in configs)
-            work = sum(layer_macs(trace.layers[index]) for _, index, _ in tasks) * len(configs)
-            jobs = min(jobs or (1 if gpu else default_jobs(work, len(os.sched_getaffinity(0)))), len(tasks))
-            if jobs <= 1:
-                results = executors.in_process(_map_task, trace, configs, tasks, bar)
-            elif gpu:
-                results = executors.on_local_workers(_map_task, trace_path, configs, tasks, jobs, bar, "spawn")
-            else:  # the smallest task here first: the workers forked after it inherit the kernels it loaded
-                results = executors.in_process(_map_task, trace, configs, tasks[-1:], bar)
-                results += executors.on_local_workers(_map_task, trace_path, configs, tasks[:-1], jobs, bar)
+        elif jobs <= 1:
+            results = executors.in_process(_map_task, trace, configs, tasks, bar)
+        elif gpu:
+            results = executors.on_local_workers(_map_task, trace_path, configs, tasks, jobs, bar, "spawn")
+        else:  # the smallest task here first: the workers forked after it inherit the kernels it loaded
+            results = executors.in_process(_map_task, trace, configs, tasks[-1:], bar)
+            results += executors.on_local_workers(_map_task, trace_path, configs, tasks[:-1], jobs, bar)
     design_order = {config.design.name: k for k, config in enumerate(configs)}
     return sorted(results, key=lambda r: (design_order[r["design"]], r["step"], r["layer_index"], OPS.index(r["op"])))
 
@@ -121,9 +143,12 @@ def _sum(rows, fields):
 
 
 def totals(rows):
-    """Sums per design and operation (key ``(design, op)``) and per design over all operations (``op`` "all")."""
+    """Sums per design and operation (key ``(design, op)``) and per design over all operations (``op`` "all"): cycles
+    (``speedup``), run times (``time_speedup``: the dense baseline's time over the design's, DRAM included), energy
+    (``energy_efficiency``), and the operations (``memory_bound_ops`` of ``ops``) and time
+    (``memory_bound_time_s``) that DRAM bounds (SPEC section 9)."""
     fields = ("dense_cycles", "cycles", "values_scheduled", "energy_pj", "baseline_energy_pj", "core_energy_pj",
-              "baseline_core_energy_pj", "compute_s", "time_s", "dram_bytes")
+              "baseline_core_energy_pj", "compute_s", "dram_s", "time_s", "dense_time_s", "dram_bytes")
     out = {}
     for design in dict.fromkeys(row["design"] for row in rows):
         for op in (*OPS, "all"):
@@ -132,12 +157,16 @@ def totals(rows):
                 continue
             total = _sum(group, fields)
             total["speedup"] = total["dense_cycles"] / total["cycles"] if total["cycles"] else 1.0
+            total["time_speedup"] = total["dense_time_s"] / total["time_s"] if total["time_s"] else 1.0
             total["energy_efficiency"] = (
                 total["baseline_energy_pj"] / total["energy_pj"] if total["energy_pj"] else 1.0
             )
             total["core_energy_efficiency"] = (
                 total["baseline_core_energy_pj"] / total["core_energy_pj"] if total["core_energy_pj"] else 1.0
             )
+            total["ops"] = len(group)
+            total["memory_bound_ops"] = sum(1 for r in group if r["memory_bound"])
+            total["memory_bound_time_s"] = sum(r["time_s"] for r in group if r["memory_bound"])
             breakdown = {}
             for row in group:
                 for component, value in row["energy_breakdown_pj"].items():

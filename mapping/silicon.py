@@ -251,7 +251,7 @@ def resolve_all(configs, area_root="build/area", progress=True, jobs=None, asic_
     CPU): each tile's conversion and Yosys run use one core, and a first ``map --design all`` of the packaged
     configuration synthesises four (each design's, and the baseline on FPRaker's lanes). A tile mapped onto a library
     counts as not yet measured (its cache is read in a moment)."""
-    from tqdm import tqdm
+    from dashraker.progress import bar as progress_bar
 
     from dashraker.fpga.area import is_measured
     from dashraker.mapping.executors import in_processes
@@ -264,7 +264,7 @@ def resolve_all(configs, area_root="build/area", progress=True, jobs=None, asic_
     jobs = min(len(todo), jobs or os.cpu_count() or 1)
     tiles = {}
     if jobs > 1:
-        with tqdm(total=len(todo), desc=f"silicon: measuring {len(todo)} tiles, {jobs} at a time", unit="tile",
+        with progress_bar(total=len(todo), desc=f"silicon: measuring {len(todo)} tiles, {jobs} at a time", unit="tile",
                   disable=not progress, leave=False) as bar:
             tiles = dict(zip(todo, in_processes(measure, [(*call, False) for call in todo.values()], jobs, bar)))
     for key, call in calls.items():

@@ -94,11 +94,16 @@ def register(subparsers):
     parser.add_argument("--area-estimate", choices=AREA_ESTIMATES, help="tiles' area: asic (queues "
                         "as register files) or generated (the RTL as it is), as 'map' (default: the configuration's)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--sensitivity", action="store_true", help="also how far each deciding assumption moves each "
+                        "verdict over a documented range (mapping.sensitivity: the first trace mapped again at each end "
+                        "of each range, about 10 maps)")
     parser.set_defaults(func=run)
 
 
 def _is_study_output(path):
-    return {entry.name for entry in Path(path).iterdir()} <= set(REPORTS)
+    from dashraker.mapping.sensitivity import PLOTS
+
+    return {entry.name for entry in Path(path).iterdir()} <= {*REPORTS, *PLOTS}
 
 
 def run(args):
@@ -130,6 +135,11 @@ def run(args):
                        args.asic_cache)
         result["wall_s"] = round(time.perf_counter() - start, 1)
         text = report(result)
+        if args.sensitivity:
+            from dashraker.mapping import sensitivity
+
+            result["sensitivity"] = sensitivity.for_study(args, steps)
+            text += "\n" + "\n".join(sensitivity.report_lines(result["sensitivity"]))
         with out.staging() as staging:
             from dashraker.outputs import atomic_write
             from dashraker.trace.store import save_json
@@ -137,6 +147,8 @@ def run(args):
             atomic_write(staging / "report.md", lambda file: file.write(text.encode()))
             save_json(staging / "study.json", result)
             plot(staging / "study.png", result)
+            if args.sensitivity:
+                sensitivity.plot(staging / sensitivity.PLOTS[0], result["sensitivity"])
     print(f"\nwrote {out.path / 'report.md'} (with study.json, study.png) in {result['wall_s']:.0f} s")
 
 

@@ -212,7 +212,7 @@ def _characterise(args, design, params, lib, liberty, step, work, out, earlier):
 
 def _energy(args, design, params, lib, liberty, folder, work, timed, step, config):
     """Each layer operation's passes on the gate-level netlist beside the RTL: checks and energy by part."""
-    from tqdm import tqdm
+    from dashraker.progress import bar as progress_bar
 
     from dashraker.asic import TARGET_NS
     from dashraker.asic.netlist import NetlistError
@@ -225,7 +225,7 @@ def _energy(args, design, params, lib, liberty, folder, work, timed, step, confi
     period = args.clock_ns or (timed["worst"]["delay_ns"] if timed["worst"] else TARGET_NS)
     total = sum(len(group[0]) for *_, groups in work for group in groups)
     rows = []
-    with tqdm(total=total, desc="asic: gate-level passes", unit="pass", disable=args.no_progress) as bar:
+    with progress_bar(total=total, desc="asic: gate-level passes", unit="pass", disable=args.no_progress) as bar:
         try:
             bar.set_postfix_str("building the RTL model", refresh=True)
             rtl = Cosim(design, params, build_root=args.build / "cosim", optimize="-O0")

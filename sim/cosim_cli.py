@@ -106,7 +106,7 @@ def summary_lines(report, cosim):
 
 
 def _run(args):
-    from tqdm import tqdm
+    from dashraker.progress import bar as progress_bar
 
     from dashraker.designs import design as find_design
     from dashraker.designs.cli import check_size
@@ -145,7 +145,7 @@ def _run(args):
         raise CliError(str(error)) from None
     except CosimBuildError as error:
         raise CliError(str(error)) from None
-    with tqdm(total=args.passes, desc="cosim", unit="pass", disable=args.no_progress) as bar:
+    with progress_bar(total=args.passes, desc="cosim", unit="pass", disable=args.no_progress) as bar:
         report = cosimulate(cosim, layer, tensors, op, args.passes, args.start, args.rounding, progress=bar)
     if report.passes == 0:
         raise CliError(f"layer {layer.name!r} {args.op}: no pass at index {args.start} or later")

@@ -187,11 +187,10 @@ def _measure(args, table, designs, work, step, earlier, out):
     """Co-simulate the sampled passes of ``work`` on each of ``designs``, print the report and write the outputs."""
     import dataclasses
 
-    from tqdm import tqdm
-
     from dashraker.fpga.area import AreaError, design_area
     from dashraker.mapping import activity
     from dashraker.mapping.config import load_config
+    from dashraker.progress import bar as progress_bar
     from dashraker.sim.cosim import Cosim, CosimBuildError
 
     plans = []  # per design: its params, config and the sampled pass groups of each layer operation
@@ -210,7 +209,7 @@ def _measure(args, table, designs, work, step, earlier, out):
     total = sum(len(group[0]) for *_, jobs in plans for _, _, groups in jobs for group in groups)
 
     samples, areas = [], {}
-    with tqdm(total=total, desc="energy", unit="pass", disable=args.no_progress) as bar:
+    with progress_bar(total=total, desc="energy", unit="pass", disable=args.no_progress) as bar:
         for design, params, config, jobs in plans:
             try:
                 area = areas[design.name] = design_area(design, params, args.area_cache, not args.no_progress)

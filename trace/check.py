@@ -58,9 +58,9 @@ def check_trace(path, progress=False, strict=False):
         (result.problems if strict else result.warnings).append(f"{trace.path}: {unrecorded_message(trace.unrecorded)}")
     jobs = [(step, layer) for step in trace.steps for layer in trace.layers]
     if progress:
-        from tqdm import tqdm
+        from dashraker.progress import bar as progress_bar
 
-        jobs = tqdm(jobs, desc="checking", unit="layer")
+        jobs = progress_bar(jobs, desc="checking", unit="layer")
     for step, layer in jobs:
         for tensor in trace.tensor_names(layer):
             try:

@@ -196,9 +196,9 @@ def export_dnnsim(path, out, net=None, progress=False, overwrite=False):
     per_epoch = trace.manifest.get("batches_per_epoch")
     jobs = [(step, layer, tensor) for step in trace.steps for layer in trace.layers for tensor in DNNSIM_FILES]
     if progress:
-        from tqdm import tqdm
+        from dashraker.progress import bar as progress_bar
 
-        jobs = tqdm(jobs, desc="exporting", unit="file")
+        jobs = progress_bar(jobs, desc="exporting", unit="file")
     with folder, folder.staging() as staging:
         for step, layer, tensor in jobs:
             epoch, batch = divmod(step - 1, per_epoch) if per_epoch else (0, step - 1)

@@ -6,7 +6,7 @@ import math
 import torch
 from torch.nn import functional as F
 from torch.nn.utils import prune as torch_prune
-from tqdm import tqdm
+from dashraker.progress import bar as progress_bar
 
 from dashraker.trace import factory
 from dashraker.trace.data import load_data
@@ -122,7 +122,8 @@ def train(
     optimizer = make_optimizer(net, dataset.kind, lr)
     batches = _batches(dataset, batch_size, torch.Generator().manual_seed(seed))
     losses = [] if losses is None else losses
-    bar = tqdm(range(1, total_steps + 1), desc=f"training {type(net).__name__}", unit="step", disable=not progress)
+    bar = progress_bar(range(1, total_steps + 1), desc=f"training {type(net).__name__}", unit="step",
+                       disable=not progress)
     for step in bar:
         x, y = next(batches)
         if pruner:

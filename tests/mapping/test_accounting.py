@@ -46,7 +46,7 @@ def test_leakage_of_a_small_run_by_hand(tmp_path, scope):
     # A (64 x 2 B) + W (192 x 2 B) + the result (3 x 2 B) = 518 B at 25.6 GB/s = 20.234 ns: memory-bound.
     layer, tensors = linear(np.ones((1, 64)), np.ones((3, 64)))
     config = config_file(tmp_path, "baseline", tiles=2, area_scope=scope,
-                         **{"memory.tile_buffer_kib": 1, "memory.global_buffer_kib": 4})
+                         **{"memory.tile_buffer_kib": 1, "memory.global_buffer_kib": 4, "memory.dram_gbps": 25.6})
     result = map_op(config, layer, tensors, "fwd")
     assert result["leakage_pj"] is None and result["energy_breakdown_pj"]["leakage"] == 0.0  # tile not measured
     tile = silicon.transistor_tile(config, 1000)

@@ -316,7 +316,7 @@ def test_dram_boundness_and_transistor_leakage_follow_an_sta_clock(tmp_path, fak
     from dashraker.mapping.engine import map_op
 
     layer, tensors = linear(np.ones((1, 64)), np.ones((3, 64)))
-    config = config_file(tmp_path, "tensordash", tiles=1, rows=1, cols=1, clock_mhz="sta")
+    config = config_file(tmp_path, "tensordash", tiles=1, rows=1, cols=1, clock_mhz="sta", **{"memory.dram_gbps": 25.6})
     from dashraker.designs import reference
 
     for design, params in ((config.design, config.params), (reference(), silicon.reference_params(config))):

@@ -20,7 +20,8 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 
-def test_record_check_export(tmp_path, capsys, no_network):
+def test_record_check_export(tmp_path, capsys, no_network, monkeypatch):
+    monkeypatch.setattr("dashraker.progress.on_terminal", lambda: True)  # bars are drawn on a terminal only
     out = tmp_path / "trace"
     argv = ["trace", "record", "--model", "mlp", "--data", "digits", "--steps", "2,3", "--samples", "3"]
     assert main([*argv, "--batch-size", "8", "--threads", "1", "--out", str(out)]) == 0
