@@ -158,8 +158,9 @@ def _claim_lines(entry, result, named):
     models, scenarios = result["silicon_models"], entry["scenarios"]
     lines = ["### The papers beside ours", "",
              f"Each claim is judged against our {result['confidence']:.0%} interval: \"holds\" where all of it "
-             "reaches the claim, \"does not hold\" where none of it does, else \"undecided\". Energy is "
-             f"{' and '.join(result['energy_models'])}'s.", "",
+             "reaches the claim, \"does not hold\" where none of it does, else \"undecided\". Speedups are "
+             "judged in cycles, as the papers count them, the speedup in time beside; energy comes from "
+             f"{' and '.join(result['energy_models'])}.", "",
              "| design | claim | paper | stated in | accounting | "
              + " | ".join(f"ours ({named[m]}) | verdict" for m in models) + " |",
              "|---|---|---|---|---|" + "---|---|" * len(models)]
@@ -175,6 +176,8 @@ def _claim_lines(entry, result, named):
             interval = figures.get("intervals", {}).get(claim.metric) or [value, value]
             verdict = claim.verdict(*interval)
             shown = f"{value:+.1%}" if claim.metric == "area_overhead" else _ci(figures, claim.metric)
+            if claim.metric == "speedup":
+                shown += f"; in time {_ci(figures, 'time_speedup')}"
             cells.append(f"{shown} | {verdict}")
             needed = samples_to_decide(samples, value, interval, claim.target) if verdict == "undecided" else None
             if needed:
