@@ -73,6 +73,12 @@ def test_study_refusals_are_one_line(tmp_path, mobilenet_trace, capsys):
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "memory.compression" in err and len(err.strip().splitlines()) == 1
+    for flags, message in ((["--group-size", "0"], "--group-size must be at least 1, not 0"),
+                           (["--group-size", "2"], "1 sample(s) recorded per step, fewer than --group-size 2"),
+                           (["--confidence", "95"], "--confidence must be between 0 and 1, not 95.0")):
+        assert main(["study", str(mobilenet_trace), *flags, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
     assert main(["study", str(mobilenet_trace), "--out", str(tmp_path / "full"), "--no-progress"]) == 2
@@ -155,7 +161,7 @@ def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(sma
                  "ours (transistor estimate) | verdict | ours (nangate45 library) | verdict",
                  "| transistor estimate -> nangate45 library | silicon model (iso-area, compute scope, dense memory) |"):
         assert line in text, line
-    assert (out / "study.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "study.png").read_bytes()[:4] == b"\x89PNG" and b"<svg" in (out / "study.svg").read_bytes()[:500]
     characterised.clear()
     config.write_text(yaml.safe_dump(SMALL))
     assert main(["study", str(small_trace), "--config", str(config), "--out", str(tmp_path / "plain"), *common]) == 0
