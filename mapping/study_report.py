@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dashraker.designs import DESIGNS
 from dashraker.mapping.dataflow import OPS
-from dashraker.mapping.study import AXES, CREDITED, SCENARIOS
+from dashraker.mapping.accountings import AXES, CREDITED, SCENARIOS
 
 __all__ = ["report", "plot", "not_modelled", "sampling_lines"]
 
