@@ -138,7 +138,7 @@ def sampling_lines(entry, result):
     grouped = "one batch" if result["group_size"] is None else f"groups of {result['group_size']} sample(s)"
     lines = [f"Intervals: {level:.0%} percentile bootstrap ({DRAWS:,} replicates) over the {len(groups)} recorded "
              f"step(s) and, within each, its samples mapped as {grouped} "
-             f"({', '.join(f'step {s}: {g}' for s, g in groups.items())}): each replicate draws the steps with "
+             f"(groups: {', '.join(f'step {s}: {g}' for s, g in groups.items())}): each replicate draws the steps with "
              "replacement, then each drawn step's groups with replacement."]
     few = [f"{len(groups)} step(s)"] if len(groups) < MIN_UNITS else []
     if result["group_size"] is not None and min(groups.values()) < MIN_UNITS:
