@@ -202,10 +202,12 @@ def cycle_breakdown(config, counts, pass_cycles, cycles, fill):
             "tile_imbalance": cycles - fill - work / tiles, "fill": fill, "skipped_terms": int(counts["skipped_terms"])}
 
 
-def map_op(config, layer, tensors, op, plans=None):
+def map_op(config, layer, tensors, op, plans=None, weight_share=1.0):
     """Map one operation of one layer on ``config``'s design and on the dense baseline of the same array.
 
-    ``plans`` (a dict) caches the converted tensors and the operation's plans across operations and designs.
+    ``plans`` (a dict) caches the converted tensors and the operation's plans across operations and designs;
+    ``weight_share``: the share of the weights' DRAM traffic charged (``memory.traffic``; below 1 for one group of a
+    batch's samples, ``runner.group_samples``).
     Returns a dict of figures (see docs/guides/cli-map.md).
     """
     plans = {} if plans is None else plans
@@ -217,7 +219,7 @@ def map_op(config, layer, tensors, op, plans=None):
     value_bits = 8 * _value_bytes(config)
     counts.update(config.design.cost.pass_counts(config.params, arrays, value_bits))
     compressed = _compressed(config, plans, op_plan, set_bytes) if config.memory.compression == "zvc" else None
-    traffic = memory.traffic(config, op_plan, arrays, compressed)
+    traffic = memory.traffic(config, op_plan, arrays, compressed, weight_share)
     baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}
     counts.update(traffic.counts)
     cycles, dense_cycles, breakdown = _op_cycles(config, counts, arrays, dense)

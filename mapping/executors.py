@@ -248,9 +248,10 @@ def on_dask(run, address, trace_path, configs, tasks, bar):
             try:
                 results.extend(future.result())
             except KilledWorker:
-                step, index, op = futures[future]
+                step, index, op, group, groups = futures[future]
+                part = f" (group {group + 1} of {groups})" if groups > 1 else ""
                 raise ClusterError(f"scheduler {address}: every worker that ran step {step}, layer {index}, "
-                                   f"{op} died; see the workers' logs") from None  # fmt: skip
+                                   f"{op}{part} died; see the workers' logs") from None  # fmt: skip
             except FutureCancelledError as error:  # the scheduler went away (or someone cancelled the tasks)
                 raise ClusterError(f"scheduler {address}: the tasks were cancelled ({error.reason})") from None
             bar.update()

@@ -72,11 +72,16 @@ def _loads(keys, set_bytes, tiles, capacity):
     return int(set_bytes[loaded].sum()), int(set_bytes[loaded[first]].sum())
 
 
-def traffic(config, op_plan, arrays, compressed=None):
+WEIGHTS = ("W", "dW")  # the tensors of an operation that a batch's samples share: read or written once per batch
+
+
+def traffic(config, op_plan, arrays, compressed=None, weight_share=1.0):
     """Traffic of one operation: ``arrays`` holds per-pass ``steps``, ``rows``, ``cols``, ``row_key``, ``col_key``.
 
     ``compressed`` (with zero-value compression): per pass the bytes of its row set and column set
     (``row_bytes``, ``col_bytes``) and the bytes of the scheduled and partner tensors (``operand_bytes``).
+    ``weight_share``: the share of the weights' (``WEIGHTS``) DRAM bytes this operation is charged, where it maps one
+    group of a batch's samples and the batch reads the weights once.
     """
     value = 2 if config.fmt == "bf16" else 4
     stream = arrays["steps"] * config.lanes * value
@@ -95,7 +100,10 @@ def traffic(config, op_plan, arrays, compressed=None):
     if compressed is not None:
         operands = list(compressed["operand_bytes"])
     result_name = next(name for name in op_plan.elements if name not in (op_plan.scheduled, op_plan.partner))
-    dram = dram_bytes(operands, op_plan.elements[result_name] * value, config.memory.global_buffer_kib * 1024)
+    share = {name: weight_share if name in WEIGHTS else 1.0 for name in op_plan.elements}
+    operands = [size * share[name] for name, size in zip((op_plan.scheduled, op_plan.partner), operands)]
+    result_bytes = op_plan.elements[result_name] * value * share[result_name]
+    dram = dram_bytes(operands, result_bytes, config.memory.global_buffer_kib * 1024)
     return Traffic(
         counts={
             "tile_sram_words": -(-(tile_reads + fills) // 8),

@@ -1,6 +1,7 @@
 """Maps a whole trace: one task per (step, layer, operation), run by one of ``executors`` (in this process, on local
 worker processes or on a Dask cluster), with a progress bar."""
 
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -12,8 +13,8 @@ from dashraker.mapping import executors
 from dashraker.mapping.dataflow import OPS, check_dataflow, conv_geometry
 from dashraker.mapping.engine import map_op
 
-__all__ = ["default_jobs", "estimate_seconds", "layer_macs", "layer_ops", "map_layer", "check_mappable", "map_trace",
-           "totals", "trace_work"]
+__all__ = ["default_jobs", "estimate_seconds", "layer_macs", "layer_ops", "group_samples", "map_layer", "check_mappable",
+           "map_trace", "totals", "trace_work"]
 
 
 def layer_ops(index, layer=None):
@@ -23,17 +24,42 @@ def layer_ops(index, layer=None):
     return [op for op in OPS if op != "bwd_input" or needs]
 
 
-def map_layer(trace, configs, step, index, ops=None):
-    """Operations ``ops`` (default: all of ``layer_ops``) of one layer at one step on every configuration.
+def group_samples(layer, tensors, group, groups):
+    """The ``group``-th of ``groups`` near-equal runs of consecutive samples of a layer's recorded batch: the layer
+    with its shapes of that many samples, its tensors sliced, and the share of the weights' DRAM traffic it is charged
+    (the weights are read once per step, not once per group: ``1 / groups``; a ``matmul`` layer's second operand is
+    per sample, sliced with the rest). ``groups`` above the samples recorded is a ``ValueError``."""
+    samples = layer.input_shape[0]
+    if not 1 <= groups <= samples:
+        raise ValueError(f"layer {layer.name!r}: {samples} sample(s) recorded, too few for {groups} groups")
+    first, last = (group * samples) // groups, ((group + 1) * samples) // groups
+    per_sample = layer.type == "matmul"
+    sliced = tensors._replace(input=tensors.input[first:last], output_grad=tensors.output_grad[first:last],
+                              weight=tensors.weight[first:last] if per_sample else tensors.weight,
+                              input_grad=None if tensors.input_grad is None else tensors.input_grad[first:last])
+    count = last - first
+    shapes = {key: (count, *getattr(layer, key)[1:]) for key in ("input_shape", "output_grad_shape")}
+    if per_sample:
+        shapes["weight_shape"] = (count, *layer.weight_shape[1:])
+    return dataclasses.replace(layer, **shapes), sliced, 1.0 if per_sample else 1 / groups
 
-    Returns a list of result rows (``map_op``'s figures plus ``step`` and ``layer_index``).
+
+def map_layer(trace, configs, step, index, ops=None, group=0, groups=1):
+    """Operations ``ops`` (default: all of ``layer_ops``) of one layer at one step on every configuration, of the
+    whole recorded batch or (``groups`` > 1) of its ``group``-th group of samples (``group_samples``).
+
+    Returns a list of result rows (``map_op``'s figures plus ``step``, ``layer_index``, ``group`` and its
+    ``samples``).
     """
     layer = trace.layers[index]
-    tensors = trace.load(layer.name, step)
+    tensors, share = trace.load(layer.name, step), 1.0
+    if groups > 1:
+        layer, tensors, share = group_samples(layer, tensors, group, groups)
     plans, rows = {}, []
     for op in layer_ops(index, layer) if ops is None else ops:
         for config in configs:
-            rows.append({"step": step, "layer_index": index, **map_op(config, layer, tensors, op, plans)})
+            rows.append({"step": step, "layer_index": index, "group": group, "samples": layer.input_shape[0],
+                         **map_op(config, layer, tensors, op, plans, weight_share=share)})
     return rows
 
 
@@ -47,9 +73,9 @@ SECONDS_PER_WORK = 1.6e-9
 
 
 def _map_task(trace, configs, task):
-    """One (step, layer, operation) task: its rows on every configuration."""
-    step, index, op = task
-    return map_layer(trace, configs, step, index, [op])
+    """One (step, layer, operation, group of samples, groups) task: its rows on every configuration."""
+    step, index, op, group, groups = task
+    return map_layer(trace, configs, step, index, [op], group, groups)
 
 
 def layer_macs(layer):
@@ -96,8 +122,12 @@ def check_mappable(trace, configs, steps=None, skip_unsupported=False):
         raise ValueError(f"{trace.path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
 
 
-def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, scheduler=None, skip_unsupported=False):
+def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, scheduler=None, skip_unsupported=False,
+              groups=1):
     """Map every layer of the trace's ``steps`` (default: all) on each configuration; rows in trace order.
+
+    ``groups`` > 1 maps each step's recorded samples as that many batches of consecutive samples
+    (``group_samples``; rows carry their ``group``), for ``mapping.intervals`` to resample.
 
     ``scheduler``: the address of a Dask scheduler (``tcp://host:port``) whose workers map the
     tasks, reading the trace at the same path (storage they share). Otherwise ``jobs`` local
@@ -111,13 +141,17 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
     trace = open_trace(trace_path)
     check_mappable(trace, configs, steps, skip_unsupported)
     steps = list(trace.steps if steps is None else steps)
+    if groups > 1:
+        fewest = min(layer.input_shape[0] for layer in trace.layers)
+        if groups > fewest:
+            raise ValueError(f"{trace_path}: {fewest} sample(s) recorded per step, too few for {groups} groups")
     tasks = sorted(
-        ((step, index, op) for step in steps for index, layer in enumerate(trace.layers)
-         for op in layer_ops(index, layer)),
+        ((step, index, op, group, groups) for step in steps for index, layer in enumerate(trace.layers)
+         for op in layer_ops(index, layer) for group in range(groups)),
         key=lambda task: -layer_macs(trace.layers[task[1]]),
     )
     gpu = any(config.device != "cpu" for config in configs)
-    work = sum(layer_macs(trace.layers[index]) for _, index, _ in tasks) * len(configs)
+    work = sum(layer_macs(trace.layers[task[1]]) for task in tasks) * len(configs) // groups
     if scheduler is None:
         jobs = min(jobs or (1 if gpu else default_jobs(work, len(os.sched_getaffinity(0)))), len(tasks))
     where = f"on the cluster {scheduler}" if scheduler is not None else f"on {jobs} process{'es' * (jobs > 1)}"
@@ -135,7 +169,8 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
             results = executors.in_process(_map_task, trace, configs, tasks[-1:], bar)
             results += executors.on_local_workers(_map_task, trace_path, configs, tasks[:-1], jobs, bar)
     design_order = {config.design.name: k for k, config in enumerate(configs)}
-    return sorted(results, key=lambda r: (design_order[r["design"]], r["step"], r["layer_index"], OPS.index(r["op"])))
+    return sorted(results, key=lambda r: (design_order[r["design"]], r["step"], r["layer_index"], OPS.index(r["op"]),
+                                          r["group"]))
 
 
 def _sum(rows, fields):

@@ -3,7 +3,8 @@
 Each trace is mapped on every design under the accountings the seed papers and this project
 differ on, each against the reference (dense) design in the same accounting:
 
-* tiles: the configured ones (equal lanes) or as many as fit the reference's area (iso-area);
+* tiles: the configured ones (each design its configuration's tiles, of its own lanes) or as many as fit the
+  reference's area (iso-area);
 * area scope: the tiles' logic (``compute``) or also their SRAM buffers and the global buffer (``chip``),
   which sets the iso-area budget and the silicon that leaks;
 * memory: values dense or zero-value compressed (``zvc``).
@@ -17,76 +18,51 @@ tiles' CMOS transistors, or their cells on a standard-cell library), or under bo
 (``--silicon both``; mapping the packaged tiles onto the library takes minutes each, so only when
 asked). Each design runs at the configuration's clock: a number, or its tile's static timing
 (``clock_mhz: sta``, ``common``), which the report shows with its source.
+
+Each step's recorded samples are mapped in groups of ``--group-size`` samples (``runner.group_samples``), and every
+figure, whole, per operation, per layer and per step, comes with its confidence interval from a bootstrap over
+those groups (``mapping.intervals``); each paper's claim is judged against the interval.
 """
 
 import dataclasses
 import math
-import platform
-import subprocess
 import time
 from pathlib import Path
 
 from dashraker.designs import DESIGNS
 from dashraker.errors import CliError
+from dashraker.mapping.accountings import AXES, CREDITED, SCENARIOS
+from dashraker.mapping.dataflow import OPS
 from dashraker.outputs import path_argument
 
-__all__ = ["SCENARIOS", "register", "run", "study", "scenario_figures", "report"]
+__all__ = ["SCENARIOS", "CREDITED", "AXES", "RATIOS", "register", "run", "study", "accounting", "scenario_figures"]
 
-REPORTS = ("report.md", "study.json", "study.png")
+REPORTS = ("report.md", "study.json", "study.png", "study.svg")
 BOTH = "both"  # --silicon: every silicon model, side by side
 
-
-@dataclasses.dataclass(frozen=True)
-class Scenario:
-    """One accounting: the tiles each design gets, the area scope and the memory compression."""
-
-    key: str
-    label: str
-    tiles: str  # "equal" (configured) or "iso" (iso-area under this scope)
-    scope: str  # "compute" or "chip"
-    compression: str  # "none" or "zvc"
-
-
-SCENARIOS = (
-    Scenario("equal", "equal lanes, compute scope, dense memory", "equal", "compute", "none"),
-    Scenario("equal_chip", "equal lanes, chip scope, dense memory", "equal", "chip", "none"),
-    Scenario("equal_chip_zvc", "equal lanes, chip scope, ZVC memory", "equal", "chip", "zvc"),
-    Scenario("iso", "iso-area, compute scope, dense memory", "iso", "compute", "none"),
-    Scenario("iso_chip", "iso-area, chip scope, dense memory", "iso", "chip", "none"),
-    Scenario("iso_chip_zvc", "iso-area, chip scope, ZVC memory", "iso", "chip", "zvc"),
-)
-
-# TensorDash's paper compresses on its own design: the designs with ZVC against the reference dense (from the same
-# runs as the equal-lanes accountings at chip scope).
-CREDITED = Scenario("equal_chip_zvc_designs", "equal lanes, chip scope, ZVC for the designs, dense reference", "equal",
-                    "chip", "zvc")
-
-# The axes a verdict moves along: (axis, from scenario, to scenario); "leakage" compares with and without it.
-AXES = (
-    ("leakage (of the tiles' logic)", "equal", "equal"),
-    ("on-chip SRAM in the silicon (chip scope)", "equal", "equal_chip"),
-    ("zero-value compressed memory", "equal_chip", "equal_chip_zvc"),
-    ("ZVC for the designs only, the reference dense", "equal_chip", "equal_chip_zvc_designs"),
-    ("area budget: iso-area tiles (compute scope)", "equal", "iso"),
-    ("SRAM in the iso-area budget (chip scope)", "iso", "iso_chip"),
-    ("zero-value compressed memory at iso-area", "iso_chip", "iso_chip_zvc"),
-)
 
 def register(subparsers):
     from dashraker.mapping.cli import add_silicon_options
     from dashraker.mapping.config import AREA_ESTIMATES, SILICON_MODELS
+    from dashraker.mapping.intervals import LEVEL
 
     parser = subparsers.add_parser(
         "study", help="the seed papers' comparison points on recorded traces, in one Markdown report",
-        description="Map the traces on every design at equal lanes and at iso-area, at compute and chip area "
+        description="Map the traces on every design at the configured tiles and at iso-area, at compute and chip area "
         "scope, with dense and zero-value compressed memory, under one silicon model or both; write report.md (the "
-        "papers' headline figures beside ours, the gap attributed axis by axis), study.json and study.png.")
+        "papers' headline figures beside ours with confidence intervals, the gap attributed axis by axis, per "
+        "operation, layer and step), study.json and study.png (and .svg).")
     parser.add_argument("traces", type=path_argument, nargs="+", metavar="TRACE", help="trace folders (dashraker trace record)")
     parser.add_argument("--config", type=path_argument, help="accelerator configuration YAML (default: the packaged one)")
     parser.add_argument("--out", type=path_argument, default=Path("build/study"), help="report folder (replaced whole at the "
                         "end; a folder holding anything else is refused; default build/study)")
     parser.add_argument("--step", action="append", help="recorded step(s) to map, repeatable or comma-separated "
                         "(default: all)")
+    parser.add_argument("--group-size", type=int, help="map each step's samples in batches of this many, which the "
+                        "intervals also resample within each step (default: each step's recorded samples as one batch, "
+                        "as 'map' does; the intervals then resample the steps alone)")
+    parser.add_argument("--confidence", type=float, default=LEVEL, help=f"the intervals' confidence level "
+                        f"(default {LEVEL})")
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes, as 'map' (default: by the "
                         "work)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on this Dask scheduler's workers, as 'map'")
@@ -106,8 +82,30 @@ def _is_study_output(path):
     return {entry.name for entry in Path(path).iterdir()} <= {*REPORTS, *PLOTS}
 
 
+def _groups(traces, group_size):
+    """Per trace, the groups of ``group_size`` samples (None: all of them) each recorded step is mapped in; a
+    ``CliError`` where a trace records fewer samples than a group holds, before any work."""
+    from dashraker.trace import TraceError, open_trace
+
+    if group_size is None:
+        return [1] * len(traces)
+    if group_size < 1:
+        raise CliError(f"--group-size must be at least 1, not {group_size}")
+    groups = []
+    for trace in traces:
+        try:
+            samples = min(layer.input_shape[0] for layer in open_trace(trace).layers)
+        except (TraceError, ValueError) as error:
+            raise CliError(str(error)) from None
+        if samples < group_size:
+            raise CliError(f"{trace}: {samples} sample(s) recorded per step, fewer than --group-size {group_size}")
+        groups.append(samples // group_size)
+    return groups
+
+
 def run(args):
     from dashraker.mapping.cli import check_sizes, check_trace
+    from dashraker.mapping.study_report import plot, report
     from dashraker.outputs import OutputFolder
     from dashraker.trace.cli import step_list
 
@@ -115,9 +113,12 @@ def run(args):
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
     if args.jobs is not None and args.scheduler:
         raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
+    if not 0 < args.confidence < 1:
+        raise CliError(f"--confidence must be between 0 and 1, not {args.confidence}")
     for trace in args.traces:
         if not (trace / "manifest.json").is_file():
             raise CliError(f"{trace}: not a trace folder (no manifest.json)")
+    _groups(args.traces, args.group_size)
     steps = step_list("--step", args.step)
     configs = _configs(args.config, args.area_estimate, args.silicon, args.asic_cache)  # bad input before the work
     every = [c for scoped in configs.values() for c in scoped]
@@ -132,7 +133,7 @@ def run(args):
     start = time.perf_counter()
     with out:
         result = study(args.traces, configs, steps, args.jobs, args.scheduler, args.area_cache, not args.no_progress,
-                       args.asic_cache)
+                       args.asic_cache, args.group_size, args.confidence)
         result["wall_s"] = round(time.perf_counter() - start, 1)
         text = report(result)
         if args.sensitivity:
@@ -149,7 +150,7 @@ def run(args):
             plot(staging / "study.png", result)
             if args.sensitivity:
                 sensitivity.plot(staging / sensitivity.PLOTS[0], result["sensitivity"])
-    print(f"\nwrote {out.path / 'report.md'} (with study.json, study.png) in {result['wall_s']:.0f} s")
+    print(f"\nwrote {out.path / 'report.md'} (with study.json, study.png, study.svg) in {result['wall_s']:.0f} s")
 
 
 def _configs(config_path, area_estimate=None, silicon=None, asic_cache="build/asic"):
@@ -173,17 +174,17 @@ def _configs(config_path, area_estimate=None, silicon=None, asic_cache="build/as
     return by_model
 
 
-def _mapper(trace, configs, steps, jobs, scheduler, progress):
-    """``sums(tiles, compression, label)``: the mapper's totals of ``trace`` for every one of ``configs``' designs at
-    ``tiles[design]`` tiles, each (design, tiles, compression) mapped once, whichever accounting or silicon model asks
-    (leakage is charged again by ``scenario_figures``)."""
+def _mapper(trace, configs, steps, jobs, scheduler, progress, groups):
+    """``rows(tiles, compression, label)``: the mapper's rows of ``trace`` (each step's samples in ``groups`` groups)
+    for every one of ``configs``' designs at ``tiles[design]`` tiles, each (design, tiles, compression) mapped once,
+    whichever accounting or silicon model asks (leakage is charged again by ``scenario_figures``)."""
     from dashraker.mapping.executors import ClusterError
-    from dashraker.mapping.runner import map_trace, totals
+    from dashraker.mapping.runner import map_trace
     from dashraker.trace import TraceError
 
-    done = {}  # (design, tiles, compression) -> {op: totals}
+    done = {}  # (design, tiles, compression) -> rows
 
-    def sums(tiles, compression, label):
+    def rows(tiles, compression, label):
         todo = [dataclasses.replace(c, tiles=tiles[c.design.name],
                                     memory=dataclasses.replace(c.memory, compression=compression))
                 for c in configs if (c.design.name, tiles[c.design.name], compression) not in done]
@@ -191,14 +192,15 @@ def _mapper(trace, configs, steps, jobs, scheduler, progress):
             if progress:
                 print(f"study {trace}: {label}: mapping {', '.join(c.design.name for c in todo)}", flush=True)
             try:
-                mapped = totals(map_trace(trace, todo, steps, jobs, progress, scheduler))
+                mapped = map_trace(trace, todo, steps, jobs, progress, scheduler, groups=groups)
             except (TraceError, ValueError, ClusterError) as error:
                 raise CliError(str(error)) from None
-            for (name, op), total in mapped.items():
-                done.setdefault((name, tiles[name], compression), {})[op] = total
-        return {(name, op): total for name in tiles for op, total in done[name, tiles[name], compression].items()}
+            for config in todo:
+                done[config.design.name, config.tiles, compression] = [
+                    row for row in mapped if row["design"] == config.design.name]
+        return [row for name in tiles for row in done[name, tiles[name], compression]]
 
-    return sums
+    return rows
 
 
 def _silicon(configs, tiles):
@@ -213,19 +215,10 @@ def _silicon(configs, tiles):
             "tiles_iso": {scope: tiles[scope] for scope in ("compute", "chip")}}
 
 
-def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="build/area", progress=True,
-          asic_cache="build/asic"):
-    """Map ``traces`` under every accounting of ``SCENARIOS`` for each silicon model of ``configs`` (``_configs``'
-    dict: model -> every design's configuration); returns the figures ``report`` writes. The runs are the first
-    model's configurations': the models differ in the tiles' areas and leakage alone, so the accountings of equal
-    tiles share their runs."""
-    from dashraker.designs import reference
+def _tile_counts(models, area_cache, progress):
+    """Per silicon model, the tiles of each design: configured ("equal") and iso-area under each scope."""
     from dashraker.mapping import isoarea
-    from dashraker.mapping.cli import with_silicon
-    from dashraker.trace import open_trace
 
-    ref = reference().name
-    models = {model: with_silicon(scoped, area_cache, progress, jobs, asic_cache) for model, scoped in configs.items()}
     tiles = {}
     for model, resolved in models.items():
         tiles[model] = {"equal": {c.design.name: c.tiles for c in resolved}}
@@ -235,39 +228,85 @@ def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="bu
                 tiles[model][scope] = isoarea.budget(scoped, "asic", area_cache, None, progress).tiles_iso
             except isoarea.AreaMeasureError as error:
                 raise CliError(str(error)) from None
+    return tiles
+
+
+def _setup(models, ref):
+    """What the study ran under, for the report: the configuration, its energy model, area estimate and memory, the
+    designs' parameters and clocks, and what the report's assumptions are read from."""
     mapped = next(iter(models.values()))
+    first = mapped[0]
     timed = {c.design.name: c.tile for resolved in models.values() for c in resolved if c.tile.fmax_mhz is not None}
-    result = {"config": mapped[0].path, "reference": ref, "energy_table": mapped[0].energy.path,
-              "area_estimate": mapped[0].area_estimate, "silicon_models": list(models),
-              "designs": {c.design.name: {"params": c.params, "tiles": c.tiles} for c in mapped},
-              "clocks": {c.design.name: {"mhz": c.clock_mhz, "source": c.clock_source,
-                                         "reference_mhz": c.reference_clock_mhz, "library": c.library,
-                                         "fmax_mhz": getattr(timed.get(c.design.name), "fmax_mhz", None),
-                                         "path": getattr(timed.get(c.design.name), "path", None)} for c in mapped},
+    return {"config": first.path, "reference": ref, "energy_table": first.energy.path,
+            "energy_models": [f"the energy table ({first.energy.name})"], "area_estimate": first.area_estimate,
+            "silicon_models": list(models), "memory": dataclasses.asdict(first.memory),
+            "table_silicon": dict(first.energy.silicon),
+            "designs": {c.design.name: {"params": c.params, "tiles": c.tiles} for c in mapped},
+            "clocks": {c.design.name: {"mhz": c.clock_mhz, "source": c.clock_source,
+                                       "reference_mhz": c.reference_clock_mhz, "library": c.library,
+                                       "fmax_mhz": getattr(timed.get(c.design.name), "fmax_mhz", None),
+                                       "path": getattr(timed.get(c.design.name), "path", None)} for c in mapped}}
+
+
+def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="build/area", progress=True,
+          asic_cache="build/asic", group_size=None, level=None):
+    """Map ``traces`` under every accounting of ``SCENARIOS`` for each silicon model of ``configs`` (``_configs``'
+    dict: model -> every design's configuration); returns the figures ``report`` writes. The runs are the first
+    model's configurations': the models differ in the tiles' areas and leakage alone, so the accountings of equal
+    tiles share their runs. Each step's samples are mapped in groups of ``group_size`` (``_groups``; default: one
+    batch); the intervals are at ``level`` (default ``intervals.LEVEL``)."""
+    from dashraker.designs import reference
+    from dashraker.mapping.cli import with_silicon
+    from dashraker.mapping.intervals import LEVEL
+
+    ref = reference().name
+    models = {model: with_silicon(scoped, area_cache, progress, jobs, asic_cache) for model, scoped in configs.items()}
+    tiles = _tile_counts(models, area_cache, progress)
+    groups = _groups(traces, group_size)
+    result = {**_setup(models, ref), "confidence": level or LEVEL, "group_size": group_size,
               "silicon": {model: _silicon(resolved, tiles[model]) for model, resolved in models.items()},
               "traces": []}
-    for trace in traces:
-        sums = _mapper(trace, mapped, steps, jobs, scheduler, progress)
-        scenarios = {}
-        for model, resolved in models.items():
-            by_name, counts = {c.design.name: c for c in resolved}, tiles[model]
-            figures = {}
-            for s in SCENARIOS:
-                chosen = counts["equal" if s.tiles == "equal" else s.scope]
-                figures[s.key] = scenario_figures(s, sums(chosen, s.compression, f"{s.label}, {model}"), by_name,
-                                                  chosen, ref)
-            credited = {k: v for k, v in sums(counts["equal"], "zvc", CREDITED.label).items() if k[0] != ref}
-            credited.update({k: v for k, v in sums(counts["equal"], "none", CREDITED.label).items() if k[0] == ref})
-            figures[CREDITED.key] = scenario_figures(CREDITED, credited, by_name, counts["equal"], ref)
-            scenarios[model] = figures
-        equal = sums(tiles[next(iter(models))]["equal"], "none", "cycle breakdown")
-        breakdown = {name: {op: t["cycle_breakdown"] for (d, op), t in equal.items()
-                            if d == name and "cycle_breakdown" in t} for name in result["designs"]}
-        result["traces"].append({"trace": str(trace), "steps": steps, "scenarios": scenarios,
-                                 "cycle_breakdown": {k: v for k, v in breakdown.items() if v},
-                                 "unrecorded_layers": [{"name": name, "type": kind}
-                                                       for name, kind in open_trace(trace).unrecorded]})
+    for trace, count in zip(traces, groups):
+        result["traces"].append(_trace_figures(trace, models, tiles, ref, steps, jobs, scheduler, progress, count,
+                                               result["confidence"]))
     return result
+
+
+def _trace_figures(trace, models, tiles, ref, steps, jobs, scheduler, progress, groups, level):
+    """One trace's figures in every accounting under every silicon model, with their intervals."""
+    from dashraker.mapping.intervals import Intervals
+    from dashraker.trace import open_trace
+
+    mapped = next(iter(models.values()))
+    opened = open_trace(trace)
+    manifest = opened.manifest
+    rows = _mapper(trace, mapped, steps, jobs, scheduler, progress, groups)
+    equal = rows(tiles[next(iter(models))]["equal"], "none", "configured tiles")
+    bootstrap = Intervals(sorted({(row["step"], row["group"]) for row in equal}), level=level)
+    scenarios = {}
+    for model, resolved in models.items():
+        by_name, counts = {c.design.name: c for c in resolved}, tiles[model]
+        figures = {}
+        for s in SCENARIOS:
+            chosen = counts["equal" if s.tiles == "equal" else s.scope]
+            figures[s.key] = accounting(s, rows(chosen, s.compression, f"{s.label}, {model}"), by_name, chosen, ref,
+                                        bootstrap)
+        credited = [r for r in rows(counts["equal"], "zvc", CREDITED.label) if r["design"] != ref]
+        credited += [r for r in rows(counts["equal"], "none", CREDITED.label) if r["design"] == ref]
+        figures[CREDITED.key] = accounting(CREDITED, credited, by_name, counts["equal"], ref, bootstrap)
+        scenarios[model] = figures
+    whole = _parts(equal)
+    breakdown = {c.design.name: {op: t["cycle_breakdown"] for (d, op), t in whole.items()
+                                 if d == c.design.name and op in (*OPS, "all") and "cycle_breakdown" in t}
+                 for c in mapped}
+    samples = {}
+    for row in equal:
+        samples.setdefault(row["step"], {})[row["group"]] = row["samples"]
+    return {"trace": str(trace), "model": manifest["model"], "data": manifest.get("data"), "steps": steps,
+            "groups": dict(bootstrap.groups),
+            "samples": {step: sum(by_group.values()) for step, by_group in samples.items()},
+            "scenarios": scenarios, "cycle_breakdown": {k: v for k, v in breakdown.items() if v},
+            "unrecorded_layers": [{"name": name, "type": kind} for name, kind in opened.unrecorded]}
 
 
 def _area(config, scope, tiles):
@@ -277,217 +316,113 @@ def _area(config, scope, tiles):
     return silicon.silicon_area(dataclasses.replace(config, area_scope=scope), config.tile, tiles)
 
 
-def scenario_figures(scenario, sums, configs, tiles, reference):
+def _parts(rows):
+    """The mapper's totals of ``rows`` per design and part: ``(design, op)`` for each operation and "all" (as
+    ``runner.totals``), ``(design, (layer, op))`` for each layer's operations and all of them."""
+    from dashraker.mapping.runner import totals
+
+    out = dict(totals(rows))
+    by_layer = {}
+    for row in rows:
+        by_layer.setdefault(row["layer"], []).append(row)
+    for layer, group in by_layer.items():
+        out.update({(design, (layer, op)): total for (design, op), total in totals(group).items()})
+    return out
+
+
+# Each ratio the study reports: the reference's figure over a design's, of the ``scenario_figures`` field named.
+RATIOS = {"speedup": "cycles", "time_speedup": "time_s", "energy_efficiency": "energy_pj",
+          "energy_efficiency_no_leakage": "dynamic_energy_pj", "core_energy_efficiency": "core_energy_pj",
+          "throughput_per_area": "compute_s"}
+
+
+def _intervals(point, pieces, bootstrap, reference):
+    """``point`` (``scenario_figures``' of a part) with each design's ``intervals``: per ratio of ``RATIOS``, its
+    bootstrap interval from the per-group ``pieces`` (``scenario_figures`` of each of ``bootstrap.units``)."""
+    for name, figures in point.items():
+        if name == reference:
+            continue
+        area = point[reference]["area"] / figures["area"]
+        figures["intervals"] = {
+            metric: bootstrap.ratio([p[reference][field] for p in pieces], [p[name][field] for p in pieces],
+                                    area if metric == "throughput_per_area" else 1.0)
+            for metric, field in RATIOS.items()}
+    return point
+
+
+def accounting(scenario, rows, configs, tiles, reference, bootstrap):
+    """Per design, its figures in ``scenario`` (``scenario_figures``) from the mapper's ``rows``, with their
+    intervals, and the same per operation (``ops``), per layer and operation (``layers``) and per step (``steps``,
+    each step's groups resampled alone)."""
+    whole = _parts(rows)
+    units = {}
+    for row in rows:
+        units.setdefault((row["step"], row["group"]), []).append(row)
+    by_unit = [_parts(units[unit]) for unit in bootstrap.units]
+    names = list(configs)
+
+    def figures(sums, pieces, part, resampled):
+        point = scenario_figures(scenario, sums, configs, tiles, reference, part)
+        return _intervals(point, [scenario_figures(scenario, p, configs, tiles, reference, part) for p in pieces],
+                          resampled, reference)
+
+    out = figures(whole, by_unit, "all", bootstrap)
+    parts = [part for (name, part) in whole if name == reference and part != "all"]
+    for name in names:
+        out[name].update(ops={}, layers={}, steps={})
+    for part in parts:
+        point = figures(whole, by_unit, part, bootstrap)
+        for name in names:
+            if isinstance(part, tuple):
+                out[name]["layers"].setdefault(part[0], {})[part[1]] = _ratios(point[name])
+            else:
+                out[name]["ops"][part] = _ratios(point[name])
+    for step in dict.fromkeys(unit[0] for unit in bootstrap.units):
+        within = bootstrap.within(step)
+        step_rows = [row for unit in within.units for row in units[unit]]
+        point = figures(_parts(step_rows), [by_unit[bootstrap.units.index(u)] for u in within.units], "all", within)
+        for name in names:
+            out[name]["steps"][step] = _ratios(point[name])
+    return out
+
+
+def _ratios(figures):
+    """A part's ratios and their intervals (the reference's have none)."""
+    return {**{metric: figures[metric] for metric in RATIOS}, "intervals": figures.get("intervals", {})}
+
+
+def scenario_figures(scenario, sums, configs, tiles, reference, part="all"):
     """Per design, its figures in ``scenario`` against the reference's in the same accounting: speedup (cycles and
     time), energy efficiency with and without leakage, core (compute) energy efficiency, areas, throughput (compute
-    time: the cycles at each design's clock) per area. The leakage ``sums`` were mapped with is charged again, of
+    time: the cycles at each design's clock) per area, of ``part`` of the totals ``sums`` (keys ``(design,
+    part)``: "all", an operation, or a (layer, operation)). The leakage ``sums`` were mapped with is charged again, of
     ``configs``' tiles (their silicon model) in the scenario's scope."""
     from dashraker.mapping import silicon
 
     def energy(name):
         config = dataclasses.replace(configs[name], area_scope=scenario.scope, tiles=tiles[name])
-        total = sums[name, "all"]
+        total = sums[name, part]
         mapped_leak = total["energy_breakdown_pj"].get("leakage", 0.0)
         leak = silicon.leakage_pj(config, config.tile, total["time_s"])
         return total["energy_pj"] - mapped_leak + leak, total["energy_pj"] - mapped_leak, total["core_energy_pj"], leak
 
-    ref = sums[reference, "all"]
+    ref = sums[reference, part]
     ref_energy, ref_dynamic, ref_core, _ = energy(reference)
     ref_area = _area(configs[reference], scenario.scope, tiles[reference])
     out = {}
     for name in configs:
-        total = sums[name, "all"]
+        total = sums[name, part]
         joules, dynamic, core, leak = energy(name)
         area = _area(configs[name], scenario.scope, tiles[name])
         speedup = ref["cycles"] / total["cycles"] if total["cycles"] else math.inf
         throughput = ref["compute_s"] / total["compute_s"] if total["compute_s"] else math.inf
         out[name] = {
             "tiles": tiles[name], "clock_mhz": configs[name].clock_mhz, "cycles": total["cycles"],
-            "time_s": total["time_s"], "energy_pj": joules, "leakage_pj": leak, "speedup": speedup,
+            "time_s": total["time_s"], "compute_s": total["compute_s"], "energy_pj": joules, "leakage_pj": leak,
+            "dynamic_energy_pj": dynamic, "core_energy_pj": core, "speedup": speedup,
             "time_speedup": ref["time_s"] / total["time_s"], "energy_efficiency": ref_energy / joules,
             "energy_efficiency_no_leakage": ref_dynamic / dynamic, "core_energy_efficiency": ref_core / core,
             "area": area, "area_overhead": area / ref_area - 1 if tiles[name] == tiles[reference] else None,
             "throughput_per_area": throughput * ref_area / area, "dram_bytes": total["dram_bytes"],
         }
     return out
-
-
-def _commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=Path(__file__).parent).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def _x(value):
-    return "-" if value is None else f"{value:.2f}x"
-
-
-def _model(result, model):
-    """A silicon model as the report names it."""
-    return f"{result['silicon'][model]['library']} library" if model == "liberty" else "transistor estimate"
-
-
-def _seconds(value):
-    """A run time with its unit."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:,.3g} {unit}"
-    return f"{value / 1e-9:,.3g} ns"
-
-
-def report(result):
-    """The study as Markdown: the clocks, the silicon, the papers beside ours under each silicon model, every
-    accounting, the gap axis by axis."""
-    from dashraker.fpga.area import ESTIMATES
-    from dashraker.mapping.config import CLOCK_SOURCES
-
-    ref, models = result["reference"], result["silicon_models"]
-    designs = [name for name in result["designs"] if name != ref]
-    named = {model: _model(result, model) for model in models}
-    lines = ["# Study: the seed papers' comparison points on recorded traces", "",
-             f"Made by `dashraker study` at commit {_commit()} on {platform.node()} ({platform.machine()}, "
-             f"Python {platform.python_version()}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-             f"{result.get('wall_s', 0):.0f} s wall. Configuration `{result['config']}`, energy table "
-             f"`{result['energy_table']}`; reference design: {ref}; silicon: {' and '.join(named.values())}.", "",
-             "## Clocks", "",
-             "| design | clock | from | its tile's timing | worst register path | reference tile's clock |",
-             "|---|---|---|---|---|---|"]
-    for name, clock in result["clocks"].items():
-        timing = "-" if clock["fmax_mhz"] is None else f"{clock['fmax_mhz']:,.0f} MHz on {clock['library']}"
-        lines.append(f"| {name} | {clock['mhz']:,.0f} MHz | {CLOCK_SOURCES[clock['source']]} | {timing} | "
-                     f"{clock['path'] or '-'} | {clock['reference_mhz']:,.0f} MHz |")
-    estimate = result["area_estimate"]
-    lines += ["", "Each design's run time is its cycles at its clock, or its DRAM time where that is longer; leakage "
-              "is charged over that time.", "", "## Silicon", ""]
-    for model in models:
-        silicon = result["silicon"][model]
-        lines += [f"### {named[model]}", "",
-                  f"| design | tile area | tile leakage | tiles | compute-scope area | chip-scope area | iso-area tiles "
-                  "(compute / chip) |", "|---|---|---|---|---|---|---|"]
-        for name, d in silicon["designs"].items():
-            lines.append(f"| {name} | {d['tile_area']:,.0f} | {d['tile_leakage_nw'] / 1e3:,.1f} uW | "
-                         f"{result['designs'][name]['tiles']} | {d['area']['compute']:,.0f} | {d['area']['chip']:,.0f} "
-                         f"| {silicon['tiles_iso']['compute'][name]} / {silicon['tiles_iso']['chip'][name]} |")
-        lines += ["", f"Areas in {silicon['unit']} (SRAM of equal area: the energy table's `silicon` figures); tiles: "
-                  f"the {estimate} area estimate ({ESTIMATES[estimate]}).", ""]
-    lines += ["Leakage is charged in every accounting on the scope's silicon."
-              + (" The library has no register files: they and the SRAM leak per area at the table's figure for "
-                 "logic." if "liberty" in models else ""), ""]
-    for entry in result["traces"]:
-        lines += _trace_lines(entry, result, named, designs)
-    lines += ["", "## Plots", "", "![speedup and energy efficiency in every accounting](study.png)", "",
-              "## What is not modelled", "",
-              "- Results (the PEs' sums and the result tensors, which the trace does not hold) move dense under ZVC.",
-              "- The SRAM's periphery is an assumed array efficiency of 0.5 (energy table rule `sram_periphery`), "
-              "and SRAM leaks per area as logic does.",
-              "- The transistor estimate is Yosys's generic synthesis, not mapped onto cells; the library's tiles and "
-              "their timing have no wires and an ideal clock.", ""]
-    return "\n".join(lines)
-
-
-def _trace_lines(entry, result, named, designs):
-    """One trace's sections of the report."""
-    from dashraker.trace.store import unrecorded_message
-
-    ref, models = result["reference"], result["silicon_models"]
-    scenarios = entry["scenarios"]
-    steps = "all recorded steps" if not entry["steps"] else f"steps {', '.join(map(str, entry['steps']))}"
-    unrecorded = [(layer["name"], layer["type"]) for layer in entry.get("unrecorded_layers") or ()]
-    lines = [f"## Trace `{entry['trace']}` ({steps})", ""]
-    if unrecorded:
-        lines += [f"Not the whole network: {unrecorded_message(unrecorded)}; every figure below is of the recorded "
-                  "layers alone.", ""]
-    lines += ["### The papers beside ours", "",
-             "| design | claim | paper | " + " | ".join(f"ours ({named[m]}) | holds" for m in models)
-             + " | accounting |", "|---|---|---|" + "---|---|" * len(models) + "---|"]
-    for name, claim in ((design.name, claim) for design in DESIGNS.values() for claim in design.published):
-        if name not in scenarios[models[0]][claim.scenario]:
-            continue
-        cells = []
-        for model in models:
-            value = scenarios[model][claim.scenario][name][claim.metric]
-            shown = f"{value:+.1%}" if claim.metric == "area_overhead" else _x(value)
-            cells.append(f"{shown} | {'yes' if claim.holds(value) else 'no'}")
-        lines.append(f"| {name} | {claim.claim} | {claim.figure} | {' | '.join(cells)} | {_label(claim.scenario)} |")
-    lines += ["", "### Every accounting", "",
-              "| accounting | silicon | design | tiles | time | speedup (cycles) | speedup (time) | energy eff. | "
-              "without leakage | compute energy eff. | perf/area | leakage share |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for scenario in (*SCENARIOS, CREDITED):
-        for name in designs:
-            for model in models:
-                f = scenarios[model][scenario.key][name]
-                lines.append(f"| {scenario.label} | {named[model]} | {name} | {f['tiles']} | {_seconds(f['time_s'])} | "
-                             f"{_x(f['speedup'])} | {_x(f['time_speedup'])} | {_x(f['energy_efficiency'])} | "
-                             f"{_x(f['energy_efficiency_no_leakage'])} | {_x(f['core_energy_efficiency'])} | "
-                             f"{_x(f['throughput_per_area'])} | {f['leakage_pj'] / f['energy_pj']:.1%} |")
-    lines += ["", "### The gap, axis by axis", "",
-              "How each accounting choice moves each design's verdict (speedup and energy efficiency over the "
-              "reference in the same accounting):", "",
-              "| design | silicon | axis | speedup | energy efficiency |", "|---|---|---|---|---|"]
-    for name in designs:
-        for model in models:
-            figures = scenarios[model]
-            for axis, before, after in AXES:
-                a, b = figures[before][name], figures[after][name]
-                if axis.startswith("leakage"):
-                    moved = f"{_x(a['energy_efficiency_no_leakage'])} -> {_x(b['energy_efficiency'])}"
-                    lines.append(f"| {name} | {named[model]} | {axis} | {_x(a['speedup'])} (unchanged) | {moved} |")
-                else:
-                    lines.append(f"| {name} | {named[model]} | {axis} | {_x(a['speedup'])} -> {_x(b['speedup'])} | "
-                                 f"{_x(a['energy_efficiency'])} -> {_x(b['energy_efficiency'])} |")
-        if len(models) == 2:
-            for key in ("equal", "iso", "iso_chip"):
-                a, b = (scenarios[model][key][name] for model in models)
-                lines.append(f"| {name} | {named[models[0]]} -> {named[models[1]]} | silicon model ({_label(key)}) | "
-                             f"{_x(a['speedup'])} -> {_x(b['speedup'])} | "
-                             f"{_x(a['energy_efficiency'])} -> {_x(b['energy_efficiency'])} |")
-    for name, ops in entry["cycle_breakdown"].items():
-        lines += ["", f"### Where {name}'s cycles go (equal lanes)", "",
-                  "Per operation, cycles per tile at the mean in-bound term count of a lane, the extra of each "
-                  "PE's maximum over its lanes and of the tile's lockstep, the busiest tile's excess and the fill "
-                  "(adding up to the cycles), and the terms skipped out of bounds:", "",
-                  "| operation | mean terms | lane maximum | lockstep | tile imbalance | fill | cycles | skipped terms |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for op, b in ops.items():
-            total = b["mean_terms"] + b["lane_max"] + b["lockstep"] + b["tile_imbalance"] + b["fill"]
-            lines.append(f"| {op} | {b['mean_terms']:,.0f} | {b['lane_max']:,.0f} | {b['lockstep']:,.0f} | "
-                         f"{b['tile_imbalance']:,.0f} | {b['fill']:,} | {total:,.0f} | {b['skipped_terms']:,} |")
-    return lines
-
-
-def _label(key):
-    return next(s.label for s in (*SCENARIOS, CREDITED) if s.key == key)
-
-
-def plot(path, result):
-    """Speedup and energy efficiency of each design in each accounting under each silicon model (one row of panels
-    per trace)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from dashraker.mapping.report import save_figure
-
-    ref, models = result["reference"], result["silicon_models"]
-    bars = [(name, model) for name in result["designs"] if name != ref for model in models]
-    traces = result["traces"]
-    figure, axes = plt.subplots(len(traces), 2, figsize=(13, 4.2 * len(traces)), squeeze=False, layout="constrained")
-    width = 0.8 / max(len(bars), 1)
-    for row, entry in zip(axes, traces):
-        for ax, metric, title in zip(row, ("speedup", "energy_efficiency"), ("speedup", "energy efficiency")):
-            for k, (name, model) in enumerate(bars):
-                values = [entry["scenarios"][model][s.key][name][metric] for s in SCENARIOS]
-                ax.bar([i + (k - (len(bars) - 1) / 2) * width for i in range(len(SCENARIOS))], values, width,
-                       label=f"{name} ({_model(result, model)})" if len(models) > 1 else name,
-                       color=f"C{k // len(models)}", hatch="//" if models.index(model) else None)
-            ax.axhline(1.0, color="black", linewidth=0.8)
-            ax.set_xticks(range(len(SCENARIOS)), [s.label.replace(", ", "\n") for s in SCENARIOS], fontsize=7)
-            ax.set_ylabel(f"{title} over {ref}")
-            ax.set_title(f"{Path(entry['trace']).name}: {title}")
-            ax.legend(fontsize=8)
-    save_figure(figure, path)
-    plt.close(figure)

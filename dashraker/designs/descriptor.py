@@ -100,15 +100,34 @@ def tile_parameters(formats):
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """A headline figure of a design's paper: ``claim`` in words, the paper's ``figure`` as it states it, ``holds``
-    (whether our value reaches it), and where ours is read in ``dashraker study``: the accounting ``scenario`` and
-    its ``metric``."""
+    """A headline figure of a design's paper: ``claim`` in words, the paper's ``figure`` as it states it and where
+    it states it (``source``: the paper, and its abstract, section or figure), the ``target`` our value must reach
+    (``above``: the claim is "at least", or "more than" where ``strict``; else "under"), and where ours is read in
+    ``dashraker study``: the accounting ``scenario`` and its ``metric``."""
 
     claim: str
     figure: str
-    holds: Callable
+    source: str
+    target: float
     scenario: str
     metric: str
+    above: bool = True
+    strict: bool = False
+
+    def holds(self, value):
+        """Whether ``value`` reaches the claim."""
+        if self.above:
+            return value > self.target if self.strict else value >= self.target
+        return value < self.target
+
+    def verdict(self, low, high):
+        """The claim judged against an interval [low, high] of our value: "holds" where all of it reaches the
+        claim, "does not hold" where none of it does, else "undecided"."""
+        if self.holds(low) and self.holds(high):
+            return "holds"
+        if not self.holds(low) and not self.holds(high):
+            return "does not hold"
+        return "undecided"
 
 
 @dataclasses.dataclass(frozen=True)

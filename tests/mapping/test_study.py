@@ -1,5 +1,6 @@
 """``dashraker study`` end to end on a real trace with small tiles (areas from real Yosys runs), and its refusals."""
 
+import dataclasses
 import json
 import shutil
 
@@ -27,7 +28,8 @@ def small_study(tmp_path_factory, mobilenet_trace):
 @pytest.mark.real_area
 def test_the_study_writes_one_report_with_every_accounting(small_study):
     status, out, _ = small_study
-    assert status == 0 and sorted(p.name for p in out.iterdir()) == ["report.md", "study.json", "study.png"]
+    assert status == 0 and sorted(p.name for p in out.iterdir()) == ["report.md", "study.json", "study.png",
+                                                                      "study.svg"]
     result = json.loads((out / "study.json").read_text())
     (trace,) = result["traces"]
     (model,) = result["silicon_models"]
@@ -78,6 +80,12 @@ def test_study_refusals_are_one_line(tmp_path, mobilenet_trace, capsys):
                  "--area-cache", str(tmp_path / "area"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "counts as 1,024 lanes" in err and "--force-size" in err and len(err.strip().splitlines()) == 1
+    for flags, message in ((["--group-size", "0"], "--group-size must be at least 1, not 0"),
+                           (["--group-size", "2"], "1 sample(s) recorded per step, fewer than --group-size 2"),
+                           (["--confidence", "95"], "--confidence must be between 0 and 1, not 95.0")):
+        assert main(["study", str(mobilenet_trace), *flags, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
     assert main(["study", str(mobilenet_trace), "--out", str(tmp_path / "full"), "--no-progress"]) == 2
@@ -103,8 +111,6 @@ def test_every_trace_is_checked_before_the_first_study(tmp_path, mobilenet_trace
 
 def test_scenario_figures_by_hand(tmp_path):
     """Hand-made totals: the reference's own figures are 1.0, the other's are ratios; leakage is re-scoped."""
-    import dataclasses
-
     from dashraker.mapping import silicon
     from dashraker.mapping.config import load_config
     from dashraker.mapping.study import SCENARIOS, scenario_figures
@@ -177,10 +183,10 @@ def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(sma
     text = (out / "report.md").read_text()
     for line in ("## Clocks", "| tensordash | 500 MHz | its tile's static timing | 500 MHz on nangate45 | "
                  "tensordash.a -> tensordash.b | 800 MHz |", "### nangate45 library",
-                 "ours (transistor estimate) | holds | ours (nangate45 library) | holds",
+                 "ours (transistor estimate) | verdict | ours (nangate45 library) | verdict",
                  "| transistor estimate -> nangate45 library | silicon model (iso-area, compute scope, dense memory) |"):
         assert line in text, line
-    assert (out / "study.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "study.png").read_bytes()[:4] == b"\x89PNG" and b"<svg" in (out / "study.svg").read_bytes()[:500]
     characterised.clear()
     config.write_text(yaml.safe_dump(SMALL))
     partial = tmp_path / "partial"  # a trace whose recording left a module out: said before the work and in the report
@@ -195,3 +201,48 @@ def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(sma
     assert json.loads((tmp_path / "plain" / "study.json").read_text())["silicon_models"] == ["transistors"]
     assert "Not the whole network: 1 module(s) with parameters are not recorded" in \
         (tmp_path / "plain" / "report.md").read_text()
+
+
+def _resolved(config_path):
+    """Every design's configuration of ``config_path`` with hand-made tiles, as ``study._setup`` takes them."""
+    from dashraker.mapping import silicon
+    from dashraker.mapping.study import _configs
+
+    (configs,) = _configs(config_path).values()
+    return [dataclasses.replace(c, tile=silicon.transistor_tile(c, 1000), reference_tile=silicon.transistor_tile(c, 1000))
+            for c in configs]
+
+
+def test_the_reports_assumptions_come_from_the_configuration_it_describes(tmp_path):
+    """A contradiction between the report's sections cannot be written: change the configuration, its sentences
+    change with it (the area estimate, the SRAM's array efficiency, the grouping of samples)."""
+    import re
+
+    from dashraker.mapping.config import default_config_path
+    from dashraker.mapping.study import _setup
+    from dashraker.mapping.study_report import not_modelled
+
+    def sentences(config, group_size=None):
+        models = {"transistors": _resolved(config)}
+        return " ".join(not_modelled({**_setup(models, "baseline"), "group_size": group_size}))
+
+    packaged = sentences(None)
+    assert "register files" in packaged and "array efficiency of 0.5" in packaged and "groups of" not in packaged
+    table = (default_config_path().parent.parent / "energy" / "horowitz45.yaml").read_text()
+    (tmp_path / "table.yaml").write_text(re.sub(r"(sram_array_efficiency:\n    value:) 0.5", r"\1 0.6", table))
+    (tmp_path / "mine.yaml").write_text("area_estimate: generated\nenergy_table: table.yaml\n")
+    mine = sentences(tmp_path / "mine.yaml", group_size=4)
+    assert "as the flip-flops the RTL has (the generated area estimate)" in mine and "register files of" not in mine
+    assert "array efficiency of 0.6" in mine and "0.5" not in mine and "groups of 4" in mine
+
+
+def test_a_claim_is_judged_against_the_interval():
+    from dashraker.designs import DESIGNS
+
+    speedup, area = DESIGNS["tensordash"].published[0], DESIGNS["tensordash"].published[-1]
+    assert speedup.source and speedup.target == 1.95
+    assert speedup.verdict(1.96, 2.1) == "holds" and speedup.verdict(1.5, 1.94) == "does not hold"
+    assert speedup.verdict(1.9, 2.0) == "undecided"
+    assert area.verdict(0.01, 0.04) == "holds" and area.verdict(0.05, 0.2) == "does not hold"
+    faster = DESIGNS["fpraker"].published[0]
+    assert faster.verdict(1.0, 1.2) == "undecided" and faster.verdict(1.01, 1.2) == "holds"
