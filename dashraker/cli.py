@@ -14,6 +14,7 @@ COMMANDS = {
     "trace": "dashraker.trace.cli",
     "map": "dashraker.mapping.cli",
     "study": "dashraker.mapping.study",
+    "suite": "dashraker.mapping.suite",
     "fpga": "dashraker.fpga.cli",
     "area": "dashraker.mapping.area_cli",
     "cosim": "dashraker.sim.cosim_cli",

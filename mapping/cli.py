@@ -74,7 +74,8 @@ def add_silicon_options(parser, models):
                         "and clocks from static timing (default build/asic)")
 
 
-def _designs(values):
+def design_names(values):
+    """The designs ``--design`` names (repeatable, comma-separated, ``all``), [None] (the configuration's) if none."""
     from dashraker.designs import DESIGNS
 
     if not values:
@@ -110,7 +111,8 @@ def run(args):
         raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
     steps = step_list("--step", args.step)
     try:
-        configs = [override(load_config(args.config, design, args.device), args) for design in _designs(args.design)]
+        configs = [override(load_config(args.config, design, args.device), args)
+                   for design in design_names(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
     check_tools(configs, args.asic_cache)

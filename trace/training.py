@@ -290,6 +290,7 @@ def record(
         "data": str(data),
         "data_args": data_args or {},
         "image_size": image_size,
+        "seq_len": seq_len,
         "batch_size": batch_size,
         "batches_per_epoch": len(dataset) // batch_size,
         "seed": seed,
