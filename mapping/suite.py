@@ -102,7 +102,8 @@ def _type_name(kind):
 _RECORDED_AS = {"model": ("model", None), "data": ("data", "digits"), "model_args": ("model_args", {}),
                 "data_args": ("data_args", {}), "planned_steps": ("steps", None), "samples": ("samples", 4),
                 "batch_size": ("batch_size", 16), "seed": ("seed", 0), "prune": ("prune", None),
-                "autocast": ("autocast", None), "image_size": ("image_size", None), "seq_len": ("seq_len", 64)}  # fmt: skip
+                "autocast": ("autocast", None), "image_size": ("image_size", None),
+                "seq_len": ("seq_len", 64)}  # fmt: skip
 
 
 def reusable(folder, settings):
@@ -198,7 +199,8 @@ def run(args):
         raise CliError(f"--record-device: {error}") from None
     workloads = load_suite(args.suite)
     try:
-        configs = [override(load_config(args.config, design, args.device), args) for design in design_names(args.design)]
+        configs = [override(load_config(args.config, design, args.device), args)
+                   for design in design_names(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
     check_tools(configs, args.asic_cache)

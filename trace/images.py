@@ -39,7 +39,8 @@ class ImageFolder:
                               "(the ImageNet train layout)")
         files, labels = [], []
         for label, name in enumerate(self.classes):
-            images = sorted(f for f in (self.folder / name).rglob("*") if f.suffix.lower() in EXTENSIONS and f.is_file())
+            images = sorted(f for f in (self.folder / name).rglob("*")
+                            if f.suffix.lower() in EXTENSIONS and f.is_file())
             if not images:
                 raise RecordError(f"imagefolder:{folder}: class folder {name!r} holds no JPEG or PNG image")
             files += images

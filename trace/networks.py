@@ -349,8 +349,8 @@ def _image_model(cls, min_size=8):
 
     def build(shape, num_classes, **kwargs):
         if len(shape) != 3 or min(shape[1:]) < min_size:
-            raise RecordError(f"{cls.__name__} needs images [channels, height, width] of at least {min_size}x{min_size},"
-                              f" not {list(shape)}")
+            raise RecordError(f"{cls.__name__} needs images [channels, height, width] of at least "
+                              f"{min_size}x{min_size}, not {list(shape)}")
         return cls(in_channels=shape[0], num_classes=num_classes, **_options(cls, kwargs, ("in_channels",
                                                                                            "num_classes")))
 

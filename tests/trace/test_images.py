@@ -112,8 +112,18 @@ def test_bad_image_requests(spec, size, message):
         load_data(spec, image_size=size)
 
 
-def test_digits_at_another_size():
-    assert load_data("digits", image_size=40).sample_shape == (3, 40, 40)
+def test_digits_at_another_size_are_resized_a_batch_at_a_time():
+    """Against the readable reference: the whole set resized, then standardized over all of it."""
+    from sklearn.datasets import load_digits
+    from torch.nn import functional as F
+
+    data = load_data("digits", image_size=40)
+    assert data.sample_shape == (3, 40, 40) and len(data) == 1797 and data.num_classes == 10
+    images = torch.from_numpy(load_digits().images.astype(np.float32) / 16.0)[:, None]
+    whole = F.interpolate(images, size=(40, 40), mode="bilinear", align_corners=False)
+    whole = (whole - whole.mean()) / whole.std()
+    index = torch.tensor([0, 5, 1796])
+    torch.testing.assert_close(data.x[index], whole[index].repeat(1, 3, 1, 1), rtol=1e-5, atol=1e-5)
 
 
 def test_record_resnet50_from_an_image_folder(tmp_path):

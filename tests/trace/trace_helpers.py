@@ -92,8 +92,8 @@ class SeqNet(nn.Module):
 
 
 def seq_reference(net, x, y, autocast=False):
-    """``SeqNet``'s pass in plain functional PyTorch on ``x``'s device, under bf16 autocast if asked: per recorded layer entry,
-    (input, weight, output) with the output's gradient from autograd, as the recorder lays them out."""
+    """``SeqNet``'s pass in plain functional PyTorch on ``x``'s device, under bf16 autocast if asked: per recorded
+    layer entry, (input, weight, output) with the output's gradient from autograd, as the recorder lays them out."""
     layers = {}
 
     def keep(name, inp, weight, out):
