@@ -15,7 +15,7 @@ FOLDERS = {
 
 setup(
     package_dir=FOLDERS,
-    package_data={"dashraker.hw": ["*.vlt"], "dashraker.mapping": ["configs/*.yaml", "energy/*.yaml"]},
+    package_data={"dashraker.hw": ["*.vlt"], "dashraker.mapping": ["configs/*.yaml", "energy/*.yaml", "suites/*.yaml"]},
     packages=[
         name
         for package, folder in FOLDERS.items()

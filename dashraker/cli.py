@@ -15,6 +15,7 @@ COMMANDS = {
     "map": "dashraker.mapping.cli",
     "sweep": "dashraker.mapping.sweep",
     "study": "dashraker.mapping.study",
+    "suite": "dashraker.mapping.suite",
     "fpga": "dashraker.fpga.cli",
     "area": "dashraker.mapping.area_cli",
     "cosim": "dashraker.sim.cosim_cli",

@@ -116,7 +116,8 @@ def run(args):
         raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
     steps = step_list("--step", args.step)
     try:
-        configs = [override(load_config(args.config, design, args.device), args) for design in design_list(args.design)]
+        configs = [override(load_config(args.config, design, args.device), args)
+                   for design in design_list(args.design)]
     except ConfigError as error:
         raise CliError(str(error)) from None
     check_tools(configs, args.asic_cache)

@@ -6,7 +6,7 @@ from dashraker.errors import CliError
 
 __all__ = ["register"]
 
-MODEL_NAMES = "resnet18, vgg, mobilenet, mlp, transformer"
+MODEL_NAMES = "resnet18, vgg, mobilenet, mlp, transformer (small); resnet50, mobilenetv2, gpt, bert"
 
 
 def step_list(flag, texts):
@@ -25,21 +25,21 @@ def _record(args):
     from dashraker.trace.errors import RecordError
     from dashraker.trace.factory import parse_args
     from dashraker.trace.recorder import UnrecordedWarning
-    from dashraker.trace.training import record
+    from dashraker.trace.training import parse_steps, record
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", UnrecordedWarning)
         warnings.showwarning = lambda message, *rest: print(f"warning: {message}", file=sys.stderr)
-        out = _recorded(args, record, parse_args, RecordError)
+        out = _recorded(args, record, parse_args, parse_steps, RecordError)
     print(f"trace written to {out}")
 
 
-def _recorded(args, record, parse_args, RecordError):
+def _recorded(args, record, parse_args, parse_steps, RecordError):
     try:
         return record(
             args.model,
             args.data,
-            step_list("--steps", [args.steps]),
+            parse_steps(args.steps),
             args.samples,
             args.out,
             batch_size=args.batch_size,
@@ -54,6 +54,9 @@ def _recorded(args, record, parse_args, RecordError):
             model_args=parse_args(args.model_arg, "--model-arg"),
             data_args=parse_args(args.data_arg, "--data-arg"),
             strict=args.strict,
+            device=args.device,
+            autocast=args.autocast,
+            image_size=args.image_size,
         )
     except RecordError as error:
         raise CliError(str(error)) from None
@@ -110,15 +113,23 @@ def register(subparsers):
     rec.add_argument("--model", required=True,
                      help=f"network: {MODEL_NAMES}, or PACKAGE.MODULE:FACTORY, a callable returning an nn.Module")
     rec.add_argument("--model-arg", action="append", metavar="K=V",
-                     help="keyword argument of the model factory (repeatable; V a Python literal, else a string)")
+                     help="keyword argument of the network (layers=12, dim=768, heads=12 ...) or of the model factory "
+                     "(repeatable; V a Python literal, else a string)")
     rec.add_argument(
         "--data",
         default="digits",
-        help="digits, pystdlib (for transformer), cifar10:FOLDER, npy:FOLDER, or PACKAGE.MODULE:FACTORY, a callable "
+        help="digits, pystdlib (for transformer and gpt), pystdlib-mlm (masked, for bert), imagefolder:FOLDER "
+        "(class folders of JPEG/PNG images), cifar10:FOLDER, npy:FOLDER, or PACKAGE.MODULE:FACTORY, a callable "
         "returning a map-style data set of (sample, target) pairs (default digits)",
     )
+    rec.add_argument("--image-size", type=int, metavar="N", help="resize digits and imagefolder images to NxN "
+                     "(default: 32 for digits, 224 for imagefolder)")
     rec.add_argument("--data-arg", action="append", metavar="K=V", help="keyword argument of the data factory")
-    rec.add_argument("--steps", required=True, help="optimizer steps to record, e.g. 1,50,200 (trains to the last)")
+    rec.add_argument("--steps", required=True, help="optimizer steps to record, increasing: N or FIRST:LAST:EVERY, "
+                     "comma-separated, e.g. 1,50,200 or 1,1000:5000:1000 (trains to the last)")
+    rec.add_argument("--device", default="cpu", help="where training runs: cpu or cuda[:N] (default cpu)")
+    rec.add_argument("--autocast", metavar="DTYPE", help="run the forward pass under torch.autocast in DTYPE (bf16, "
+                     "the papers' setting); inputs and weights are recorded as the products consumed them")
     rec.add_argument("--samples", type=int, default=4, help="samples of each recorded batch to save (default 4)")
     rec.add_argument("--batch-size", type=int, default=16, help="training batch size (default 16)")
     rec.add_argument("--lr", type=float, help="learning rate (default 0.05 with SGD, 1e-3 with AdamW for pystdlib)")

@@ -3,9 +3,15 @@
 A data set is named ``name`` or ``name:path``:
 
 - ``digits``: scikit-learn's bundled 8x8 handwritten digits (1797 images), scaled up to
-  32x32 and repeated over 3 channels, so that CIFAR-style networks take them as they are.
+  32x32 (``image_size``) and repeated over 3 channels, so that CIFAR-style networks take them as they are.
 - ``pystdlib``: a character-level language model over the standard library's ``.py`` files
   (bytes as tokens, 256 of them); samples are ``seq_len``-byte windows, targets the next bytes.
+- ``pystdlib-mlm``: the same windows for masked language modelling (BERT's objective): 15% of the
+  positions, drawn once with a fixed seed, replaced by token 256 (the mask), the targets the
+  original bytes there and ignored (-100) elsewhere.
+- ``imagefolder:FOLDER``: the ImageNet / torchvision ImageFolder layout, a folder per class (in
+  name order) of JPEG and PNG images (``images.ImageFolder``), each resized to ``image_size``
+  (default 224) and read when a batch needs it.
 - ``cifar10:FOLDER``: the CIFAR-10 "python version" batches (``data_batch_1`` ... ``data_batch_5``).
 - ``npy:FOLDER``: ``x.npy`` and ``y.npy``, or ``.npz`` files each holding arrays ``x`` and ``y``
   (taken in name order); ``x`` is [N, C, H, W], [N, H, W] (one channel) or [N, features],
@@ -14,11 +20,13 @@ A data set is named ``name`` or ``name:path``:
   used as it is (no scaling); integer samples are token sequences. Of a set larger than the
   training run can use, only that many items are read (drawn with the seed).
 
-Images are scaled to [0, 1] (uint8 by 255) and standardized per channel over the data set.
+Images are scaled to [0, 1] (uint8 by 255) and standardized per channel over the data set (an image
+folder over a sample of it).
 The bundled sets are built once per process (cached; their tensors are never modified).
 """
 
 import functools
+import math
 import pickle
 import sysconfig
 from dataclasses import dataclass
@@ -30,16 +38,19 @@ from torch.nn import functional as F
 
 from dashraker.trace import factory
 from dashraker.trace.errors import RecordError
+from dashraker.trace.images import IMAGE_SIZE, ImageFolder
 
 __all__ = ["Dataset", "DATASETS", "load_data"]
 
 DIGITS_SIZE = 32
 STDLIB_BYTES = 1 << 19
+MASK_RATE = 0.15  # BERT's share of masked positions
 
 
 @dataclass
 class Dataset:
-    """Samples ``x``, targets ``y``; ``kind``: "tensors" (float samples, class labels) or "tokens" (next-token LM)."""
+    """Samples ``x`` (a tensor, or ``images.ImageFolder`` read on indexing), targets ``y``; ``kind``: "tensors" (float
+    samples, class labels), "tokens" (next-token LM) or "masked" (masked LM: targets -100 where not masked)."""
 
     name: str
     x: torch.Tensor
@@ -99,14 +110,50 @@ def _classes(name, x, y, num_classes=None):
 
 
 @functools.cache
-def digits():
-    """scikit-learn's 8x8 digits, bilinearly resized to 32x32 and repeated over 3 channels."""
+def digits(size=DIGITS_SIZE):
+    """scikit-learn's 8x8 digits, bilinearly resized to ``size`` x ``size`` and repeated over 3 channels; at any other
+    size than ``DIGITS_SIZE`` resized a batch at a time (``ResizedDigits``)."""
     from sklearn.datasets import load_digits
 
     bunch = load_digits()
     images = torch.from_numpy(bunch.images.astype(np.float32) / 16.0)[:, None]
-    images = F.interpolate(images, size=(DIGITS_SIZE, DIGITS_SIZE), mode="bilinear", align_corners=False)
+    if size != DIGITS_SIZE:
+        labels = torch.from_numpy(bunch.target.astype(np.int64))
+        return Dataset("digits", ResizedDigits(images, size), labels, int(labels.max()) + 1, "tensors")
+    images = F.interpolate(images, size=(size, size), mode="bilinear", align_corners=False)
     return _classes("digits", images.repeat(1, 3, 1, 1).numpy(), bunch.target)
+
+
+class ResizedDigits:
+    """One-channel images [N, 1, h, w] resized (bilinear) to ``size`` x ``size`` and repeated over 3 channels when
+    indexed, standardized by the mean and deviation of the whole resized set (summed a chunk at a time): the digits
+    at 224x224 would hold 1 GiB, and several times that while being standardized whole."""
+
+    CHUNK = 128
+
+    def __init__(self, images, size):
+        self.images, self.size = images, size
+        count, total, squares = 0, 0.0, 0.0
+        for start in range(0, len(images), self.CHUNK):
+            chunk = self._resize(images[start : start + self.CHUNK]).double()
+            count += chunk.numel()
+            total += chunk.sum().item()
+            squares += chunk.square().sum().item()
+        self.mean = total / count
+        self.std = max(math.sqrt((squares - count * self.mean**2) / (count - 1)), 1e-6)
+
+    def _resize(self, images):
+        return F.interpolate(images, size=(self.size, self.size), mode="bilinear", align_corners=False)
+
+    def __len__(self):
+        return len(self.images)
+
+    @property
+    def shape(self):
+        return (len(self.images), 3, self.size, self.size)
+
+    def __getitem__(self, index):
+        return ((self._resize(self.images[index]) - self.mean) / self.std).float().repeat(1, 3, 1, 1)
 
 
 @functools.cache
@@ -127,6 +174,16 @@ def stdlib_text(seq_len, max_bytes=STDLIB_BYTES):
     x = tokens[: count * seq_len].view(count, seq_len)
     y = tokens[1 : count * seq_len + 1].view(count, seq_len)
     return Dataset("pystdlib", x, y, 256, "tokens")
+
+
+@functools.cache
+def masked_text(seq_len):
+    """``stdlib_text``'s windows with ``MASK_RATE`` of the positions masked (token 256), targets there only."""
+    text = stdlib_text(seq_len)
+    masked = torch.rand(text.x.shape, generator=torch.Generator().manual_seed(0)) < MASK_RATE
+    x = text.x.masked_fill(masked, 256)
+    y = text.x.masked_fill(~masked, -100)
+    return Dataset("pystdlib-mlm", x, y, 257, "masked")
 
 
 def _unpickle(file):
@@ -195,15 +252,29 @@ def npy_folder(folder):
     return _classes(f"npy:{folder}", x, y)
 
 
+def image_folder(folder, image_size=IMAGE_SIZE, needed=None, seed=0):
+    """The image folder ``folder`` (``images.ImageFolder``) as a data set, images read as batches need them."""
+    images = ImageFolder(folder, image_size, needed, seed)
+    return Dataset(f"imagefolder:{folder}", images, images.labels, len(images.classes), "tensors")
+
+
 # Data set name -> loader; those taking a folder are written ``name:FOLDER``.
-DATASETS = {"digits": digits, "pystdlib": stdlib_text, "cifar10": cifar10, "npy": npy_folder}
-_NEEDS_PATH = {"cifar10", "npy"}
+DATASETS = {"digits": digits, "pystdlib": stdlib_text, "pystdlib-mlm": masked_text, "cifar10": cifar10,
+            "npy": npy_folder, "imagefolder": image_folder}
+_NEEDS_PATH = {"cifar10", "npy", "imagefolder"}
+_SEQUENCES = {"pystdlib", "pystdlib-mlm"}
+_RESIZED = {"digits", "imagefolder"}  # the data sets that take an image size
 
 
-def load_data(spec, seq_len=64, data_args=None, needed=None, seed=0):
+def load_data(spec, seq_len=64, data_args=None, needed=None, seed=0, image_size=None):
     """Load the data set named ``spec`` (``name``, ``name:path`` or a factory called with ``data_args``, see the
-    module docstring); of a factory's set, at most ``needed`` items drawn with ``seed`` (``factory.build_dataset``)."""
+    module docstring); of a factory's set or an image folder, at most ``needed`` items drawn with ``seed``
+    (``factory.build_dataset``); ``image_size``: the side digits and an image folder's images are resized to."""
     name, _, path = str(spec).partition(":")
+    if image_size is not None and (isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1):
+        raise RecordError(f"image size must be a positive integer, not {image_size!r}")
+    if image_size is not None and name not in _RESIZED:
+        raise RecordError(f"data set {spec!r} takes no image size; only {' and '.join(sorted(_RESIZED))} do")
     if name not in DATASETS and factory.is_factory(spec):
         x, y, items = factory.build_dataset(spec, data_args or {}, needed, seed)
         kind = "tensors" if x.is_floating_point() else "tokens"
@@ -212,14 +283,18 @@ def load_data(spec, seq_len=64, data_args=None, needed=None, seed=0):
     if data_args:
         raise RecordError(f"data set {spec!r} takes no arguments; only a factory does")
     if name not in DATASETS:
-        raise RecordError(f"unknown data set {name!r}; choose one of {sorted(DATASETS)} (cifar10 and npy take :FOLDER)")
+        raise RecordError(f"unknown data set {name!r}; choose one of {sorted(DATASETS)} "
+                          f"({', '.join(sorted(_NEEDS_PATH))} take :FOLDER)")
     if (name in _NEEDS_PATH) != bool(path):
         usage = f"{name}:FOLDER" if name in _NEEDS_PATH else name
         raise RecordError(f"data set {spec!r}: write it as {usage!r}")
-    if name == "pystdlib":
-        return stdlib_text(seq_len)
+    if name in _SEQUENCES:
+        return DATASETS[name](seq_len)
+    size = {} if image_size is None else {"image_size" if path else "size": image_size}
     if not path:
-        return DATASETS[name]()
+        return DATASETS[name](**size)
     if not Path(path).is_dir():
         raise RecordError(f"data set {spec!r}: {path} is not a folder")
+    if name == "imagefolder":
+        return image_folder(path, needed=needed, seed=seed, **size)
     return DATASETS[name](path)

@@ -14,10 +14,16 @@ tensors (or pass on a copy of a layer's output), so training is unchanged.
 A module that runs k + 1 times in a step (shared weights, a block applied repeatedly, gradient
 accumulation inside one recorded step) gives k + 1 layer entries: its name for the first call,
 ``name#1`` ... ``name#k`` for the later ones, in call order.
+
+Memory: each tensor is copied to the host and written to its file the moment its hook sees it, so
+beyond what training itself holds the recorder holds one recorded tensor at a time (the largest:
+``samples`` x the largest per-sample activation or gradient, 4 bytes a value), for any network
+and on any device.
 """
 
 import contextlib
 import platform
+import shutil
 import warnings
 from functools import partial
 from pathlib import Path
@@ -30,8 +36,8 @@ from dashraker.outputs import OutputFolder
 from dashraker.trace.errors import RecordError
 from dashraker.trace.layers import MatMul
 from dashraker.trace.reader import conv_transpose_size
-from dashraker.trace.store import (FORMAT, FORMAT_VERSION, MANIFEST, RECORDED_NAMES, TENSORS, is_trace, save_json,
-                                   save_npy, tensor_path, unrecorded_message)
+from dashraker.trace.store import (FORMAT, FORMAT_VERSION, MANIFEST, RECORDED_NAMES, is_trace, save_json, save_npy,
+                                   step_path, tensor_path, unrecorded_message)
 
 __all__ = ["Recorder", "recording", "recordable_layers", "unrecorded_layers", "call_name",
            "RECORDED", "UnrecordedWarning"]
@@ -141,7 +147,10 @@ class Recorder:
     Linear inputs and gradients with axes between the samples and the features (tokens) keep
     them, flattened to one: [samples, positions, features]; a ``MatMul``'s operands and gradient
     are flattened to [batch, rows, columns].
-    Tensors are saved as float32 whatever dtype autocast computed them in.
+    Tensors are saved as float32 whatever dtype autocast computed them in; under ``torch.autocast``
+    a layer's input and weight are recorded as its product consumes them, rounded to the autocast dtype.
+    A step's files are written as its passes run (see the module docstring); a step that fails leaves
+    no files behind.
     """
 
     def __init__(self, model, out, samples, input_grad=False, meta=None, strict=False):
@@ -166,28 +175,35 @@ class Recorder:
         self.layers = None  # manifest layer entries, fixed by the first recorded step
 
     def _rows(self, module, tensor):
-        """The recorded samples of an activation or gradient, copied (later in-place ops must not reach it)."""
+        """The recorded samples of an activation or gradient, on the host as float32 (a copy: later in-place ops
+        must not reach it)."""
         tensor = tensor.detach()[: self.samples]
         if isinstance(module, nn.Linear) and tensor.dim() > 2:
             tensor = tensor.reshape(len(tensor), -1, tensor.shape[-1])
         elif isinstance(module, MatMul):
             tensor = tensor.reshape(-1, *tensor.shape[-2:])
-        return tensor.to(torch.float32, copy=True)
+        return tensor.to("cpu", torch.float32, copy=True)
+
+    def _write(self, capture, key, tensor):
+        """Write ``tensor`` (host, float32) as the ``key`` file of the layer call ``capture``; keep its shape."""
+        capture[key] = list(tensor.shape)
+        save_npy(tensor_path(self.out, self._step, capture["name"], key), tensor.numpy())
 
     def _keep(self, capture, key, module, grad):
-        capture[key] = self._rows(module, grad)
+        self._write(capture, key, self._rows(module, grad))
 
     def _on_forward(self, name, calls, module, inputs, output):
         x = inputs[0]
         name = call_name(name, len(calls))
         if len(x) < self.samples:
             raise RecordError(f"layer {name!r}: the batch has {len(x)} samples, fewer than {self.samples} to record")
-        if isinstance(module, MatMul):
-            weight = self._rows(module, _second_activation(name, x, inputs[1]))
-        else:
-            weight = module.weight.detach().to(torch.float32, copy=True)
-        capture = {"input": self._rows(module, x), "weight": weight, "input_needs_grad": x.requires_grad}
+        capture = {"name": name, "input_needs_grad": x.requires_grad}
         calls.append(capture)
+        self._write(capture, "input", self._rows(module, _operand(x)))
+        if isinstance(module, MatMul):
+            self._write(capture, "weight", self._rows(module, _operand(_second_activation(name, x, inputs[1]))))
+        else:
+            self._write(capture, "weight", _operand(module.weight.detach()).to("cpu", torch.float32, copy=True))
         if self.input_grad and x.requires_grad:
             x.register_hook(partial(self._keep, capture, "input_grad", module))
         if not output.requires_grad:
@@ -206,16 +222,21 @@ class Recorder:
             raise RecordError(f"steps must be recorded in increasing order; step {step} comes after {self.steps[-1]}")
         captures = {name: [] for name, _ in self.modules}
         handles = []
+        self._step = step
         try:
-            for name, module in self.modules:
-                if self.input_grad:
-                    handles.append(module.register_forward_pre_hook(_alias_input))
-                handles.append(module.register_forward_hook(partial(self._on_forward, name, captures[name])))
-            yield
-        finally:
-            for handle in handles:
-                handle.remove()
-        self._save(step, captures)
+            try:
+                for name, module in self.modules:
+                    if self.input_grad:
+                        handles.append(module.register_forward_pre_hook(_alias_input))
+                    handles.append(module.register_forward_hook(partial(self._on_forward, name, captures[name])))
+                yield
+            finally:
+                for handle in handles:
+                    handle.remove()
+            self._save(step, captures)
+        except BaseException:
+            shutil.rmtree(step_path(self.out, step), ignore_errors=True)
+            raise
 
     def _entries(self, step, captures):
         entries = []
@@ -228,16 +249,16 @@ class Recorder:
                                       "(its output does not reach the loss)")
                 hyper = self.hyper[name]
                 if hyper["type"] == "matmul":  # [batch, M, K] @ [batch, K, N]
-                    _, k, n = capture["weight"].shape
+                    _, k, n = capture["weight"]
                     hyper = {**hyper, "in_channels": k, "out_channels": n}
                 if hyper["type"] == "conv_transpose2d":
                     hyper = {**hyper, "output_padding": _output_padding(hyper, capture)}
                 entries.append({
                     "name": call_name(name, call),
                     **hyper,
-                    "input_shape": list(capture["input"].shape),
-                    "weight_shape": list(capture["weight"].shape),
-                    "output_grad_shape": list(capture["output_grad"].shape),
+                    "input_shape": capture["input"],
+                    "weight_shape": capture["weight"],
+                    "output_grad_shape": capture["output_grad"],
                     "has_input_grad": "input_grad" in capture,
                     "input_needs_grad": capture["input_needs_grad"],
                 })
@@ -254,10 +275,6 @@ class Recorder:
             if entry != first:
                 name = entry["name"]
                 raise RecordError(f"step {step}: layer {name!r} changed since step {self.steps[0]}: {entry} vs {first}")
-        for entry, capture in zip(entries, (c for calls in captures.values() for c in calls)):
-            for tensor in TENSORS:
-                if tensor in capture:
-                    save_npy(tensor_path(self.out, step, entry["name"], tensor), capture[tensor].numpy())
         self.steps.append(step)
         self.write_manifest()
 
@@ -287,9 +304,17 @@ LAYOUT = ("NCHW for conv2d and conv_transpose2d, NCL for conv1d; [samples, featu
 def _output_padding(hyper, capture):
     """A transposed convolution's output padding in one call: the rows and columns its output has beyond what its
     other hyper-parameters give (the module's ``output_padding``, or what ``forward(x, output_size=...)`` chose)."""
-    sizes = zip(capture["input"].shape[2:], capture["output_grad"].shape[2:], hyper["kernel"], hyper["stride"],
+    sizes = zip(capture["input"][2:], capture["output_grad"][2:], hyper["kernel"], hyper["stride"],
                 hyper["padding"], hyper["dilation"])
     return [out - conv_transpose_size(size, k, s, p, d, 0) for size, out, k, s, p, d in sizes]
+
+
+def _operand(tensor):
+    """``tensor`` as a product under ``torch.autocast`` consumes it: rounded to the autocast dtype where autocast is on
+    for its device (conv, linear and matmul are all products autocast runs in its lower precision)."""
+    if tensor.is_floating_point() and torch.is_autocast_enabled(tensor.device.type):
+        return tensor.to(torch.get_autocast_dtype(tensor.device.type))
+    return tensor
 
 
 def _second_activation(name, a, b):

@@ -13,6 +13,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MANIFEST",
     "TENSORS",
+    "step_path",
     "tensor_path",
     "atomic_write",
     "is_trace",
@@ -37,9 +38,14 @@ RECORDED_NAMES = "Conv1d, Conv2d, ConvTranspose2d, Linear and MatMul"
 TENSORS = ("input", "weight", "output_grad", "input_grad")
 
 
+def step_path(root, step):
+    """``<root>/step_<step, 6 digits>``: the folder of a recorded step's tensors."""
+    return Path(root) / f"step_{step:06d}"
+
+
 def tensor_path(root, step, layer, tensor):
     """``<root>/step_<step, 6 digits>/<layer>/<tensor>.npy``."""
-    return Path(root) / f"step_{step:06d}" / layer / f"{tensor}.npy"
+    return step_path(root, step) / layer / f"{tensor}.npy"
 
 
 def is_trace(path):

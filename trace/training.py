@@ -16,13 +16,17 @@ from dashraker.trace.recorder import Recorder, recordable_layers
 from dashraker.outputs import OutputFolder
 from dashraker.trace.store import is_trace
 
-__all__ = ["record", "train", "MagnitudePruner", "OPTIMIZERS", "optimizer_settings", "make_optimizer"]
+__all__ = ["record", "train", "MagnitudePruner", "OPTIMIZERS", "optimizer_settings", "make_optimizer", "parse_steps",
+           "check_device", "AUTOCAST"]
 
-# Data kind -> optimizer and its settings: SGD for the classifiers, AdamW for the language model.
+# Data kind -> optimizer and its settings: SGD for the classifiers, AdamW for the language models.
 OPTIMIZERS = {
     "tensors": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4}),
     "tokens": (torch.optim.AdamW, {"lr": 1e-3}),
+    "masked": (torch.optim.AdamW, {"lr": 1e-3}),
 }
+# --autocast name -> the dtype the forward pass computes its products in (torch.autocast).
+AUTOCAST = {"bf16": torch.bfloat16}
 
 
 def optimizer_settings(kind, lr=None):
@@ -80,13 +84,13 @@ class MagnitudePruner:
             mask.copy_(new.view_as(mask))
 
 
-def _batches(dataset, batch_size, generator):
-    """Endless shuffled batches, a new permutation each epoch; the last partial batch is dropped."""
+def _batches(dataset, batch_size, generator, device):
+    """Endless shuffled batches on ``device``, a new permutation each epoch; the last partial batch is dropped."""
     while True:
         order = torch.randperm(len(dataset), generator=generator)
         for start in range(0, len(dataset) - batch_size + 1, batch_size):
             index = order[start : start + batch_size]
-            yield dataset.x[index], dataset.y[index]
+            yield dataset.x[index].to(device), dataset.y[index].to(device)
 
 
 def _loss(net, x, y, step):
@@ -108,9 +112,11 @@ def _loss(net, x, y, step):
 
 
 def train(
-    net, dataset, total_steps, *, batch_size, seed, lr=None, prune=None, step_context=None, losses=None, progress=False
+    net, dataset, total_steps, *, batch_size, seed, lr=None, prune=None, step_context=None, losses=None, progress=False,
+    autocast=None
 ):
-    """Run ``total_steps`` optimizer steps; ``step_context(step)`` may return a context wrapping a step's passes.
+    """Run ``total_steps`` optimizer steps on the device ``net`` is on; ``step_context(step)`` may return a context
+    wrapping a step's passes; ``autocast``: a name of ``AUTOCAST`` (the forward pass under ``torch.autocast``).
 
     Returns the loss of every step (appended to ``losses`` when given, so a caller can watch it).
     """
@@ -120,7 +126,8 @@ def train(
                           "False, or none at all); training needs at least one")
     pruner = MagnitudePruner(net, prune, total_steps) if prune else None
     optimizer = make_optimizer(net, dataset.kind, lr)
-    batches = _batches(dataset, batch_size, torch.Generator().manual_seed(seed))
+    device = next(net.parameters()).device
+    batches = _batches(dataset, batch_size, torch.Generator().manual_seed(seed), device)
     losses = [] if losses is None else losses
     bar = progress_bar(range(1, total_steps + 1), desc=f"training {type(net).__name__}", unit="step",
                        disable=not progress)
@@ -131,7 +138,8 @@ def train(
         context = step_context(step) if step_context else None
         with context or contextlib.nullcontext():
             optimizer.zero_grad(set_to_none=True)
-            loss = _loss(net, x, y, step)
+            with torch.autocast(device.type, AUTOCAST[autocast]) if autocast else contextlib.nullcontext():
+                loss = _loss(net, x, y, step)
             if not math.isfinite(loss.item()):
                 raise RecordError(f"training diverged: the loss is {loss.item()} at step {step} "
                                   f"(learning rate {optimizer.defaults['lr']}); no trace written")
@@ -169,10 +177,50 @@ def _check_targets(net, dataset):
 
 
 def _check_steps(steps):
-    steps = sorted(set(steps))
+    """``steps`` as a list, if it is a schedule: step numbers in 1..MAX_STEP, increasing."""
+    steps = list(steps)
     if not steps or not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= MAX_STEP for s in steps):
         raise RecordError(f"steps must be a non-empty list of optimizer step numbers in 1..{MAX_STEP:,}, not {steps!r}")
+    for before, after in zip(steps, steps[1:]):
+        if after <= before:
+            raise RecordError(f"steps must increase: step {after} comes after step {before} in {steps}")
     return steps
+
+
+def parse_steps(text):
+    """The step schedule ``text``: comma-separated items, each a step ``N`` or ``FIRST:LAST:EVERY`` (every ``EVERY``
+    steps from ``FIRST`` up to ``LAST``), increasing (``_check_steps``): ``1,1000:5000:1000`` is 1, 1000, ..., 5000."""
+    steps = []
+    for item in str(text).split(","):
+        parts = item.strip().split(":")
+        try:
+            numbers = [int(part) for part in parts]
+        except ValueError:
+            numbers = []
+        if len(numbers) == 3 and numbers[2] >= 1 and numbers[0] <= numbers[1]:
+            steps += range(numbers[0], numbers[1] + 1, numbers[2])
+        elif len(numbers) == 1:
+            steps += numbers
+        else:
+            raise RecordError(f"--steps takes step numbers N and ranges FIRST:LAST:EVERY (FIRST <= LAST, EVERY >= 1) "
+                              f"separated by commas, e.g. 1,1000:5000:1000; not {item.strip()!r} in {text!r}")
+    return _check_steps(steps)
+
+
+def check_device(device):
+    """``device`` as a ``torch.device`` it can train on: "cpu", or "cuda"/"cuda:N" where that GPU exists."""
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        parsed = None
+    if parsed is None or parsed.type not in ("cpu", "cuda"):
+        raise RecordError(f"device {str(device)!r}: recording runs on cpu or cuda[:N]")
+    device = parsed
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RecordError(f"device {str(device)!r}: no CUDA GPU is available here (torch {torch.__version__})")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise RecordError(f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s)")
+    return device
 
 
 def _check_settings(lr, threads, seq_len):
@@ -214,14 +262,19 @@ def record(
     model_args=None,
     data_args=None,
     strict=False,
+    device="cpu",
+    autocast=None,
+    image_size=None,
 ):
     """Train ``model`` on ``data`` for ``max(steps)`` optimizer steps and record ``steps`` into the folder ``out``.
 
-    ``model``: a name in ``networks.MODELS`` or a factory ``PACKAGE.MODULE:FACTORY`` called with
-    ``model_args`` (``trace.factory``); ``data``: a data set spec (``data.load_data``, a factory
-    called with ``data_args``);
-    ``steps``: 1-based optimizer step numbers (step n is the n-th batch's forward/backward
-    pass, recorded before its update); ``samples``: how many samples of each recorded batch
+    ``model``: a name in ``networks.MODELS`` (built with the keyword arguments ``model_args``) or a
+    factory ``PACKAGE.MODULE:FACTORY`` called with ``model_args`` (``trace.factory``); ``data``: a data
+    set spec (``data.load_data``, a factory called with ``data_args``; ``image_size`` resizes digits and
+    image folders); ``steps``: increasing 1-based optimizer step numbers (step n is the n-th batch's
+    forward/backward pass, recorded before its update; ``parse_steps`` reads a schedule);
+    ``device``: "cpu", "cuda" or "cuda:N" (``check_device``); ``autocast``: None or a name of
+    ``AUTOCAST``, the forward pass under ``torch.autocast``; ``samples``: how many samples of each recorded batch
     are saved; ``lr``: learning rate (default 0.05 SGD, 1e-3 AdamW for tokens); ``prune``:
     target weight sparsity in [0, 1) for gradual magnitude pruning; ``input_grad``: also
     save input gradients; ``seq_len``: sequence length for token data; ``threads``: PyTorch
@@ -235,16 +288,17 @@ def record(
     """
     steps = _check_steps(steps)
     _check_settings(lr, threads, seq_len)
+    device = check_device(device)
+    if autocast is not None and autocast not in AUTOCAST:
+        raise RecordError(f"autocast must be one of {sorted(AUTOCAST)}, not {autocast!r}")
     own_model = factory.is_factory(model)
-    if model_args and not own_model:
-        raise RecordError(f"model {model!r} takes no arguments; only a factory does")
     if prune is not None:
         MagnitudePruner.check(prune)
     folder = OutputFolder(out, "trace folder", is_trace if overwrite else None,
                           "--force replaces only a trace" if overwrite else "use --force to replace a trace")
     if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
         raise RecordError(f"need 1 <= samples <= batch_size, got samples={samples!r}, batch_size={batch_size!r}")
-    dataset = load_data(data, seq_len, data_args, needed=steps[-1] * batch_size, seed=seed)
+    dataset = load_data(data, seq_len, data_args, needed=steps[-1] * batch_size, seed=seed, image_size=image_size)
     if len(dataset) < batch_size:
         raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
     torch.manual_seed(seed)
@@ -252,18 +306,23 @@ def record(
         net = factory.build_model(model, model_args or {})
         _check_targets(net, dataset)
     else:
-        net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
+        net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind, model_args)
+    net.to(device)
     optimizer, settings = optimizer_settings(dataset.kind, lr)
     meta = {
         "model": model,
         "model_args": model_args or {},
         "data": str(data),
         "data_args": data_args or {},
+        "image_size": image_size,
+        "seq_len": seq_len,
         "batch_size": batch_size,
         "batches_per_epoch": len(dataset) // batch_size,
         "seed": seed,
         "optimizer": {"name": optimizer.__name__, **settings},
         "prune": prune,
+        "device": device.type,
+        "autocast": autocast,
         "planned_steps": steps,
         "losses": [],
     }
@@ -281,6 +340,7 @@ def record(
                 step_context=lambda step: recorder.step(step) if step in steps else None,
                 losses=recorder.meta["losses"],
                 progress=progress,
+                autocast=autocast,
             )
         recorder.write_manifest()
     return folder.path

@@ -35,6 +35,16 @@ def _cifar_batch(path, n, seed):
     return batch
 
 
+def test_masked_text_is_berts_objective():
+    plain, masked = load_data("pystdlib", seq_len=32), load_data("pystdlib-mlm", seq_len=32)
+    assert (masked.kind, masked.num_classes, masked.x.shape) == ("masked", 257, plain.x.shape)
+    hidden = masked.x == 256
+    assert 0.14 < hidden.float().mean() < 0.16  # 15% of the positions
+    assert torch.equal(masked.x[~hidden], plain.x[~hidden])  # the rest kept
+    assert torch.equal(masked.y[hidden], plain.x[hidden])  # the targets: the hidden bytes themselves
+    assert torch.all(masked.y[~hidden] == -100)  # ignored by cross-entropy
+
+
 def test_cifar10_batches(tmp_path):
     batches = [_cifar_batch(tmp_path / f"data_batch_{i}", 12, i) for i in (1, 2)]
     data = load_data(f"cifar10:{tmp_path}")

@@ -133,7 +133,7 @@ def test_example_factories_from_the_command_line(tmp_path, monkeypatch, capsys):
          r"model factory 'byo_factories:broken' raised ValueError: no GPU here"),
         (["--model", "byo_factories:not_module"], r"returned a int, not a torch.nn.Module"),
         (["--model", "byo_factories:wrong_shape"], r"step 1: the model failed on a batch x \[8, 2, 64\]"),
-        (["--model", "mlp", "--model-arg", "width=3"], r"model 'mlp' takes no arguments; only a factory does"),
+        (["--model", "mlp", "--model-arg", "width=3"], r"model MLP takes no argument 'width'; it takes hidden"),
         (["--model", "byo_factories:wrong_shape", "--model-arg", "3"], r"--model-arg takes KEY=VALUE"),
         (["--model", "mlp", "--data", "byo_factories:Nothing"], r"the data set must support len\(\) and \[i\]"),
         (["--model", "mlp", "--data", "byo_factories:floats"], r"targets must be integer class labels"),

@@ -34,11 +34,13 @@ def _layout(name, tensor):
     return (tensor.reshape(-1, *tensor.shape[-2:]) if name.startswith("attention.") else tensor).numpy()
 
 
-def _check_against_reference(trace, step, reference, suffix=lambda name: name):
+def _check_against_reference(trace, step, reference, suffix=lambda name: name, operand=lambda t: t):
+    """``operand``: what a product consumes of an input or weight (under autocast: rounded to bf16)."""
     for name, (inp, weight, out) in reference.items():
         got, entry = trace.load(suffix(name), step), suffix(name)
-        np.testing.assert_array_equal(got.input, _layout(name, inp), err_msg=entry)
-        expected_weight = _layout(name, weight) if name.startswith("attention.") else weight.detach().numpy()
+        np.testing.assert_array_equal(got.input, _layout(name, operand(inp)), err_msg=entry)
+        weight = operand(weight)
+        expected_weight = _layout(name, weight) if name.startswith("attention.") else weight.detach().float().numpy()
         np.testing.assert_array_equal(got.weight, expected_weight, err_msg=entry)
         np.testing.assert_array_equal(got.output_grad, _layout(name, out.grad), err_msg=entry)
 
@@ -62,10 +64,14 @@ def test_golden_tensors_with_and_without_autocast(tmp_path, autocast):
     assert (scores.input_shape, scores.weight_shape, scores.in_channels, scores.out_channels) == (
         (4, 6, 4), (4, 4, 6), 4, 6)
     assert (trace.layer("conv").kernel, trace.layer("conv").padding) == ((1, 3), (0, 1))
-    _check_against_reference(trace, 1, reference)
-    if autocast:  # the products ran in bf16: every recorded activation of a projection is a bf16 value
-        q = trace.load("attention.scores", 1).input
-        np.testing.assert_array_equal(q, torch.tensor(q).bfloat16().float().numpy())
+    # Under autocast the products ran in bf16: the inputs and weights recorded are the bf16 values they consumed
+    # (the data fed to the first layer and the fp32 master weights rounded), the gradients as autograd gave them.
+    _check_against_reference(trace, 1, reference, operand=lambda t: t.bfloat16() if autocast else t)
+    if autocast:
+        for name in ("conv", "q", "attention.scores", "head"):
+            tensors = trace.load(name, 1)
+            for tensor in (tensors.input, tensors.weight):
+                np.testing.assert_array_equal(tensor, torch.tensor(tensor).bfloat16().float().numpy(), err_msg=name)
 
 
 def test_gradient_accumulation_records_each_micro_batch(tmp_path):

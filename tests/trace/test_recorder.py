@@ -196,3 +196,26 @@ def test_unrecorded_modules_warned_by_name_or_refused(tmp_path):
         with recording(net, tmp_path / "s", samples=2, strict=True):
             pass
     assert not (tmp_path / "s").exists()
+
+
+def test_tensors_are_written_as_they_appear_and_a_failed_step_leaves_none(tmp_path):
+    """Memory bound: a layer's input and weight are on disk once its forward pass ran, its output gradient once the
+    backward pass reached it, before the step ends; a step that raises removes what it wrote."""
+    torch.manual_seed(0)
+    net = MixedNet()
+    x, y = torch.randn(5, 3, 8, 8), torch.randint(0, 10, (5,))
+    recorder = Recorder(net, tmp_path / "t", samples=SAMPLES)
+    step = tmp_path / "t" / "step_000001"
+    with recorder.step(1):
+        loss = F.cross_entropy(net(x), y)
+        first = sorted(p.relative_to(step).as_posix() for p in step.rglob("*.npy"))
+        assert first and all(name.endswith(("/input.npy", "/weight.npy")) for name in first)
+        loss.backward()
+        assert len(list(step.rglob("output_grad.npy"))) == len(first) // 2
+    assert open_trace(tmp_path / "t").steps == [1]
+    with pytest.raises(RuntimeError, match="stopped"):
+        with recorder.step(2):
+            net(x)
+            assert (tmp_path / "t" / "step_000002").is_dir()
+            raise RuntimeError("stopped")
+    assert not (tmp_path / "t" / "step_000002").exists() and open_trace(tmp_path / "t").steps == [1]

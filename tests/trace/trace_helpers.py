@@ -92,8 +92,8 @@ class SeqNet(nn.Module):
 
 
 def seq_reference(net, x, y, autocast=False):
-    """``SeqNet``'s pass in plain functional PyTorch, under CPU bf16 autocast if asked: per recorded layer entry,
-    (input, weight, output) with the output's gradient from autograd, as the recorder lays them out."""
+    """``SeqNet``'s pass in plain functional PyTorch on ``x``'s device, under bf16 autocast if asked: per recorded
+    layer entry, (input, weight, output) with the output's gradient from autograd, as the recorder lays them out."""
     layers = {}
 
     def keep(name, inp, weight, out):
@@ -104,13 +104,13 @@ def seq_reference(net, x, y, autocast=False):
     def linear(name, module, inp):
         return keep(name, inp, module.weight, F.linear(inp, module.weight, module.bias))
 
-    with torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+    with torch.autocast(x.device.type, torch.bfloat16, enabled=autocast):
         h = F.relu(keep("conv", x, net.conv.weight, F.conv1d(x, net.conv.weight, net.conv.bias, padding=1)))
         h = h.transpose(1, 2)
         q, k, v = (net.heads(linear(name, getattr(net, name), h)) for name in "qkv")
         kt = k.transpose(-2, -1)
         scores = keep("attention.scores", q, kt, q @ kt) / 2.0  # 1 / sqrt(head dim 4)
-        causal = torch.ones(6, 6, dtype=torch.bool).tril()
+        causal = torch.ones(6, 6, dtype=torch.bool, device=x.device).tril()
         weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
         mix = keep("attention.mix", weights, v, weights @ v)
         h = h + mix.transpose(1, 2).flatten(2)
