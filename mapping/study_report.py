@@ -312,7 +312,8 @@ def plot(path, result):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dashraker.mapping.plots import design_colour, save_figure
+    from dashraker.mapping.palette import design_colour
+    from dashraker.mapping.report import save_figures
 
     traces = result["traces"]
     figure, axes = plt.subplots(len(traces), len(PANELS), figsize=(18, 5 * len(traces)), squeeze=False,
@@ -321,8 +322,7 @@ def plot(path, result):
         for ax, (metric, title) in zip(row, PANELS):
             _panel(ax, entry, result, metric, design_colour)
             ax.set_title(f"{_title(entry)}: {title}", fontsize=9)
-    save_figure(figure, path)
-    plt.close(figure)
+    save_figures(figure, path)
 
 
 def _panel(ax, entry, result, metric, colour):
