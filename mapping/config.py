@@ -470,8 +470,11 @@ def _parse(path, data, design, device, given):
         own = {parameter.key for parameter in DESIGNS[key].parameters} - {"dtype"}
         section.unknown({*GEOMETRY, *own})
     chosen, section = DESIGNS[name], sections[name]
-    for key in sorted(DESIGNS.keys() & given - {name}):  # a design not mapped now: its section's values still checked
-        _design_params(DESIGNS[key], top, sections[key])
+    # a design not mapped now: its section's values still checked, at the file's geometry (its operand format is the
+    # mapped design's: a format another design lacks is no error of this one's section)
+    unformatted = _Fields(path, {key: value for key, value in top.data.items() if key != "dtype"})
+    for key in sorted(DESIGNS.keys() & given - {name}):
+        _design_params(DESIGNS[key], unformatted, sections[key])
     geometry = {key: (section if key in section.data else top).number(key, int, 1)
                 for key in GEOMETRY if key in section.data or key in top.data}
     if "tiles" not in geometry:

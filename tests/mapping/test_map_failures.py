@@ -131,7 +131,8 @@ def test_a_signal_at_the_swap_says_the_new_reports_are_in_place(mobilenet_trace,
     signal_at_swap(signum, out)
     assert _map(mobilenet_trace, out) == status
     _one_line(capsys, rf"^dashraker map: error: {said} \(SIG\w+\); {out} written whole before it$")
-    assert sorted(p.name for p in out.iterdir()) == ["energy.png", "map.csv", "map.json", "speedup.png"]
+    assert sorted(p.name for p in out.iterdir()) == ["energy.png", "energy.svg", "map.csv", "map.json", "speedup.png",
+                                                     "speedup.svg"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
