@@ -4,10 +4,6 @@ from dashraker.errors import CliError
 
 __all__ = ["register"]
 
-# Tile size of co-simulation unless given: a small tile builds and simulates fast.
-_TILE_DEFAULTS = {"rows": 2, "cols": 2}
-
-
 def register(subparsers):
     from dashraker.designs import DESIGNS
 
@@ -25,7 +21,7 @@ def register(subparsers):
     parser.add_argument("--step", type=int, default=None, help="recorded step (default: the last)")
     parser.add_argument("--rounding", choices=["nearest", "truncate"], default="nearest",
                         help="fp32 -> bf16 conversion of the trace (default nearest)")
-    add_design_flags(parser, f"{_TILE_DEFAULTS['rows']}x{_TILE_DEFAULTS['cols']} tile")
+    add_design_flags(parser)
     parser.add_argument("--force-size", action="store_true",
                         help="go ahead with a tile past the size guard of `dashraker verilog` (512 lanes)")
     parser.add_argument("--build", default="build/cosim", help="folder of cached RTL builds (default build/cosim)")
@@ -36,13 +32,14 @@ def register(subparsers):
     parser.set_defaults(func=_run)
 
 
-def add_design_flags(parser, tile):
-    """Every design's parameters as flags (each once, saying which designs have it); unset ones are None."""
+def add_design_flags(parser):
+    """Every design's parameters as flags (each once, saying which designs have it); unset ones are None, the
+    registry's default (its 1x1 tile, as every command's: SPEC section 1)."""
     from dashraker.designs import DESIGNS
 
     group = parser.add_argument_group(
-        f"design parameters (default: the design's, as `dashraker verilog DESIGN`, but a {tile}); "
-        "each applies to the designs that have it")
+        "design parameters (default: the design's, as `dashraker verilog DESIGN`); each applies to the designs that "
+        "have it")
     flags = {}
     for design in DESIGNS.values():
         for parameter in design.parameters:
@@ -130,7 +127,7 @@ def _run(args):
     design = find_design(args.design)
     given = given_params(args, design)
     try:  # minutes of building and simulating, or worse, before a tile too large would fail
-        check_size(design, design.params(**{**_TILE_DEFAULTS, **given}), args.force_size)
+        check_size(design, design.params(**given), args.force_size)
     except ValueError as error:
         raise CliError(f"{design.name}: {error}") from None
     try:  # a broken tensor file is found here, before minutes of building the RTL
@@ -140,7 +137,7 @@ def _run(args):
     if args.json:
         check_output_file(args.json, "--json")
     try:
-        cosim = Cosim(design, {**_TILE_DEFAULTS, **given}, build_root=args.build, optimize=f"-O{args.opt_level}")
+        cosim = Cosim(design, given, build_root=args.build, optimize=f"-O{args.opt_level}")
     except ValueError as error:
         raise CliError(str(error)) from None
     except CosimBuildError as error:

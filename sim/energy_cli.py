@@ -57,7 +57,7 @@ def register(subparsers):
                         help="--iso-area: the mapper's accelerator configuration (default: the packaged one)")
     parser.add_argument("--jobs", type=int, default=None, help="--iso-area: mapping worker processes")
     parser.add_argument("--out", type=Path, default=None, help=f"folder for {' and '.join(REPORTS)}")
-    add_design_flags(parser, "1x1 tile, as `dashraker area`")
+    add_design_flags(parser)
     parser.add_argument("--build", type=Path, default=Path("build/cosim"),
                         help="folder of cached RTL builds (default build/cosim)")
     parser.add_argument("--area-cache", type=Path, default=Path("build/area"),

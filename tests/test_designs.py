@@ -87,6 +87,19 @@ def test_parameter_flags_and_file_keys():
     assert Parameter("x", 1, "x", minimum=0, maximum=3).describe() == "an integer in 0..3"
 
 
+def test_design_pages_show_the_tiles_signatures():
+    """A ``Tile(...)`` on a design's page is its generator's signature, without defaults (the registry holds them)."""
+    import importlib
+    import inspect
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "designs"
+    for name, descriptor in DESIGNS.items():
+        tile = importlib.import_module(descriptor.packages[0]).Tile
+        want = "Tile" + str(inspect.signature(tile))
+        shown = [" ".join(found.split()) for found in re.findall(r"`(Tile\([^)`]*\))`", (docs / f"{name}.md").read_text())]
+        assert shown and set(shown) == {want}, (name, shown, want)
+
+
 def test_lookup_and_pickling_by_name():
     assert design("tensordash") is DESIGNS["tensordash"]
     with pytest.raises(ValueError, match="unknown design 'eyeriss'; choose from baseline, tensordash, fpraker"):

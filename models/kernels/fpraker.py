@@ -83,7 +83,7 @@ def _as_bits(bits, name):
     return bits if bits.dtype == np.uint16 else bits.astype(np.uint16)
 
 
-def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
+def tile(a_bits, b_bits, guard_bits, zero_block_cycles):
     """Run passes of an R x C FPRaker tile: the reference ``tile``'s arguments, checks and ``TileResult``.
 
     ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
@@ -94,7 +94,7 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
     return _run(a, b, 0, guard_bits, zero_block_cycles)
 
 
-def tile_values(a_values, b_values, guard_bits=3, zero_block_cycles=1):
+def tile_values(a_values, b_values, guard_bits, zero_block_cycles):
     """``tile`` of float32 NumPy arrays holding bf16 values (the mapper's operands), read in place.
 
     A value's bf16 pattern is the upper half of its fp32 bits (the lower half is ignored), so the
