@@ -62,10 +62,10 @@ def default_jobs(work, cpus):
     return max(1, min(cpus, work // WORK_PER_JOB))
 
 
-def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, scheduler=None, skip_unsupported=False):
+def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, dask=None, skip_unsupported=False):
     """Map every layer of the trace's ``steps`` (default: all) on each configuration; rows in trace order.
 
-    ``scheduler``: the address of a Dask scheduler (``tcp://host:port``) whose workers map the
+    ``dask``: the address of a Dask scheduler (``tcp://host:port``) whose workers map the
     tasks, reading the trace at the same path (storage they share). Otherwise ``jobs`` local
     worker processes (default: ``default_jobs``; 1 when the configurations run their cost models on
     a GPU, which one process keeps busy); ``jobs=1`` maps in this process. A trace holding layers
@@ -92,8 +92,8 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
         key=lambda task: -_work(trace.layers[task[1]]),
     )
     with tqdm(total=len(tasks), desc="map", unit="op", disable=not progress) as bar:
-        if scheduler is not None:
-            results = executors.on_dask(_map_task, scheduler, str(Path(trace_path).absolute()), configs, tasks, bar)
+        if dask is not None:
+            results = executors.on_dask(_map_task, dask, str(Path(trace_path).absolute()), configs, tasks, bar)
         else:
             gpu = any(config.device != "cpu" for config in configs)
             work = sum(_work(trace.layers[index]) for _, index, _ in tasks) * len(configs)

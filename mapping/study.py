@@ -72,7 +72,7 @@ AXES = (
 )
 
 def register(subparsers):
-    from dashraker.mapping.cli import add_silicon_options
+    from dashraker.mapping.cli import add_dask_option, add_silicon_options
     from dashraker.mapping.config import AREA_ESTIMATES, SILICON_MODELS
 
     parser = subparsers.add_parser(
@@ -88,7 +88,7 @@ def register(subparsers):
                         "(default: all)")
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes, as 'map' (default: by the "
                         "work)")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on this Dask scheduler's workers, as 'map'")
+    add_dask_option(parser, ", as 'map'")
     add_silicon_options(parser, (*SILICON_MODELS, BOTH))
     parser.add_argument("--area-estimate", choices=AREA_ESTIMATES, help="tiles' area: asic (queues "
                         "as register files) or generated (the RTL as it is), as 'map' (default: the configuration's)")
@@ -106,8 +106,8 @@ def run(args):
 
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
-    if args.jobs is not None and args.scheduler:
-        raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
+    if args.jobs is not None and args.dask:
+        raise CliError("--jobs and --dask exclude each other: the cluster's workers are the jobs")
     for trace in args.traces:
         if not (trace / "manifest.json").is_file():
             raise CliError(f"{trace}: not a trace folder (no manifest.json)")
@@ -116,7 +116,7 @@ def run(args):
     out = OutputFolder(args.out, "--out", _is_study_output, "give a new folder or one of an earlier study")
     start = time.perf_counter()
     with out:
-        result = study(args.traces, configs, steps, args.jobs, args.scheduler, args.area_cache, not args.no_progress,
+        result = study(args.traces, configs, steps, args.jobs, args.dask, args.area_cache, not args.no_progress,
                        args.asic_cache)
         result["wall_s"] = round(time.perf_counter() - start, 1)
         text = report(result)
@@ -151,7 +151,7 @@ def _configs(config_path, area_estimate=None, silicon=None, asic_cache="build/as
     return by_model
 
 
-def _mapper(trace, configs, steps, jobs, scheduler, progress):
+def _mapper(trace, configs, steps, jobs, dask, progress):
     """``sums(tiles, compression, label)``: the mapper's totals of ``trace`` for every one of ``configs``' designs at
     ``tiles[design]`` tiles, each (design, tiles, compression) mapped once, whichever accounting or silicon model asks
     (leakage is charged again by ``scenario_figures``)."""
@@ -169,7 +169,7 @@ def _mapper(trace, configs, steps, jobs, scheduler, progress):
             if progress:
                 print(f"study {trace}: {label}: mapping {', '.join(c.design.name for c in todo)}", flush=True)
             try:
-                mapped = totals(map_trace(trace, todo, steps, jobs, progress, scheduler))
+                mapped = totals(map_trace(trace, todo, steps, jobs, progress, dask))
             except (TraceError, ValueError, ClusterError) as error:
                 raise CliError(str(error)) from None
             for (name, op), total in mapped.items():
@@ -191,7 +191,7 @@ def _silicon(configs, tiles):
             "tiles_iso": {scope: tiles[scope] for scope in ("compute", "chip")}}
 
 
-def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="build/area", progress=True,
+def study(traces, configs, steps=None, jobs=None, dask=None, area_cache="build/area", progress=True,
           asic_cache="build/asic"):
     """Map ``traces`` under every accounting of ``SCENARIOS`` for each silicon model of ``configs`` (``_configs``'
     dict: model -> every design's configuration); returns the figures ``report`` writes. The runs are the first
@@ -224,7 +224,7 @@ def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="bu
               "silicon": {model: _silicon(resolved, tiles[model]) for model, resolved in models.items()},
               "traces": []}
     for trace in traces:
-        sums = _mapper(trace, mapped, steps, jobs, scheduler, progress)
+        sums = _mapper(trace, mapped, steps, jobs, dask, progress)
         scenarios = {}
         for model, resolved in models.items():
             by_name, counts = {c.design.name: c for c in resolved}, tiles[model]

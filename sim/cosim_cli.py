@@ -1,6 +1,7 @@
 """``dashraker cosim``: run a trace layer's passes on a design's RTL and compare with the golden model and the mapper."""
 
-from dashraker.errors import CliError
+from dashraker.errors import CliError, renamed_choices
+from dashraker.mapping.ops import OPS, RENAMED_OPS
 
 __all__ = ["register"]
 
@@ -14,7 +15,7 @@ def register(subparsers):
                     "model and cycles with the mapper. Exit status 1 on any mismatch.")
     parser.add_argument("trace", help="trace folder (dashraker trace record)")
     parser.add_argument("--layer", required=True, help="layer name, as in the trace manifest")
-    parser.add_argument("--op", required=True, choices=["fwd", "bwd-input", "bwd-weight"], help="training operation")
+    renamed_choices(parser, "--op", OPS, RENAMED_OPS, required=True, help="training operation")
     parser.add_argument("--design", required=True, choices=list(DESIGNS))
     parser.add_argument("--passes", type=int, default=16, help="passes K to run (default 16)")
     parser.add_argument("--start", type=int, default=0, help="index of the first pass, in mapper order (default 0)")
@@ -82,7 +83,7 @@ def _layer(trace, name, op):
     index = names.index(name)
     if op not in layer_ops(index, trace.layers[index]):
         raise CliError(f"{trace.path}: layer {name!r} needs no input gradient (the first layer, or its input is the "
-                       "network's data): the mapper forms no bwd-input passes for it (SPEC section 5)")
+                       "network's data): the mapper forms no bwd_input passes for it (SPEC section 5)")
     return trace.layers[index]
 
 
@@ -109,7 +110,7 @@ def _run(args):
     from dashraker.designs.cli import check_size
     from dashraker.outputs import check_output_file
     from dashraker.sim.cosim import Cosim, CosimBuildError
-    from dashraker.sim.cosim_check import OPS, cosimulate
+    from dashraker.sim.cosim_check import cosimulate
     from dashraker.trace import TraceError, open_trace
     from dashraker.trace.store import save_json
 
@@ -119,7 +120,7 @@ def _run(args):
         trace = open_trace(args.trace)
     except TraceError as error:
         raise CliError(str(error)) from None
-    op = OPS[args.op]
+    op = args.op
     layer = _layer(trace, args.layer, op)
     step = trace.steps[-1] if args.step is None else args.step
     if step not in trace.steps:
