@@ -130,78 +130,11 @@ def project_commit():
 
 
 def _run(args):
-    import dataclasses
-
-    from tqdm import tqdm
-
-    from dashraker.fpga.area import AreaError, design_area
-    from dashraker.mapping import activity
-    from dashraker.mapping.config import ConfigError, load_config, load_energy_table
-    from dashraker.outputs import OutputFolder, check_output_file
-    from dashraker.sim.cosim import Cosim, CosimBuildError
-    from dashraker.trace import TraceError, open_trace
-
-    if args.passes < 1:
-        raise CliError(f"--passes must be positive, not {args.passes}")
-    try:
-        trace = open_trace(args.trace)
-    except TraceError as error:
-        raise CliError(str(error)) from None
-    try:
-        table = load_energy_table(args.energy_table)
-    except ConfigError as error:
-        raise CliError(str(error)) from None
-    missing = [name for name in activity.ACTIVITY_ENTRIES if name not in table.entries]
-    if missing:
-        raise CliError(f"{table.path}: entries.{missing[0]}: missing (the activity model needs "
-                       f"{' and '.join(activity.ACTIVITY_ENTRIES)})")
+    table, trace = _inputs(args)
     designs = _designs(args)
     step, work = _work(args, trace) if designs else (trace.steps[-1] if args.step is None else args.step, [])
-    if args.add_report and args.calibrate is None and not args.iso_area:
-        raise CliError("--add-report joins samples to --calibrate's fit or --iso-area's verdicts: give one of them")
-    if not designs and not args.add_report:
-        raise CliError("give --design, or the reports to use (--add-report) with --calibrate or --iso-area")
-    earlier = [sample for folder in args.add_report for sample in read_report(folder, args.trace, step, designs)]
-    if args.iso_area:
-        from dashraker.designs import reference
-
-        if reference().name not in {d.name for d, _ in designs} | {s.design for s in earlier}:
-            raise CliError(f"--iso-area: no sample of the reference design {reference().name} (co-simulate it or "
-                           "--add-report its report)")
-    if args.calibrate is not None:
-        check_output_file(args.calibrate, "--calibrate")
-    out = OutputFolder(args.out, "--out", is_energy_output, "give a new folder or an earlier energy report") \
-        if args.out is not None else None
-
-    plans = []  # per design: its params, config and the sampled pass groups of each layer operation
-    for design, params in designs:
-        config = dataclasses.replace(load_config(None, design.name), params=params, energy=table)
-        jobs = [(layer.name, op, list(activity.sample_passes(layer, tensors, op, params["rows"], params["cols"],
-                                                             params["lanes"], args.passes, params["fmt"],
-                                                             args.rounding)))
-                for layer, op, tensors in work]
-        if args.synthetic:
-            jobs += [(kind, "synthetic", list(activity.synthetic_passes(kind, params["rows"], params["cols"],
-                                                                      params["lanes"], args.passes, SYNTHETIC_STEPS,
-                                                                      params["fmt"])))
-                     for kind in ("random", "zeros")]
-        plans.append((design, params, config, jobs))
-    total = sum(len(group[0]) for *_, jobs in plans for _, _, groups in jobs for group in groups)
-
-    samples, areas = [], {}
-    with tqdm(total=total, desc="energy", unit="pass", disable=args.no_progress) as bar:
-        for design, params, config, jobs in plans:
-            try:
-                area = areas[design.name] = design_area(design, params, args.area_cache, not args.no_progress)
-                bar.set_postfix_str(f"{design.name}: building the RTL model" , refresh=True)
-                cosim = Cosim(design, params, build_root=args.build, optimize=f"-O{args.opt_level}", toggles=True)
-            except (AreaError, CosimBuildError, ValueError) as error:
-                raise CliError(str(error)) from None
-            bar.set_postfix_str(design.name, refresh=True)
-            for layer, op, groups in jobs:
-                if groups:
-                    samples.append(activity.run_passes(cosim, area, config, groups, layer, op, progress=bar,
-                                                       prime=op == "synthetic"))
+    earlier, out = _check_reports(args, step, designs)
+    samples, areas = _simulate(args, _plans(args, designs, work, table))
     from dashraker.designs import design as find_design
 
     if not designs:  # the reports' designs alone, with the parameters their reports name
@@ -228,6 +161,101 @@ def _run(args):
         fitted = write_calibrated(args.calibrate, table, samples + earlier, designs + others, args.trace,
                                   meta["commit"])
         print(f"wrote {args.calibrate}: " + ", ".join(f"{name} {pj:.4g} pJ" for name, (pj, *_) in fitted.items()))
+
+
+def _inputs(args):
+    """The energy table (with the entries the activity model needs) and the trace, checked."""
+    from dashraker.mapping import activity
+    from dashraker.mapping.config import ConfigError, load_energy_table
+    from dashraker.trace import TraceError, open_trace
+
+    if args.passes < 1:
+        raise CliError(f"--passes must be positive, not {args.passes}")
+    try:
+        trace = open_trace(args.trace)
+    except TraceError as error:
+        raise CliError(str(error)) from None
+    try:
+        table = load_energy_table(args.energy_table)
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    missing = [name for name in activity.ACTIVITY_ENTRIES if name not in table.entries]
+    if missing:
+        raise CliError(f"{table.path}: entries.{missing[0]}: missing (the activity model needs "
+                       f"{' and '.join(activity.ACTIVITY_ENTRIES)})")
+    return table, trace
+
+
+def _check_reports(args, step, designs):
+    """The earlier reports' samples (--add-report) and the output folder, every option combination checked."""
+    from dashraker.outputs import OutputFolder, check_output_file
+
+    if args.add_report and args.calibrate is None and not args.iso_area:
+        raise CliError("--add-report joins samples to --calibrate's fit or --iso-area's verdicts: give one of them")
+    if not designs and not args.add_report:
+        raise CliError("give --design, or the reports to use (--add-report) with --calibrate or --iso-area")
+    earlier = [sample for folder in args.add_report for sample in read_report(folder, args.trace, step, designs)]
+    if args.iso_area:
+        from dashraker.designs import reference
+
+        if reference().name not in {d.name for d, _ in designs} | {s.design for s in earlier}:
+            raise CliError(f"--iso-area: no sample of the reference design {reference().name} (co-simulate it or "
+                           "--add-report its report)")
+    if args.calibrate is not None:
+        check_output_file(args.calibrate, "--calibrate")
+    out = OutputFolder(args.out, "--out", is_energy_output, "give a new folder or an earlier energy report") \
+        if args.out is not None else None
+    return earlier, out
+
+
+def _plans(args, designs, work, table):
+    """Per design: its params, mapper configuration and the sampled pass groups of each layer operation (and of
+    the synthetic kinds with --synthetic)."""
+    import dataclasses
+
+    from dashraker.mapping import activity
+    from dashraker.mapping.config import load_config
+
+    plans = []
+    for design, params in designs:
+        config = dataclasses.replace(load_config(None, design.name), params=params, energy=table)
+        jobs = [(layer.name, op, list(activity.sample_passes(layer, tensors, op, params["rows"], params["cols"],
+                                                             params["lanes"], args.passes, params["fmt"],
+                                                             args.rounding)))
+                for layer, op, tensors in work]
+        if args.synthetic:
+            jobs += [(kind, "synthetic", list(activity.synthetic_passes(kind, params["rows"], params["cols"],
+                                                                      params["lanes"], args.passes, SYNTHETIC_STEPS,
+                                                                      params["fmt"])))
+                     for kind in ("random", "zeros")]
+        plans.append((design, params, config, jobs))
+    return plans
+
+
+def _simulate(args, plans):
+    """Each design's tile area and its toggle-counting RTL model run on its planned passes: (samples, areas)."""
+    from tqdm import tqdm
+
+    from dashraker.fpga.area import AreaError, design_area
+    from dashraker.mapping import activity
+    from dashraker.sim.cosim import Cosim, CosimBuildError
+
+    total = sum(len(group[0]) for *_, jobs in plans for _, _, groups in jobs for group in groups)
+    samples, areas = [], {}
+    with tqdm(total=total, desc="energy", unit="pass", disable=args.no_progress) as bar:
+        for design, params, config, jobs in plans:
+            try:
+                area = areas[design.name] = design_area(design, params, args.area_cache, not args.no_progress)
+                bar.set_postfix_str(f"{design.name}: building the RTL model", refresh=True)
+                cosim = Cosim(design, params, build_root=args.build, optimize=f"-O{args.opt_level}", toggles=True)
+            except (AreaError, CosimBuildError, ValueError) as error:
+                raise CliError(str(error)) from None
+            bar.set_postfix_str(design.name, refresh=True)
+            for layer, op, groups in jobs:
+                if groups:
+                    samples.append(activity.run_passes(cosim, area, config, groups, layer, op, progress=bar,
+                                                       prime=op == "synthetic"))
+    return samples, areas
 
 
 def iso_area_verdicts(args, step, samples, progress):

@@ -160,6 +160,17 @@ def _check_settings(lr, threads, seq_len):
             raise RecordError(f"{name} must be a positive integer, not {value!r}")
 
 
+def _data_and_model(model, data, model_args, data_args, seq_len, needed, batch_size, seed):
+    """The data set (at least one batch of it) and the network, built right after seeding as training uses them."""
+    dataset = load_data(data, seq_len, data_args, needed=needed, seed=seed)
+    if len(dataset) < batch_size:
+        raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
+    torch.manual_seed(seed)
+    if factory.is_factory(model):
+        return dataset, factory.build_model(model, model_args or {})
+    return dataset, build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
+
+
 @contextlib.contextmanager
 def _threads(count):
     """Run with ``count`` PyTorch threads (None: unchanged), restoring the setting afterwards."""
@@ -172,25 +183,8 @@ def _threads(count):
         torch.set_num_threads(before)
 
 
-def record(
-    model,
-    data,
-    steps,
-    samples,
-    out,
-    batch_size=16,
-    seed=0,
-    lr=None,
-    prune=None,
-    progress=True,
-    input_grad=False,
-    seq_len=64,
-    overwrite=False,
-    threads=None,
-    model_args=None,
-    data_args=None,
-    strict=False,
-):
+def record(model, data, steps, samples, out, batch_size=16, seed=0, lr=None, prune=None, progress=True,
+           input_grad=False, seq_len=64, overwrite=False, threads=None, model_args=None, data_args=None, strict=False):
     """Train ``model`` on ``data`` for ``max(steps)`` optimizer steps and record ``steps`` into the folder ``out``.
 
     ``model``: a name in ``networks.MODELS`` or a factory ``PACKAGE.MODULE:FACTORY`` called with
@@ -220,14 +214,8 @@ def record(
                           "--force replaces only a trace" if overwrite else "use --force to replace a trace")
     if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
         raise RecordError(f"need 1 <= samples <= batch_size, got samples={samples!r}, batch_size={batch_size!r}")
-    dataset = load_data(data, seq_len, data_args, needed=steps[-1] * batch_size, seed=seed)
-    if len(dataset) < batch_size:
-        raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
-    torch.manual_seed(seed)
-    if own_model:
-        net = factory.build_model(model, model_args or {})
-    else:
-        net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
+    dataset, net = _data_and_model(model, data, model_args, data_args, seq_len, steps[-1] * batch_size, batch_size,
+                                   seed)
     optimizer, settings = optimizer_settings(dataset.kind, lr)
     meta = {
         "model": model,
