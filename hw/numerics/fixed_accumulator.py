@@ -167,7 +167,7 @@ class FixedPointAccumulator(wiring.Component):
             m.d.sync += total_specials.eq(specials)
         # Each segment's registers (its part of the total, its kept carry and what it hands on) take the stage's
         # valid and pass end from copies of their own, registered beside ``aligned_flags`` and marked ``keep`` (the
-        # FPGA flow keeps such registers apart: docs/results/fused-dot.md).
+        # FPGA flow keeps such registers apart: docs/results/fpga-history.md).
         for index in range(SEGMENTS):
             adds = Signal(name=f"adds{index}", attrs={"keep": 1})
             ends = Signal(name=f"ends{index}", attrs={"keep": 1})
@@ -214,7 +214,7 @@ class FixedPointAccumulator(wiring.Component):
         # The total's sign: the top segment's top bit once its carry is in (which flips it where all the bits below
         # are ones: known a stage before, so that the sign does not wait on the segment's carry chain), registered
         # beside it in a copy per segment, marked keep (one register driving the whole frame's inversion bounded the
-        # fused 2x2 baseline tile: docs/results/fused-dot.md).
+        # fused 2x2 baseline tile: docs/results/fpga-history.md).
         sign = added[-1][segment - 1] ^ (top_carry & below_sign_ones)
         negatives = [Signal(name=f"negative{index}", attrs={"keep": 1}) for index in range(SEGMENTS)]
         m.d.sync += [negative.eq(sign) for negative in negatives]
@@ -225,8 +225,9 @@ class FixedPointAccumulator(wiring.Component):
 
     def _magnitude(self, m, resolved, resolved_zeros, negatives, kind, valid):
         """``MAGNITUDE_STAGES`` register: the total inverted where negative, the +1 of its negation added into each
-        segment whose segments below are all zero, no chain across segments. Returns the magnitude's segments, its
-        sign, the pass's kind and its valid."""
+        segment whose segments below are all zero, no chain across segments (a 384-bit negation, and 96-bit chains,
+        bounded the tiles' clock on ECP5: docs/results/fused-dot.md). Returns the magnitude's segments, its sign, the
+        pass's kind and its valid."""
         segment = FIXED_POINT_FRAME[0] // SEGMENTS
         magnitude = [Signal(segment, name=f"magnitude{index}") for index in range(SEGMENTS)]
         for index, (part, negative) in enumerate(zip(resolved, negatives)):
