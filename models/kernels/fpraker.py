@@ -238,19 +238,26 @@ def _start_pass(accumulator, running, frames, nan, pos_inf, neg_inf):
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
+def _operand(pattern, shift):
+    """A bf16 operand (``pattern >> shift``): its bits, exponent field, whether it is live, its signed significand
+    (0 unless live)."""
+    x = np.int64(pattern >> shift)
+    e, live = _exponent(x)
+    return x, e, live, (-1 if x >> 15 else 1) * (128 + (x & 0x7F)) if live else 0
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
 def _decode_rows(a, p, s, shift, span, counts, a_exp, a_neg, a_row, a_terms, a_value):
     """Decode step ``s`` of pass ``p``'s row operands (bf16 patterns ``a >> shift``); whether one is inf or NaN."""
     special = False
     for r in range(a.shape[1]):
         for n in range(a.shape[3]):
-            x = np.int64(a[p, r, s, n] >> shift)
-            e, live = _exponent(x)
+            x, e, live, a_value[r, n] = _operand(a[p, r, s, n], shift)
             special |= e == 255
             a_exp[r, n] = e - 127 if live else _NONE
             a_neg[r, n] = x >> 15 == 1
             a_row[r, n] = (x & 0x7F) * span
             a_terms[r, n] = counts[x & 0x7F] if live else 0
-            a_value[r, n] = (-1 if x >> 15 else 1) * (128 + (x & 0x7F)) if live else 0
     return special
 
 
@@ -260,11 +267,9 @@ def _decode_cols(b, p, s, shift, b_exp, b_value):
     special = False
     for c in range(b.shape[1]):
         for n in range(b.shape[3]):
-            y = np.int64(b[p, c, s, n] >> shift)
-            e, live = _exponent(y)
-            special |= e == 255
+            _, e, live, b_value[c, n] = _operand(b[p, c, s, n], shift)
             b_exp[c, n] = e if live else _NONE
-            b_value[c, n] = (-1 if y >> 15 else 1) * (128 + (y & 0x7F)) if live else 0
+            special |= e == 255
     return special
 
 
