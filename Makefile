@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
 DEMO_OUT ?= build/demo
 
-.PHONY: setup demo test test-all docs clean
+.PHONY: setup demo test test-all docs clean lint-imports
 
 # The YoWASP tools compile to machine code on their first run and cache it; two first runs at once (the test
 # workers) can truncate the cache under each other (SIGBUS), so it is made here, once, before any parallel use.
@@ -35,6 +35,11 @@ test: setup
 # Everything, slow cases included.
 test-all: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_DIST) $(PYTEST_ARGS)
+
+# The import contracts of pyproject.toml (layers, no circles, RTL without PyTorch), as tests/test_layers.py runs them;
+# a plain `lint-imports` from this folder runs the same (dashraker/'s subpackages are links to the folders).
+lint-imports: setup
+	$(BIN)/lint-imports --no-cache pyproject.toml
 
 # The documentation site (docs/, Sphinx + MyST) into docs/_build/html: warnings are errors, broken references
 # included (nitpicky). tests/test_docs.py builds it too and runs every example in it.

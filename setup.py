@@ -1,24 +1,12 @@
-"""Maps the ``dashraker`` subpackages onto the top-level folders (SPEC section 1)."""
+"""The ``dashraker`` distribution: one package, whose subpackages are the top-level folders (SPEC section 1).
+
+``dashraker/hw`` is a link to ``hw/``, ``dashraker/sim`` to ``sim/``, ...: every tool that walks the package's folder
+(setuptools here, import-linter, editors) finds the subpackages where Python imports them from.
+"""
 
 from setuptools import find_packages, setup
 
-FOLDERS = {
-    "dashraker": "dashraker",
-    "dashraker.hw": "hw",
-    "dashraker.sim": "sim",
-    "dashraker.models": "models",
-    "dashraker.mapping": "mapping",
-    "dashraker.asic": "asic",
-    "dashraker.fpga": "fpga",
-    "dashraker.trace": "trace",
-}
-
 setup(
-    package_dir=FOLDERS,
     package_data={"dashraker.hw": ["*.vlt"], "dashraker.mapping": ["configs/*.yaml", "energy/*.yaml", "suites/*.yaml"]},
-    packages=[
-        name
-        for package, folder in FOLDERS.items()
-        for name in [package, *(f"{package}.{sub}" for sub in find_packages(folder))]
-    ],
+    packages=find_packages(include=["dashraker", "dashraker.*"]),
 )

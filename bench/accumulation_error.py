@@ -34,6 +34,7 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from dashraker.designs import DESIGNS
 from dashraker.formats import FUSED_GUARD_BITS
 from dashraker.models.baseline import (accumulate, accumulate_addends, adder_tree, fixed_point_accumulate, fma_lanes,
                                        fused_steps)
@@ -95,11 +96,12 @@ def errors(x, w, lanes, guards):
     exact, scale = products.sum((2, 3)), products.abs().sum((2, 3))
     old, out = _old_fixed(step_sums)
     pairs = fpraker_tile(to_bf16_bits(a)[:, None].expand(m, n, *a.shape[1:]).reshape(m * n, 1, *a.shape[1:]),
-                         to_bf16_bits(b)[None].expand(m, n, *b.shape[1:]).reshape(m * n, 1, *b.shape[1:]))
+                         to_bf16_bits(b)[None].expand(m, n, *b.shape[1:]).reshape(m * n, 1, *b.shape[1:]),
+                         *(DESIGNS["fpraker"].parameter(name).default for name in ("guard_bits", "zero_block_cycles")))
     fused = {guard: accumulate_addends(fused_steps(a[:, None].expand(m, n, *a.shape[1:]),
                                                    b[None].expand(m, n, *b.shape[1:]), "bf16", guard))
              for guard in sorted({FUSED_GUARD_BITS, *guards})}
-    results = {"fp32 loop": accumulate(step_sums), "L=6": accumulate(step_sums, accumulators=6),
+    results = {"fp32 loop": accumulate(step_sums, accumulators=1), "L=6": accumulate(step_sums, accumulators=6),
                "fixed": accumulate(step_sums, accumulators=0), "old fixed": old, "fused": fused[FUSED_GUARD_BITS],
                "fma": fma_lanes(a[:, None], b[None]), "FPRaker": pairs.outputs.reshape(m, n), "fp64->fp32": exact.float(),
                **{f"G={guard}": y for guard, y in fused.items()}}

@@ -28,7 +28,7 @@ from dashraker.hw.numerics import (FP32_LAYOUT, Accumulator, FixedPointAccumulat
                                    FPMultiplier, mac_stages)
 from dashraker.hw.numerics.fixed_accumulator import SEGMENTS
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
-from dashraker.models.interconnect import DEFAULT_PATTERN
+from dashraker.models.interconnect import T25_PATTERN
 
 
 class AccumulatorLoop(wiring.Component):
@@ -101,7 +101,7 @@ class WindowLoop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.window = window = StagingWindow(1, 1, self.lanes, 2, DEFAULT_PATTERN, "bf16", self.scheduler)
+        m.submodules.window = window = StagingWindow(1, 1, self.lanes, 2, T25_PATTERN, "bf16", self.scheduler)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
         selects = window.row_picks.as_value()
         folded = selects[:15]

@@ -13,6 +13,7 @@ import time
 import torch
 from tqdm import tqdm
 
+from dashraker.designs import DESIGNS
 from dashraker.models.fpraker.errors import matmul_report
 from dashraker.models.training import capture_step
 
@@ -57,7 +58,9 @@ def main(argv=None):
     if args.rows < 1:
         parser.error(f"--rows must be positive, got {args.rows}")
     start = time.time()
-    reports = [(name, matmul_report(x, w)) for name, x, w in tqdm(list(cases(args.rows, args.seed)), desc="cases")]
+    params = DESIGNS["fpraker"].params(rows=4, cols=4)  # the registry's PE in a 4 x 4 tile, as the mapper's
+    reports = [(name, matmul_report(x, w, params)) for name, x, w in tqdm(list(cases(args.rows, args.seed)),
+                                                                         desc="cases")]
     header = f"{'case':28}" + "".join(f"{title:>18}" for title, _, _ in COLUMNS)
     print(header)
     for name, report in reports:

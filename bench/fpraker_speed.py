@@ -16,8 +16,11 @@ import dataclasses
 
 import torch
 
+from dashraker.designs import DESIGNS
 from dashraker.models.fpraker import tile
 from dashraker.models.kernels import fpraker as kernel
+
+PARAMS = DESIGNS["fpraker"].params()  # the registry's guard bits and zero-step cost
 
 __all__ = ["main"]
 
@@ -42,7 +45,7 @@ def _time(model, a, b, repeats):
     best = best_cpu = float("inf")
     for _ in range(repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
-        result = model(a, b)
+        result = model(a, b, PARAMS["guard_bits"], PARAMS["zero_block_cycles"])
         best = min(best, time.perf_counter() - start)
         best_cpu = min(best_cpu, time.process_time() - start_cpu)
     return best, best_cpu, result
@@ -65,8 +68,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     generator = torch.Generator().manual_seed(0)
     first = _random_bits(generator, (1, 1, 1, 8)), _random_bits(generator, (1, 1, 1, 8))
-    tile(*first)  # build the tables
-    kernel.tile(*first)  # compile (or load) the kernel
+    tile(*first, PARAMS["guard_bits"], PARAMS["zero_block_cycles"])  # build the tables
+    kernel.tile(*first, PARAMS["guard_bits"], PARAMS["zero_block_cycles"])  # compile (or load) the kernel
     print(f"{'passes x R x C x steps x N':28} {'values':>10} {'model':>7} {'wall s':>8} {'values/s':>10} "
           f"{'values/CPU s':>13}")
     for passes, rows, cols, steps, lanes in SHAPES:

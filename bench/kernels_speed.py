@@ -16,7 +16,9 @@ import time
 import numpy as np
 import torch
 
+from dashraker.designs import DESIGNS
 from dashraker.models import numerics
+from dashraker.models.interconnect import parse_pattern
 from dashraker.models import tensordash as td
 from dashraker.models.kernels.numerics import quantize
 from dashraker.models.kernels.tensordash import cycles_and_nonzero
@@ -32,9 +34,13 @@ def _cpu_s(function, *args):
     return result, best
 
 
+_PARAMS = DESIGNS["tensordash"].params()  # the registry's scheduler: pattern, lookahead and order
+SCHEDULE = (parse_pattern(_PARAMS["pattern"]), _PARAMS["lookahead"], _PARAMS["scheduler"])
+
+
 def _reference_counts(values):
     flags = td.nonzero(values)
-    return td.cycles(flags), np.count_nonzero(flags, axis=(1, 2, 3))
+    return td.cycles(flags, *SCHEDULE), np.count_nonzero(flags, axis=(1, 2, 3))
 
 
 def _row(name, size, kernel_s, reference_s):
@@ -49,12 +55,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     torch.set_num_threads(1)  # one thread, as the mapper's workers
-    cycles_and_nonzero(np.ones((1, 4, 3, 16), np.float32))
+    cycles_and_nonzero(np.ones((1, 4, 3, 16), np.float32), *SCHEDULE)
     quantize(np.ones(3, np.float32), "bf16")
     print(f"{'values/CPU s':<28} {'kernel':>12} {'reference':>12} {'ratio':>9}")
     for density in (0.1, 0.36, 0.64, 0.9, 1.0):
         values = (rng.random((args.passes, 4, args.steps, 16)) < density).astype(np.float32)
-        got, kernel_s = _cpu_s(cycles_and_nonzero, values)
+        got, kernel_s = _cpu_s(cycles_and_nonzero, values, *SCHEDULE)
         want, reference_s = _cpu_s(_reference_counts, values)
         assert all(np.array_equal(a, b) for a, b in zip(got, want)), f"TensorDash kernel differs at density {density}"
         _row(f"tensordash density {density:.2f}", values.size, kernel_s, reference_s)

@@ -57,7 +57,7 @@ def _dask(trace, configs):
     with cluster, Client(cluster, set_as_default=False) as client:
         workers = client.run(_self_cpu_s)
         map_start, map_cpu = time.perf_counter(), _self_cpu_s()
-        rows = map_trace(trace, configs, progress=False, scheduler=cluster.scheduler_address)
+        rows = map_trace(trace, configs, progress=False, dask=cluster.scheduler_address)
         map_wall, map_cpu = time.perf_counter() - map_start, _self_cpu_s() - map_cpu
         map_cpu += sum(client.run(_self_cpu_s)[worker] - before for worker, before in workers.items())
     return rows, map_wall, map_cpu, time.perf_counter() - start, _cpu_s() - cpu  # the workers are joined now

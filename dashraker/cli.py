@@ -45,10 +45,14 @@ def build_parser():
 
 
 def main(argv=None):
-    from dashraker.errors import CliError
+    from dashraker.errors import CliError, RenamedOption
     from dashraker.outputs import OutputError, begin, on_disk
 
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except RenamedOption as error:
+        print(f"{error.prog}: error: {error}", file=sys.stderr)
+        return 2
     begin()
     signal.signal(signal.SIGTERM, _terminate)
     try:

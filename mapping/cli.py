@@ -4,7 +4,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from dashraker.errors import CliError
+from dashraker.errors import CliError, renamed_option
 from dashraker.outputs import path_argument
 
 __all__ = ["register", "run", "check_trace", "check_sizes", "warn_unrecorded", "design_list"]
@@ -36,8 +36,7 @@ def register(subparsers):
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes (default: one per 1e10 "
                         "multiply-accumulates x designs, at most one per CPU; 1: in this process); also the tiles "
                         "whose area is synthesised at once (default: one per CPU)")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on the workers of this Dask scheduler "
-                        "instead; the trace must be at the same path on storage they share (docs/guides/cli-map.md)")
+    add_dask_option(parser, "; the trace must be at the same path on storage they share (docs/guides/cli-map.md)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--skip-unsupported", action="store_true", help="map the other layers of a trace holding "
                         "layers of a type this version does not take (listed in the report); default: refuse it")
@@ -62,6 +61,15 @@ def register(subparsers):
     parser.add_argument("--fpga-reports", type=path_argument, help="folder searched for 'dashraker fpga' report.json files "
                         "of the mapped configurations (--area fpga)")
     parser.set_defaults(func=run)
+
+
+def add_dask_option(parser, more=""):
+    """``--dask ADDRESS``: map on a Dask cluster's workers. It was ``--scheduler``, which ``map --scheduler greedy``
+    read as an address (TensorDash's row scheduler is a configuration key): that flag is refused before any work."""
+    parser.add_argument("--dask", metavar="tcp://HOST:PORT",
+                        help=f"map on the workers of the Dask scheduler at this address instead of local ones{more}")
+    renamed_option(parser, "--scheduler", "--dask ADDRESS (a Dask scheduler's address); TensorDash's row scheduler "
+                                          "is the configuration's tensordash.scheduler")
 
 
 def add_silicon_options(parser, models):
@@ -112,8 +120,8 @@ def run(args):
 
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
-    if args.jobs is not None and args.scheduler:
-        raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
+    if args.jobs is not None and args.dask:
+        raise CliError("--jobs and --dask exclude each other: the cluster's workers are the jobs")
     steps = step_list("--step", args.step)
     try:
         configs = [override(load_config(args.config, design, args.device), args)
@@ -250,7 +258,7 @@ def _map(args, configs, steps):
     from dashraker.trace import TraceError
 
     try:
-        return map_trace(args.trace, configs, steps, args.jobs, not args.no_progress, args.scheduler,
+        return map_trace(args.trace, configs, steps, args.jobs, not args.no_progress, args.dask,
                          args.skip_unsupported)
     except (TraceError, ValueError, ClusterError) as error:
         raise CliError(str(error)) from None

@@ -122,14 +122,14 @@ def check_mappable(trace, configs, steps=None, skip_unsupported=False):
         raise ValueError(f"{trace.path}: step {missing[0]} is not recorded; recorded steps are {trace.steps}")
 
 
-def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, scheduler=None, skip_unsupported=False,
+def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, dask=None, skip_unsupported=False,
               groups=1):
     """Map every layer of the trace's ``steps`` (default: all) on each configuration; rows in trace order.
 
     ``groups`` > 1 maps each step's recorded samples as that many batches of consecutive samples
     (``group_samples``; rows carry their ``group``), for ``mapping.intervals`` to resample.
 
-    ``scheduler``: the address of a Dask scheduler (``tcp://host:port``) whose workers map the
+    ``dask``: the address of a Dask scheduler (``tcp://host:port``) whose workers map the
     tasks, reading the trace at the same path (storage they share). Otherwise ``jobs`` local
     worker processes (default: ``default_jobs``; 1 when the configurations run their cost models on
     a GPU, which one process keeps busy); ``jobs=1`` maps in this process. A trace holding layers
@@ -152,15 +152,15 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, schedul
     )
     gpu = any(config.device != "cpu" for config in configs)
     work = sum(layer_macs(trace.layers[task[1]]) for task in tasks) * len(configs) // groups
-    if scheduler is None:
+    if dask is None:
         jobs = min(jobs or (1 if gpu else default_jobs(work, len(os.sched_getaffinity(0)))), len(tasks))
-    where = f"on the cluster {scheduler}" if scheduler is not None else f"on {jobs} process{'es' * (jobs > 1)}"
+    where = f"on the cluster {dask}" if dask is not None else f"on {jobs} process{'es' * (jobs > 1)}"
     stage(f"map {Path(trace_path).name}: {len(tasks)} operations x {len(configs)} configuration"
           f"{'s' * (len(configs) > 1)} ({', '.join(c.design.name for c in configs)}) {where}",
-          estimate_seconds(work, 1 if scheduler is not None else jobs))
+          estimate_seconds(work, 1 if dask is not None else jobs))
     with progress_bar(total=len(tasks), desc="map", unit="op", disable=not progress) as bar:
-        if scheduler is not None:
-            results = executors.on_dask(_map_task, scheduler, str(Path(trace_path).absolute()), configs, tasks, bar)
+        if dask is not None:
+            results = executors.on_dask(_map_task, dask, str(Path(trace_path).absolute()), configs, tasks, bar)
         elif jobs <= 1:
             results = executors.in_process(_map_task, trace, configs, tasks, bar)
         elif gpu:

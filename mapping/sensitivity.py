@@ -90,7 +90,7 @@ def _verdicts(point, reference):
             for c in point.configs if c.design.name != reference}
 
 
-def sensitivity(trace, config=None, steps=None, jobs=None, scheduler=None, progress=True, area_cache="build/area",
+def sensitivity(trace, config=None, steps=None, jobs=None, dask=None, progress=True, area_cache="build/area",
                 asic_cache="build/asic", base=None):
     """The verdicts of every design on ``trace`` as configured and at each end of each assumption's range; ``base``:
     overrides of every point (the study's area scope). Returns ``{"trace", "reference", "base": {design: {verdict: value}},
@@ -109,7 +109,7 @@ def sensitivity(trace, config=None, steps=None, jobs=None, scheduler=None, progr
             axes.setdefault(key, []).extend(value for value in values if value is not None)
         first = next(iter(axes))
         axes[first].insert(0, field_value(configured, first))  # the configuration as it is
-        built = sweep(trace, axes, designs=list(DESIGNS), config=config, steps=steps, jobs=jobs, scheduler=scheduler,
+        built = sweep(trace, axes, designs=list(DESIGNS), config=config, steps=steps, jobs=jobs, dask=dask,
                       progress=progress, area_cache=area_cache, asic_cache=asic_cache, base=base,
                       max_points=2 * len(ASSUMPTIONS) + 1)
     by_point = {next(iter(point.overrides.items())): _verdicts(point, ref) for point in built}
@@ -133,7 +133,7 @@ def for_study(args, steps):
 
     base = {"area_scope": "compute", **({"area_estimate": args.area_estimate} if args.area_estimate else {})}
     try:
-        return sensitivity(args.traces[0], args.config, steps, args.jobs, args.scheduler, not args.no_progress,
+        return sensitivity(args.traces[0], args.config, steps, args.jobs, args.dask, not args.no_progress,
                            args.area_cache, args.asic_cache, base)
     except (SweepError, SiliconError, ValueError) as error:
         raise CliError(f"sensitivity: {error}") from None

@@ -42,7 +42,7 @@ BOTH = "both"  # --silicon: every silicon model, side by side
 
 
 def register(subparsers):
-    from dashraker.mapping.cli import add_silicon_options
+    from dashraker.mapping.cli import add_dask_option, add_silicon_options
     from dashraker.mapping.config import AREA_ESTIMATES, SILICON_MODELS
     from dashraker.mapping.intervals import LEVEL
 
@@ -65,7 +65,7 @@ def register(subparsers):
                         f"(default {LEVEL})")
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes, as 'map' (default: by the "
                         "work)")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on this Dask scheduler's workers, as 'map'")
+    add_dask_option(parser, ", as 'map'")
     add_silicon_options(parser, (*SILICON_MODELS, BOTH))
     parser.add_argument("--area-estimate", choices=AREA_ESTIMATES, help="tiles' area: asic (queues "
                         "as register files) or generated (the RTL as it is), as 'map' (default: the configuration's)")
@@ -111,8 +111,8 @@ def run(args):
 
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
-    if args.jobs is not None and args.scheduler:
-        raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
+    if args.jobs is not None and args.dask:
+        raise CliError("--jobs and --dask exclude each other: the cluster's workers are the jobs")
     if not 0 < args.confidence < 1:
         raise CliError(f"--confidence must be between 0 and 1, not {args.confidence}")
     for trace in args.traces:
@@ -132,7 +132,7 @@ def run(args):
     out = OutputFolder(args.out, "--out", _is_study_output, "give a new folder or one of an earlier study")
     start = time.perf_counter()
     with out:
-        result = study(args.traces, configs, steps, args.jobs, args.scheduler, args.area_cache, not args.no_progress,
+        result = study(args.traces, configs, steps, args.jobs, args.dask, args.area_cache, not args.no_progress,
                        args.asic_cache, args.group_size, args.confidence)
         result["wall_s"] = round(time.perf_counter() - start, 1)
         text = report(result)
@@ -174,7 +174,7 @@ def _configs(config_path, area_estimate=None, silicon=None, asic_cache="build/as
     return by_model
 
 
-def _mapper(trace, configs, steps, jobs, scheduler, progress, groups):
+def _mapper(trace, configs, steps, jobs, dask, progress, groups):
     """``rows(tiles, compression, label)``: the mapper's rows of ``trace`` (each step's samples in ``groups`` groups)
     for every one of ``configs``' designs at ``tiles[design]`` tiles, each (design, tiles, compression) mapped once,
     whichever accounting or silicon model asks (leakage is charged again by ``scenario_figures``)."""
@@ -192,7 +192,7 @@ def _mapper(trace, configs, steps, jobs, scheduler, progress, groups):
             if progress:
                 print(f"study {trace}: {label}: mapping {', '.join(c.design.name for c in todo)}", flush=True)
             try:
-                mapped = map_trace(trace, todo, steps, jobs, progress, scheduler, groups=groups)
+                mapped = map_trace(trace, todo, steps, jobs, progress, dask, groups=groups)
             except (TraceError, ValueError, ClusterError) as error:
                 raise CliError(str(error)) from None
             for config in todo:
@@ -248,7 +248,7 @@ def _setup(models, ref):
                                        "path": getattr(timed.get(c.design.name), "path", None)} for c in mapped}}
 
 
-def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="build/area", progress=True,
+def study(traces, configs, steps=None, jobs=None, dask=None, area_cache="build/area", progress=True,
           asic_cache="build/asic", group_size=None, level=None):
     """Map ``traces`` under every accounting of ``SCENARIOS`` for each silicon model of ``configs`` (``_configs``'
     dict: model -> every design's configuration); returns the figures ``report`` writes. The runs are the first
@@ -267,12 +267,12 @@ def study(traces, configs, steps=None, jobs=None, scheduler=None, area_cache="bu
               "silicon": {model: _silicon(resolved, tiles[model]) for model, resolved in models.items()},
               "traces": []}
     for trace, count in zip(traces, groups):
-        result["traces"].append(_trace_figures(trace, models, tiles, ref, steps, jobs, scheduler, progress, count,
+        result["traces"].append(_trace_figures(trace, models, tiles, ref, steps, jobs, dask, progress, count,
                                                result["confidence"]))
     return result
 
 
-def _trace_figures(trace, models, tiles, ref, steps, jobs, scheduler, progress, groups, level):
+def _trace_figures(trace, models, tiles, ref, steps, jobs, dask, progress, groups, level):
     """One trace's figures in every accounting under every silicon model, with their intervals."""
     from dashraker.mapping.intervals import Intervals
     from dashraker.trace import open_trace
@@ -280,7 +280,7 @@ def _trace_figures(trace, models, tiles, ref, steps, jobs, scheduler, progress, 
     mapped = next(iter(models.values()))
     opened = open_trace(trace)
     manifest = opened.manifest
-    rows = _mapper(trace, mapped, steps, jobs, scheduler, progress, groups)
+    rows = _mapper(trace, mapped, steps, jobs, dask, progress, groups)
     equal = rows(tiles[next(iter(models))]["equal"], "none", "configured tiles")
     bootstrap = Intervals(sorted({(row["step"], row["group"]) for row in equal}), level=level)
     scenarios = {}

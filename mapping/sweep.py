@@ -158,14 +158,14 @@ def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device=
     return built, estimate_seconds(total)
 
 
-def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None, jobs=None, scheduler=None,
+def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None, jobs=None, dask=None,
           progress=True, device="cpu", area_cache="build/area", asic_cache="build/asic", max_points=MAX_POINTS,
           base=None, **overrides):
     """Map ``trace`` at every point of the sweep; returns the mapped ``Point`` s.
 
     ``axes``: ``Axis`` es, or a dict field -> values; keyword ``overrides`` add axes, ``__`` for the dots
     (``memory__dram_gbps=[25.6, 400]``). The other arguments are ``map``'s: ``designs`` (names; default the
-    configuration's), the configuration file ``config``, ``steps``, ``jobs`` or a Dask ``scheduler``, the
+    configuration's), the configuration file ``config``, ``steps``, ``jobs`` or the Dask scheduler at ``dask``, the
     silicon caches; ``base``: overrides every point shares (field -> value). Raises ``SweepError`` before any
     mapping for bad input."""
     from dashraker.mapping import silicon
@@ -185,7 +185,7 @@ def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None
         stage(f"sweep point {k}/{len(built)}: {_shown(point.overrides)}")
         start = time.perf_counter()
         point.configs = silicon.resolve_all(point.configs, area_cache, progress, jobs, asic_cache)
-        point.rows = map_trace(trace, point.configs, steps, jobs, progress, scheduler)
+        point.rows = map_trace(trace, point.configs, steps, jobs, progress, dask)
         point.totals = totals(point.rows)
         point.seconds = round(time.perf_counter() - start, 1)
     return built
@@ -310,6 +310,7 @@ def _axis_value(row, axis):
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
+    from dashraker.mapping.cli import add_dask_option
 
     parser = subparsers.add_parser(
         "sweep", help="map a trace over values of configuration fields: speedups and efficiency per point",
@@ -333,7 +334,7 @@ def register(subparsers):
     parser.add_argument("--max-points", type=int, default=MAX_POINTS, help="refuse a sweep of more points "
                         f"(default {MAX_POINTS}; the refusal says the estimated mapping time)")
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes per point, as 'map'")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="map on this Dask scheduler's workers, as 'map'")
+    add_dask_option(parser, ", as 'map'")
     parser.add_argument("--device", default="cpu", help="where the cost models run, as 'map' (default cpu)")
     parser.add_argument("--area-cache", type=Path, default=Path("build/area"), help="as 'map' (default build/area)")
     parser.add_argument("--asic-cache", type=Path, default=Path("build/asic"), help="as 'map' (default build/asic)")
@@ -357,8 +358,8 @@ def run(args):
 
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, not {args.jobs}")
-    if args.jobs is not None and args.scheduler:
-        raise CliError("--jobs and --scheduler exclude each other: the cluster's workers are the jobs")
+    if args.jobs is not None and args.dask:
+        raise CliError("--jobs and --dask exclude each other: the cluster's workers are the jobs")
     if not (args.trace / "manifest.json").is_file():
         raise CliError(f"{args.trace}: not a trace folder (no manifest.json)")
     try:
@@ -372,7 +373,7 @@ def run(args):
     with out:
         try:
             built = sweep(args.trace, axes, grid=args.grid, designs=designs, config=args.config, steps=steps,
-                          jobs=args.jobs, scheduler=args.scheduler, progress=not args.no_progress,
+                          jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
                           device=args.device, area_cache=args.area_cache, asic_cache=args.asic_cache,
                           max_points=args.max_points)
         except (SweepError, SiliconError, TraceError, ClusterError, ValueError) as error:

@@ -41,7 +41,7 @@ def adder_tree(products):
     return flush_subnormals(level[..., 0])
 
 
-def accumulate(step_sums, accumulators=1):
+def accumulate(step_sums, accumulators):
     """Accumulate per-step sums [..., steps] into L interleaved fp32 partials, then sum those with the tree.
 
     Partial p is the in-order fp32 sum, from +0.0, of the steps t with t mod L = p (+0.0
@@ -117,7 +117,7 @@ def accumulate_addends(addends):
     return torch.where(nan, math.nan, rounded)
 
 
-def fused_steps(a, b, fmt="bf16", guard_bits=FUSED_GUARD_BITS):
+def fused_steps(a, b, fmt, guard_bits=FUSED_GUARD_BITS):
     """The fused dot products of steps: operands [..., lanes] (fp32 tensors of ``fmt`` values) -> addends [...].
 
     Each lane's product is exact: significands multiplied as integers (2p bits, p = 8 for bf16, 24 for fp32),
@@ -195,7 +195,7 @@ def _round_to_fp32(units, lsb):
     return math.copysign(value, units)
 
 
-def dense_tile(a, b, fmt="bf16", accumulators=1, dot="tree"):
+def dense_tile(a, b, fmt, accumulators, dot):
     """An R x C tile: row operands a [R, steps, lanes], column operands b [C, steps, lanes] -> [R, C].
 
     PE (r, c) accumulates, step by step, the tree sum of ``a[r, step] * b[c, step]`` into

@@ -21,10 +21,11 @@ import re
 
 import numpy as np
 
-__all__ = ["DEFAULT_PATTERN", "parse_pattern", "pattern_lookahead", "priority", "check_pattern", "lane_groups",
+__all__ = ["T25_PATTERN", "parse_pattern", "pattern_lookahead", "priority", "check_pattern", "lane_groups",
            "allocator_iterations"]
 
-DEFAULT_PATTERN = ((0, 0), (1, 0), (2, 0), (1, -1), (1, 1), (1, 3), (2, -2), (2, 2))
+# The paper's T<2,5>: the own lane two steps ahead, and lanes -1, +1, +3 (one step ahead) and -2, +2 (two)
+T25_PATTERN = ((0, 0), (1, 0), (2, 0), (1, -1), (1, 1), (1, 3), (2, -2), (2, 2))
 
 _NAMED = re.compile(r"T<(\d+),(\d+)>")
 _PAIR = re.compile(r"\(?\s*(-?\+?\d+)\s*,\s*([-+]?\d+)\s*\)?")
@@ -33,7 +34,7 @@ _PAIR = re.compile(r"\(?\s*(-?\+?\d+)\s*,\s*([-+]?\d+)\s*\)?")
 def parse_pattern(pattern):
     """The offsets ``((step_offset, lane_offset), ...)`` of an interconnect pattern.
 
-    Accepts ``"T<2,5>"`` (the default pattern), ``"T<h,0>"`` (lookahead only: own
+    Accepts ``"T<2,5>"`` (the paper's, ``T25_PATTERN``), ``"T<h,0>"`` (lookahead only: own
     lane at steps 0..h), a text list ``"(0,0),(1,0),(1,-1)"`` (or ``"0,0;1,0;1,-1"``)
     or a sequence of pairs. The pattern must hold ``(0, 0)``, have no other offset
     at step 0, no negative step and no repeated offset.
@@ -44,7 +45,7 @@ def parse_pattern(pattern):
         if named:
             depth, side = int(named[1]), int(named[2])
             if (depth, side) == (2, 5):
-                return DEFAULT_PATTERN
+                return T25_PATTERN
             if side == 0:
                 return tuple((step, 0) for step in range(depth + 1))
             raise ValueError(f"unknown named pattern {pattern!r}; named ones are 'T<2,5>' and 'T<h,0>'")
@@ -103,7 +104,7 @@ def check_pattern(lanes, pattern, lookahead=None):
     return pattern
 
 
-def lane_groups(lanes, pattern=DEFAULT_PATTERN):
+def lane_groups(lanes, pattern):
     """Lanes grouped so that no two lanes of a group share a candidate slot (greedy first fit, see module doc)."""
     pattern = check_pattern(lanes, pattern)
     candidates = [{(step, (lane + offset) % lanes) for step, offset in pattern} for lane in range(lanes)]

@@ -52,8 +52,7 @@ import numpy as np
 import torch
 
 from dashraker.models.baseline import accumulate, accumulate_addends, adder_tree, fused_steps
-from dashraker.models.interconnect import (DEFAULT_PATTERN, allocator_iterations, check_pattern, lane_groups,
-                                            priority)
+from dashraker.models.interconnect import allocator_iterations, check_pattern, lane_groups, priority
 from dashraker.models.numerics import fp32_add, fp32_mul, quantize
 
 __all__ = [
@@ -140,7 +139,7 @@ def _run(window_state, lookahead, passes, steps, step_cycle):
     return count
 
 
-def schedule(operand, pattern=DEFAULT_PATTERN, lookahead=2, scheduler="greedy"):
+def schedule(operand, pattern, lookahead, scheduler):
     """Schedule tile passes: ``operand`` ``[passes, rows, steps, lanes]`` (bool, or values) -> ``Schedule``.
 
     ``scheduler`` is ``"greedy"`` or ``"separable<n>"`` (module doc)."""
@@ -210,7 +209,7 @@ def _rotate(words, offset, lanes):
     return ((words >> offset) | (words << (lanes - offset))) & ((1 << lanes) - 1)
 
 
-def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu", scheduler="greedy"):
+def cycles(operand, pattern, lookahead, scheduler, device="cpu"):
     """Cycle count per pass (int64 ``[passes]``), as ``schedule(...).cycles``, with lanes packed in words.
 
     The words are torch tensors on ``device`` (a torch device: a GPU runs all passes' row
@@ -258,7 +257,7 @@ def cycles(operand, pattern=DEFAULT_PATTERN, lookahead=2, device="cpu", schedule
     return _run(state, lookahead, passes, steps, step_cycle).cpu().numpy()
 
 
-def tile_outputs(sched, scheduled, partner, fmt="bf16", accumulators=1, dot="tree"):
+def tile_outputs(sched, scheduled, partner, fmt, accumulators, dot):
     """PE outputs of tile passes run on a schedule, in the project's fp32 arithmetic.
 
     ``scheduled`` ``[passes, rows, steps, lanes]`` and ``partner`` ``[passes, cols,

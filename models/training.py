@@ -28,6 +28,9 @@ REFERENCE_MODES = ("fp32", "bf16")
 TILE_MODES = ("term-serial", "tree", "fused")  # FPRaker's tile, then the baseline's with each step sum (``dot``)
 MODES = REFERENCE_MODES + TILE_MODES
 _LANES = 8
+# The term-serial mode's guard bits: FPRaker's registry default (tests/models/test_training.py checks them alike; the
+# registry sits above the models, which do not import it).
+GUARD_BITS = 3
 
 
 def _passes(x, w, chunk=None):
@@ -47,7 +50,7 @@ def _passes(x, w, chunk=None):
     return a.transpose(0, 1), b.transpose(0, 1)
 
 
-def fpraker_matmul(x, w, chunk=None, guard_bits=3):
+def fpraker_matmul(x, w, chunk, guard_bits):
     """``x [M, K] @ w [K, N]`` with every dot product on the golden FPRaker PE (x term-serial).
 
     With ``chunk``, the reduction is split into passes of ``chunk`` consecutive
@@ -55,11 +58,11 @@ def fpraker_matmul(x, w, chunk=None, guard_bits=3):
     results are then added one by one in fp32.
     """
     a, b = _passes(to_bf16_bits(x), to_bf16_bits(w), chunk)
-    partial = tile(a, b, guard_bits).outputs
-    return accumulate(partial.permute(1, 2, 0))
+    partial = tile(a, b, guard_bits, 1).outputs  # an all-zero step costs a cycle; it changes no output
+    return accumulate(partial.permute(1, 2, 0), 1)
 
 
-def baseline_matmul(x, w, chunk=None, dot="fused"):
+def baseline_matmul(x, w, chunk=None, *, dot):
     """``x [M, K] @ w [K, N]`` with every dot product on the golden baseline PE with step sum ``dot``.
 
     ``dense_tile`` on bf16 operands, the fixed-point accumulator (``accumulators`` 0) rounding once per
@@ -67,11 +70,11 @@ def baseline_matmul(x, w, chunk=None, dot="fused"):
     """
     a, b = _passes(quantize(x, "bf16"), quantize(w, "bf16"), chunk)
     partial = torch.stack([dense_tile(a[p], b[p], "bf16", accumulators=0, dot=dot) for p in range(len(a))], -1)
-    return accumulate(partial)
+    return accumulate(partial, 1)
 
 
 _TILE_MATMULS = {
-    "term-serial": fpraker_matmul,
+    "term-serial": functools.partial(fpraker_matmul, guard_bits=GUARD_BITS),
     "tree": functools.partial(baseline_matmul, dot="tree"),
     "fused": functools.partial(baseline_matmul, dot="fused"),
 }

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from dashraker.designs import design as find_design
-from dashraker.errors import CliError
+from dashraker.errors import CliError, renamed_choices
+from dashraker.mapping.ops import OPS, RENAMED_OPS
 from dashraker.outputs import path_argument
 
 __all__ = ["register", "REPORTS", "RANDOM_STEPS"]
@@ -44,8 +45,8 @@ def register(subparsers):
                               f"{TARGET_NS:g} ns, energy at the clock the timing allows)")
         sub.add_argument("--trace", type=path_argument, help="trace folder whose passes are simulated for energy")
         sub.add_argument("--layer", action="append", help="--trace: a layer (repeatable; default: every layer)")
-        sub.add_argument("--op", choices=["fwd", "bwd-input", "bwd-weight"],
-                         help="--trace: the training operation (default: every one of the layer)")
+        renamed_choices(sub, "--op", OPS, RENAMED_OPS, help="--trace: the training operation (default: every one "
+                        "of the layer)")
         sub.add_argument("--step", type=int, help="--trace: recorded step (default: the last)")
         sub.add_argument("--passes", type=int, default=8,
                          help="--trace: passes K per layer operation, spread evenly over its passes (default 8)")
@@ -71,7 +72,6 @@ def _passes(args, params):
     """[(layer, op, groups)] of the passes to simulate, every input read and checked before any synthesis."""
     from dashraker.mapping.activity import sample_passes, synthetic_passes
     from dashraker.mapping.runner import layer_ops
-    from dashraker.sim.cosim_check import OPS
     from dashraker.trace import TraceError, open_trace
 
     geometry = (params["rows"], params["cols"], params["lanes"])
@@ -104,7 +104,7 @@ def _passes(args, params):
         if args.layer and layer.name not in args.layer:
             continue
         ops = layer_ops(index, layer)
-        if args.op is not None and OPS[args.op] not in ops:
+        if args.op is not None and args.op not in ops:
             if args.layer:  # a layer asked for by name; without --layer, the layers that have the operation
                 raise CliError(f"{trace.path}: layer {layer.name!r} has no {args.op} passes (SPEC section 5)")
             continue
@@ -113,7 +113,7 @@ def _passes(args, params):
         except TraceError as error:
             raise CliError(str(error)) from None
         for op in ops:
-            if args.op is None or op == OPS[args.op]:
+            if args.op is None or op == args.op:
                 groups = list(sample_passes(layer, tensors, op, *geometry, args.passes, params["fmt"]))
                 if groups:
                     work.append((layer.name, op, groups))

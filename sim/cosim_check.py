@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dashraker.mapping.dataflow import passes as mapper_passes
+from dashraker.mapping.ops import OPS
 
-__all__ = ["OPS", "CosimReport", "trace_passes", "cosimulate"]
-
-# Command-line spelling -> the mapper's operation name.
-OPS = {"fwd": "fwd", "bwd-input": "bwd_input", "bwd-weight": "bwd_weight"}
+__all__ = ["CosimReport", "trace_passes", "cosimulate"]
 
 
 @dataclass
@@ -61,8 +59,8 @@ class CosimReport:
 def trace_passes(layer, tensors, op, rows, cols, lanes, fmt="bf16", rounding="nearest", count=None, start=0):
     """Yield (label, scheduled [P, R, S, N], partner [P, C, S, N]) batches: passes ``start`` to ``start + count``
     of one operation of a layer, as ``mapping.dataflow.passes`` forms them (a batch never spans problems)."""
-    if op not in OPS.values():
-        raise ValueError(f"unknown operation {op!r}; expected one of {list(OPS.values())}")
+    if op not in OPS:
+        raise ValueError(f"unknown operation {op!r}; expected one of {list(OPS)}")
     stop = None if count is None else start + count
     seen = 0
     for batch in mapper_passes(layer, tensors, op, rows, cols, lanes, fmt, rounding, max_values=1 << 22):

@@ -1,12 +1,9 @@
 """``dashraker cosim``: run a trace layer's passes on a design's RTL and compare with the golden model and the mapper."""
 
-from dashraker.errors import CliError
+from dashraker.errors import CliError, renamed_choices
+from dashraker.mapping.ops import OPS, RENAMED_OPS
 
 __all__ = ["register"]
-
-# Tile size of co-simulation unless given: a small tile builds and simulates fast.
-_TILE_DEFAULTS = {"rows": 2, "cols": 2}
-
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
@@ -18,14 +15,14 @@ def register(subparsers):
                     "model and cycles with the mapper. Exit status 1 on any mismatch.")
     parser.add_argument("trace", help="trace folder (dashraker trace record)")
     parser.add_argument("--layer", required=True, help="layer name, as in the trace manifest")
-    parser.add_argument("--op", required=True, choices=["fwd", "bwd-input", "bwd-weight"], help="training operation")
+    renamed_choices(parser, "--op", OPS, RENAMED_OPS, required=True, help="training operation")
     parser.add_argument("--design", required=True, choices=list(DESIGNS))
     parser.add_argument("--passes", type=int, default=16, help="passes K to run (default 16)")
     parser.add_argument("--start", type=int, default=0, help="index of the first pass, in mapper order (default 0)")
     parser.add_argument("--step", type=int, default=None, help="recorded step (default: the last)")
     parser.add_argument("--rounding", choices=["nearest", "truncate"], default="nearest",
                         help="fp32 -> bf16 conversion of the trace (default nearest)")
-    add_design_flags(parser, f"{_TILE_DEFAULTS['rows']}x{_TILE_DEFAULTS['cols']} tile")
+    add_design_flags(parser)
     parser.add_argument("--force-size", action="store_true",
                         help="go ahead with a tile past the size guard of `dashraker verilog` (512 lanes)")
     parser.add_argument("--build", default="build/cosim", help="folder of cached RTL builds (default build/cosim)")
@@ -36,13 +33,14 @@ def register(subparsers):
     parser.set_defaults(func=_run)
 
 
-def add_design_flags(parser, tile):
-    """Every design's parameters as flags (each once, saying which designs have it); unset ones are None."""
+def add_design_flags(parser):
+    """Every design's parameters as flags (each once, saying which designs have it); unset ones are None, the
+    registry's default (its 1x1 tile, as every command's: SPEC section 1)."""
     from dashraker.designs import DESIGNS
 
     group = parser.add_argument_group(
-        f"design parameters (default: the design's, as `dashraker verilog DESIGN`, but a {tile}); "
-        "each applies to the designs that have it")
+        "design parameters (default: the design's, as `dashraker verilog DESIGN`); each applies to the designs that "
+        "have it")
     flags = {}
     for design in DESIGNS.values():
         for parameter in design.parameters:
@@ -85,7 +83,7 @@ def _layer(trace, name, op):
     index = names.index(name)
     if op not in layer_ops(index, trace.layers[index]):
         raise CliError(f"{trace.path}: layer {name!r} needs no input gradient (the first layer, or its input is the "
-                       "network's data): the mapper forms no bwd-input passes for it (SPEC section 5)")
+                       "network's data): the mapper forms no bwd_input passes for it (SPEC section 5)")
     return trace.layers[index]
 
 
@@ -112,7 +110,7 @@ def _run(args):
     from dashraker.designs.cli import check_size
     from dashraker.outputs import check_output_file
     from dashraker.sim.cosim import Cosim, CosimBuildError
-    from dashraker.sim.cosim_check import OPS, cosimulate
+    from dashraker.sim.cosim_check import cosimulate
     from dashraker.trace import TraceError, open_trace
     from dashraker.trace.store import save_json
 
@@ -122,7 +120,7 @@ def _run(args):
         trace = open_trace(args.trace)
     except TraceError as error:
         raise CliError(str(error)) from None
-    op = OPS[args.op]
+    op = args.op
     layer = _layer(trace, args.layer, op)
     step = trace.steps[-1] if args.step is None else args.step
     if step not in trace.steps:
@@ -130,7 +128,7 @@ def _run(args):
     design = find_design(args.design)
     given = given_params(args, design)
     try:  # minutes of building and simulating, or worse, before a tile too large would fail
-        check_size(design, design.params(**{**_TILE_DEFAULTS, **given}), args.force_size)
+        check_size(design, design.params(**given), args.force_size)
     except ValueError as error:
         raise CliError(f"{design.name}: {error}") from None
     try:  # a broken tensor file is found here, before minutes of building the RTL
@@ -140,7 +138,7 @@ def _run(args):
     if args.json:
         check_output_file(args.json, "--json")
     try:
-        cosim = Cosim(design, {**_TILE_DEFAULTS, **given}, build_root=args.build, optimize=f"-O{args.opt_level}")
+        cosim = Cosim(design, given, build_root=args.build, optimize=f"-O{args.opt_level}")
     except ValueError as error:
         raise CliError(str(error)) from None
     except CosimBuildError as error:

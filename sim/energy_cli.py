@@ -59,7 +59,7 @@ def register(subparsers):
                         help="--iso-area: the mapper's accelerator configuration (default: the packaged one)")
     parser.add_argument("--jobs", type=int, default=None, help="--iso-area: mapping worker processes")
     parser.add_argument("--out", type=path_argument, default=None, help=f"folder for {' and '.join(REPORTS)}")
-    add_design_flags(parser, "1x1 tile, as `dashraker area`")
+    add_design_flags(parser)
     parser.add_argument("--force-size", action="store_true",
                         help="go ahead with a tile past the size guard of `dashraker verilog` (512 lanes)")
     parser.add_argument("--build", type=path_argument, default=Path("build/cosim"),

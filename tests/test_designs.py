@@ -1,5 +1,6 @@
 """The design registry: parameters and their checks, descriptors, and that nothing else lists or names designs."""
 
+import dataclasses
 import pickle
 import re
 from pathlib import Path
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import dashraker
-from dashraker.designs import DESIGNS, Operands, Parameter, design, reference
+from dashraker.designs import BASELINE, DESIGNS, Cost, Operands, Parameter, design, reference
 
 
 def test_every_design_builds_with_its_defaults():
@@ -42,6 +43,36 @@ def test_parameters_are_checked_once_for_every_caller(name, overrides, message):
         DESIGNS[name].params(**overrides)
 
 
+def _counts(params, arrays, value_bits):
+    return {}
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Cost(operands="scheduled", evaluate=_counts, pass_counts=_counts),
+     "Cost.operands must be an Operands member (Operands.NONE, Operands.SCHEDULED, Operands.BOTH), not 'scheduled'"),
+    (lambda: Cost(operands=Operands.SCHEDULED, pass_counts=_counts), "Cost.evaluate must be a callable"),
+    (lambda: Cost(operands=Operands.NONE, pass_counts="counts"), "Cost.pass_counts must be a callable, not 'counts'"),
+    (lambda: Cost(operands=Operands.NONE, pass_counts=_counts, max_values=0),
+     "Cost.max_values must be a positive integer, not 0"),
+    (lambda: Cost(operands=Operands.NONE, pass_counts=_counts, components={"mux_bits": 8}),
+     "Cost.components must be a dict of action -> energy-table entry, not {'mux_bits': 8}"),
+    (lambda: Parameter("lanes", 0, "lanes", minimum=1), "Parameter.default of 'lanes' must be an integer >= 1, not 0"),
+    (lambda: Parameter("lanes", 1, "lanes", kind=float), "Parameter.kind must be int or str, not <class 'float'>"),
+    (lambda: dataclasses.replace(BASELINE, cost="dense"), "Design.cost must be a Cost, not 'dense'"),
+    (lambda: dataclasses.replace(BASELINE, reference=1), "Design.reference must be True or False, not 1"),
+    (lambda: dataclasses.replace(BASELINE, golden=None), "Design.golden must be a callable, not None"),
+    (lambda: dataclasses.replace(BASELINE, energy_parts={"lanes": "mul"}), "Design.energy_parts must be"),
+    (lambda: dataclasses.replace(BASELINE, dataflow_params={"dnnsim": {"scheduler": "greedy"}}),
+     "no 'scheduler'"),
+    (lambda: dataclasses.replace(BASELINE, parameters=BASELINE.parameters[1:]), "tile_parameters(...) first"),
+])
+def test_a_wrong_descriptor_field_is_refused_where_it_is_made(make, message):
+    """A wrong field is one ValueError naming it and its value when the descriptor is made, not a different figure
+    at the end of a run (docs/adding-a-design.md once wrote ``operands="scheduled"``: a 4x energy undercount)."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make()
+
+
 def test_tile_constructors_refuse_what_the_registry_refuses():
     from dashraker.hw.fpraker import Tile
 
@@ -55,6 +86,19 @@ def test_parameter_flags_and_file_keys():
     guard = DESIGNS["fpraker"].parameter("guard_bits")
     assert (guard.option, guard.key) == ("--guard-bits", "guard_bits")
     assert Parameter("x", 1, "x", minimum=0, maximum=3).describe() == "an integer in 0..3"
+
+
+def test_design_pages_show_the_tiles_signatures():
+    """A ``Tile(...)`` on a design's page is its generator's signature, without defaults (the registry holds them)."""
+    import importlib
+    import inspect
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "designs"
+    for name, descriptor in DESIGNS.items():
+        tile = importlib.import_module(descriptor.packages[0]).Tile
+        want = "Tile" + str(inspect.signature(tile))
+        shown = [" ".join(found.split()) for found in re.findall(r"`(Tile\([^)`]*\))`", (docs / f"{name}.md").read_text())]
+        assert shown and set(shown) == {want}, (name, shown, want)
 
 
 def test_lookup_and_pickling_by_name():

@@ -232,6 +232,17 @@ def _check_settings(lr, threads, seq_len):
             raise RecordError(f"{name} must be a positive integer, not {value!r}")
 
 
+def _data_and_model(model, data, model_args, data_args, seq_len, needed, batch_size, seed):
+    """The data set (at least one batch of it) and the network, built right after seeding as training uses them."""
+    dataset = load_data(data, seq_len, data_args, needed=needed, seed=seed)
+    if len(dataset) < batch_size:
+        raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
+    torch.manual_seed(seed)
+    if factory.is_factory(model):
+        return dataset, factory.build_model(model, model_args or {})
+    return dataset, build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
+
+
 @contextlib.contextmanager
 def _threads(count):
     """Run with ``count`` PyTorch threads (None: unchanged), restoring the setting afterwards."""

@@ -19,6 +19,34 @@ from typing import Callable
 __all__ = ["Parameter", "Operands", "Cost", "Claim", "Design", "tile_parameters"]
 
 
+def _require(owner, field, ok, what):
+    """``ValueError`` naming ``owner``'s ``field``, what it must be and its value, unless ``ok``: a descriptor is
+    checked where it is made, so a wrong field never becomes a silently different figure."""
+    if not ok:
+        value = getattr(owner, field)
+        raise ValueError(f"{type(owner).__name__}.{field} must be {what}, not {value!r}")
+
+
+def _text(value):
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _text_tuple(value):
+    return isinstance(value, tuple) and all(map(_text, value))
+
+
+def _optional_callable(value):
+    return value is None or callable(value)
+
+
+def _integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text_dict(value):
+    return isinstance(value, dict) and all(_text(key) and _text(entry) for key, entry in value.items())
+
+
 @dataclasses.dataclass(frozen=True)
 class Parameter:
     """One generator parameter with its one default and one range check.
@@ -38,6 +66,22 @@ class Parameter:
     choices: tuple = None
     flag: str = None
     validate: Callable = None
+
+    def __post_init__(self):
+        _require(self, "name", _text(self.name) and self.name.isidentifier(), "a Python name")
+        _require(self, "help", _text(self.help), "a non-empty string")
+        _require(self, "kind", self.kind in (int, str), "int or str")
+        for bound in ("minimum", "maximum"):
+            _require(self, bound, getattr(self, bound) is None or _integer(getattr(self, bound)), "an integer or None")
+        _require(self, "choices", self.choices is None or (isinstance(self.choices, tuple) and len(self.choices) > 0),
+                 "a non-empty tuple or None")
+        _require(self, "flag", self.flag is None or (_text(self.flag) and self.flag.startswith("--")),
+                 "a flag starting with -- or None")
+        _require(self, "validate", _optional_callable(self.validate), "a callable or None")
+        try:
+            self.check(self.default)
+        except ValueError as error:
+            raise ValueError(f"Parameter.default of {self.name!r} {error}") from None
 
     @property
     def option(self):
@@ -129,6 +173,11 @@ class Claim:
             return "does not hold"
         return "undecided"
 
+    def __post_init__(self):
+        for field in ("claim", "figure", "scenario", "metric"):
+            _require(self, field, _text(getattr(self, field)), "a non-empty string")
+        _require(self, "holds", callable(self.holds), "a callable")
+
 
 @dataclasses.dataclass(frozen=True)
 class Design:
@@ -188,6 +237,35 @@ class Design:
     reference: bool = False
     dataflow_params: dict = dataclasses.field(default_factory=dict)
     published: tuple = ()
+
+    def __post_init__(self):
+        _require(self, "name", _text(self.name) and re.fullmatch(r"[a-z][a-z0-9_]*", self.name) is not None,
+                 "a lower-case name (letters, digits, _)")
+        _require(self, "summary", _text(self.summary), "a non-empty string")
+        _require(self, "parameters", isinstance(self.parameters, tuple)
+                 and all(isinstance(parameter, Parameter) for parameter in self.parameters)
+                 and [parameter.name for parameter in self.parameters][:3] == ["rows", "cols", "fmt"]
+                 and len({parameter.name for parameter in self.parameters}) == len(self.parameters),
+                 "a tuple of Parameters with distinct names, tile_parameters(...) first")
+        _require(self, "packages", _text_tuple(self.packages), "a tuple of module names")
+        for field in ("build", "golden", "fill"):
+            _require(self, field, callable(getattr(self, field)), "a callable")
+        _require(self, "constraint", _optional_callable(self.constraint), "a callable or None")
+        _require(self, "cost", isinstance(self.cost, Cost), "a Cost")
+        _require(self, "area_parts", _text_dict(self.area_parts) and all(map(_compiles, self.area_parts.values())),
+                 "a dict of part name -> regular expression")
+        _require(self, "energy_parts", _text_dict(self.energy_parts) and self.energy_parts.keys() <= self.area_parts.keys(),
+                 "a dict of area part -> energy component")
+        _require(self, "reference", isinstance(self.reference, bool), "True or False")
+        _require(self, "dataflow_params", isinstance(self.dataflow_params, dict) and all(
+                 _text(name) and isinstance(fixed, dict) for name, fixed in self.dataflow_params.items()),
+                 "a dict of dataflow name -> {parameter name: value}")
+        _require(self, "published", isinstance(self.published, tuple)
+                 and all(isinstance(claim, Claim) for claim in self.published), "a tuple of Claims")
+        names = {parameter.name for parameter in self.parameters}
+        for dataflow, fixed in self.dataflow_params.items():
+            for name, value in fixed.items():
+                _require(self, "dataflow_params", name in names, f"parameters of the design (no {name!r})")
 
     def __reduce__(self):
         """Pickled by name (worker processes look the descriptor up in their own registry)."""
@@ -256,6 +334,14 @@ class Design:
         return f"{self.name}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', label)}-{self.source_hash(salt)}"
 
 
+def _compiles(pattern):
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
 def _source_paths(name):
     """The Python files of a module, or of a package and its subpackages."""
     path = Path(importlib.import_module(name).__file__)
@@ -304,6 +390,16 @@ class Cost:
     components: dict = dataclasses.field(default_factory=dict)
 
     GPU_BATCH = 16  # a GPU's calls are this many times larger: fewer, fuller kernels
+
+    def __post_init__(self):
+        _require(self, "operands", isinstance(self.operands, Operands),
+                 "an Operands member (" + ", ".join(f"Operands.{member.name}" for member in Operands) + ")")
+        _require(self, "pass_counts", callable(self.pass_counts), "a callable")
+        _require(self, "evaluate", callable(self.evaluate) if self.operands is not Operands.NONE
+                 else _optional_callable(self.evaluate),
+                 "a callable (operands other than Operands.NONE are evaluated)")
+        _require(self, "max_values", _integer(self.max_values) and self.max_values > 0, "a positive integer")
+        _require(self, "components", _text_dict(self.components), "a dict of action -> energy-table entry")
 
     def batch_values(self, device="cpu"):
         """Values per ``evaluate`` call on ``device``."""

@@ -124,10 +124,11 @@ def config_keys(defaults, designs):
         "memory": "a mapping (below)",
     }
     rows = []
-    for key, value in defaults.items():
+    for key in (*defaults, *(key for key in allowed if key not in defaults)):
         if key in designs:
             continue
-        shown = "" if isinstance(value, dict) else _cell(value)
+        value = defaults.get(key, "each design's default (its parameter table, Designs)")
+        shown = "" if isinstance(value, dict) else _cell(value) if key in defaults else _text(value)
         rows.append([_cell(key), shown, _text(allowed.get(key, ""))])
     text = _table(["key", "packaged default", "allowed"], rows)
     memory = [[_cell(f"memory.{k}"), _cell(v), "a number > 0"] for k, v in defaults.get("memory", {}).items()]

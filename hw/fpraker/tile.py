@@ -50,9 +50,9 @@ class Tile(wiring.Component):
     rows, cols : int
         PEs per column and per row.
     lanes : int
-        Lanes N per PE (default 8).
+        Lanes N per PE.
     guard_bits : int
-        G, guard bits of the accumulator's frame below the fp32 significand (default 3, at most 7).
+        G, guard bits of the accumulator's frame below the fp32 significand (at most 7).
     zero_block_cycles : 1
         Cost of an all-zero step (the registry offers 1 only).
 

@@ -15,9 +15,11 @@ __all__ = ["FixedPointAccumulator", "FIXED_ACCUMULATOR_LATENCY", "SEGMENTS", "SH
 SEGMENTS = 8  # the frame's add, cut into this many carry chains (48 bits each), each carry kept for the next cycle
 SHIFT_BITS = 9  # an addend's place in the frame: its unit's exponent minus the frame's (0 to 383)
 EXPONENT_BITS = 10  # signed biased exponents of the frame's places (its top, 2^191, is 318)
-# Cycles from a pass's last addend entering to its result: two aligning stages, the add loop, the carries'
-# resolution (two stages), the magnitude, the rounding stages and the result register.
-FIXED_ACCUMULATOR_LATENCY = 2 + 1 + 2 + 1 + INTEGER_ROUNDER_LATENCY + 1
+# Registers from a pass's last addend entering to its result, stage by stage (FixedPointAccumulator's stage methods;
+# tests/hw/test_fixed_accumulator.py counts each stage's cycles on the pass's valid path).
+ALIGN_STAGES, LOOP_STAGES, RESOLVE_STAGES, MAGNITUDE_STAGES, RESULT_STAGES = 2, 1, 2, 1, 1
+FIXED_ACCUMULATOR_LATENCY = (ALIGN_STAGES + LOOP_STAGES + RESOLVE_STAGES + MAGNITUDE_STAGES + INTEGER_ROUNDER_LATENCY
+                             + RESULT_STAGES)
 FP32_SHIFT = 150 + FIXED_POINT_FRAME[1]  # an fp32 number's place: its biased exponent minus this
 
 # What a pass's specials make of its result; NONE: its rounded sum.
@@ -94,23 +96,33 @@ class FixedPointAccumulator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         width, lsb = FIXED_POINT_FRAME
-        segment = width // SEGMENTS
-        top = width - 1 + lsb + 127  # biased exponent of the frame's top place
-        assert width % (16 * SEGMENTS) == 0 and top < 512
+        assert width % (16 * SEGMENTS) == 0 and width - 1 + lsb + 127 < 512
+        self.stage_valids = {}  # each stage's valid register, by stage: what tests count the latency stages by
+        aligned = self._align(m, self._addend(m))
+        passed = self._loop(m, *aligned)
+        resolved = self._resolve(m, *passed)
+        magnitude = self._magnitude(m, *resolved)
+        self._round(m, *magnitude)
+        return m
 
-        if self.magnitude_bits is None:  # an fp32 sum: its significand at its place
-            addend = Signal(addend_layout(24))
-            value = self.sum
-            special = value.exp == 255
-            m.d.comb += [addend.magnitude.eq(Mux(special, 0, significand(value))),
-                         addend.shift.eq(value.exp - FP32_SHIFT), addend.sign.eq(value.sign),
-                         addend.specials.eq(Cat(special & (value.frac != 0), special & (value.frac == 0) & ~value.sign,
-                                                special & (value.frac == 0) & value.sign))]
-        else:
-            addend = self.addend
+    def _addend(self, m):
+        """The addend port, or an fp32 sum's significand at its place."""
+        if self.magnitude_bits is not None:
+            return self.addend
+        addend = Signal(addend_layout(24))
+        value = self.sum
+        special = value.exp == 255
+        m.d.comb += [addend.magnitude.eq(Mux(special, 0, significand(value))),
+                     addend.shift.eq(value.exp - FP32_SHIFT), addend.sign.eq(value.sign),
+                     addend.specials.eq(Cat(special & (value.frac != 0), special & (value.frac == 0) & ~value.sign,
+                                            special & (value.frac == 0) & value.sign))]
+        return addend
 
-        # Align, first by the place's low 4 bits, then by 16 times its high bits into the frame, inverted where
-        # negative (two's complement: the inversion here, its +1 the add's carry in).
+    def _align(self, m, addend):
+        """``ALIGN_STAGES`` registers: the addend aligned by its place's low 4 bits, then by 16 times its high bits
+        into the frame, inverted where negative (two's complement: the inversion here, its +1 the add's carry in).
+        Returns the aligned addend, its sign, specials and (valid, last), and the first stage's (valid, last)."""
+        width = FIXED_POINT_FRAME[0]
         fine = Signal(len(addend.magnitude) + 15)
         coarse = Signal(SHIFT_BITS - 4)
         fine_sign = Signal()
@@ -125,11 +137,17 @@ class FixedPointAccumulator(wiring.Component):
         aligned = Signal(width)
         aligned_sign = Signal()
         aligned_specials = Signal(SPECIALS)
-        aligned_valid, aligned_last = aligned_flags = Signal(2)
+        aligned_flags = Signal(2)
         m.d.sync += [aligned.eq(placed ^ fine_sign.replicate(width)), aligned_sign.eq(fine_sign),
                      aligned_specials.eq(fine_specials), aligned_flags.eq(fine_flags)]
+        self.stage_valids["align"] = aligned_flags[0]
+        return aligned, aligned_sign, aligned_specials, aligned_flags, fine_flags
 
-        # The loop: segments and their carries, and the pass's sticky specials; the pass's last sum hands them on.
+    def _loop(self, m, aligned, aligned_sign, aligned_specials, aligned_flags, fine_flags):
+        """``LOOP_STAGES`` register: the add loop, segments and their carries, and the pass's sticky specials; the
+        pass's last sum hands them on. Returns the handed segments, carries and specials, and their valid."""
+        segment = FIXED_POINT_FRAME[0] // SEGMENTS
+        aligned_valid, aligned_last = aligned_flags
         segments = [Signal(segment, name=f"segment{index}") for index in range(SEGMENTS)]
         carries = [Signal(name=f"carry{index}") for index in range(SEGMENTS - 1)]
         sums = [Signal(segment + 1, name=f"sum{index}") for index in range(SEGMENTS)]
@@ -149,8 +167,7 @@ class FixedPointAccumulator(wiring.Component):
             m.d.sync += total_specials.eq(specials)
         # Each segment's registers (its part of the total, its kept carry and what it hands on) take the stage's
         # valid and pass end from copies of their own, registered beside ``aligned_flags`` and marked ``keep`` (the
-        # FPGA flow keeps such registers apart): one register driving the enables and resets of the whole frame
-        # took 9.4 ns of routing and bounded the fused 2x2 baseline tile below 100 MHz on ECP5.
+        # FPGA flow keeps such registers apart: docs/results/fpga-history.md).
         for index in range(SEGMENTS):
             adds = Signal(name=f"adds{index}", attrs={"keep": 1})
             ends = Signal(name=f"ends{index}", attrs={"keep": 1})
@@ -164,10 +181,15 @@ class FixedPointAccumulator(wiring.Component):
                 m.d.sync += [handed.eq(part) for _, part, handed in registers]
             with m.Elif(adds):
                 m.d.sync += [total.eq(part) for total, part, _ in registers]
+        self.stage_valids["loop"] = passed_valid
+        return passed, passed_carries, passed_specials, passed_valid
 
-        # The carries resolved in two stages. First each kept carry added into the segment above it, with whether
-        # that sum passes a carry from below on (all ones) and whether it is zero, both from the segment and the kept
-        # carry beside the add rather than after it.
+    def _resolve(self, m, passed, passed_carries, passed_specials, passed_valid):
+        """``RESOLVE_STAGES`` registers: the kept carries resolved, no chain across segments. Returns the resolved
+        segments, whether each is zero, the total's sign (a copy per segment), the pass's kind and its valid."""
+        segment = FIXED_POINT_FRAME[0] // SEGMENTS
+        # First each kept carry added into the segment above it, with whether that sum passes a carry from below on
+        # (all ones) and whether it is zero, both from the segment and the kept carry beside the add.
         added = [Signal(segment + 1, name=f"added{index}") for index in range(SEGMENTS)]
         propagates = [Signal(name=f"propagates{index}") for index in range(SEGMENTS)]
         added_zeros = [Signal(name=f"added_zero{index}") for index in range(SEGMENTS)]
@@ -179,7 +201,6 @@ class FixedPointAccumulator(wiring.Component):
         m.d.sync += below_sign_ones.eq(_all_ones_after(passed[-1][:segment - 1], passed_carries[-1]))
         added_kind, added_valid = Signal(range(4)), Signal()
         m.d.sync += [added_kind.eq(_kind(passed_specials)), added_valid.eq(passed_valid)]
-
         # Then each segment's carry from below, made by a segment under it and passed on by those between, added in
         # (the top segment's carry out is dropped: two's complement wraps); a segment is zero if its sum was zero
         # without a carry or all ones with one.
@@ -192,28 +213,41 @@ class FixedPointAccumulator(wiring.Component):
             top_carry, carry = carry, added[index][segment] | (propagates[index] & carry)
         # The total's sign: the top segment's top bit once its carry is in (which flips it where all the bits below
         # are ones: known a stage before, so that the sign does not wait on the segment's carry chain), registered
-        # beside it in a copy per segment, marked keep: one register driving the 384 bits' inversion and every
-        # segment's +1 took 7.4 ns of routing and bounded the fused 2x2 baseline tile on ECP5.
+        # beside it in a copy per segment, marked keep (one register driving the whole frame's inversion bounded the
+        # fused 2x2 baseline tile: docs/results/fpga-history.md).
         sign = added[-1][segment - 1] ^ (top_carry & below_sign_ones)
         negatives = [Signal(name=f"negative{index}", attrs={"keep": 1}) for index in range(SEGMENTS)]
         m.d.sync += [negative.eq(sign) for negative in negatives]
         kind, valid = Signal(range(4)), Signal()
         m.d.sync += [kind.eq(added_kind), valid.eq(added_valid)]
+        self.stage_valids["resolve"] = valid
+        return resolved, resolved_zeros, negatives, kind, valid
 
-        # The magnitude: the total inverted where negative, the +1 of its negation added into each segment whose
-        # segments below are all zero, no chain across segments (on ECP5 a 384-bit negation bounded the clock at
-        # 60 MHz; 96-bit chains, a stage each, took 4.8 ns of logic and bounded the 2x2 tiles below 100 MHz).
+    def _magnitude(self, m, resolved, resolved_zeros, negatives, kind, valid):
+        """``MAGNITUDE_STAGES`` register: the total inverted where negative, the +1 of its negation added into each
+        segment whose segments below are all zero, no chain across segments (a 384-bit negation, and 96-bit chains,
+        bounded the tiles' clock on ECP5: docs/results/fused-dot.md). Returns the magnitude's segments, its sign, the
+        pass's kind and its valid."""
+        segment = FIXED_POINT_FRAME[0] // SEGMENTS
         magnitude = [Signal(segment, name=f"magnitude{index}") for index in range(SEGMENTS)]
         for index, (part, negative) in enumerate(zip(resolved, negatives)):
             carry = negative & Cat(*resolved_zeros[:index]).all()
             m.d.sync += magnitude[index].eq((part ^ negative.replicate(segment)) + carry)
         magnitude_negative, magnitude_kind, magnitude_valid = Signal(), Signal(range(4)), Signal()
         m.d.sync += [magnitude_negative.eq(negatives[-1]), magnitude_kind.eq(kind), magnitude_valid.eq(valid)]
+        self.stage_valids["magnitude"] = magnitude_valid
+        return magnitude, magnitude_negative, magnitude_kind, magnitude_valid
 
-        # Rounding: the registered stages of ``IntegerRounder``, the pass's kind beside the value.
+    def _round(self, m, magnitude, magnitude_negative, magnitude_kind, magnitude_valid):
+        """The registered stages of ``IntegerRounder`` (the pass's kind beside the value), then the result register
+        (``RESULT_STAGES``): the rounded fp32 number or the pass's special."""
+        width, lsb = FIXED_POINT_FRAME
         m.submodules.rounder = rounder = IntegerRounder(width, EXPONENT_BITS, range(4), magnitude=True)
         m.d.comb += [rounder.valid.eq(magnitude_valid), rounder.value.eq(Cat(*magnitude)),
-                     rounder.negative.eq(magnitude_negative), rounder.top.eq(top), rounder.tag.eq(magnitude_kind)]
+                     rounder.negative.eq(magnitude_negative), rounder.top.eq(width - 1 + lsb + 127),
+                     rounder.tag.eq(magnitude_kind)]
+        self.stage_valids["rounder"] = rounder.result_valid
+        self.stage_valids["result"] = self.result_valid
         exponent = rounder.exponent
         m.d.sync += self.result_valid.eq(rounder.result_valid)
         with m.If(rounder.result_valid):
@@ -231,7 +265,6 @@ class FixedPointAccumulator(wiring.Component):
                     m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(0, 1)))
                 with m.Case(NEG_INF):
                     m.d.sync += self.result.eq(Cat(Const(0, 23), Const(255, 8), Const(1, 1)))
-        return m
 
 
 def _all_ones_after(part, kept):

@@ -104,9 +104,14 @@ class StepStore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        self._write(m, self._tail(m))
+        self._read(m)
+        return m
+
+    def _tail(self, m):
+        """The tail, moved at once by a write; returns its bank's registered copies, one per operand value."""
         banks = self.lookahead + 1
         tail_bank, tail_entry = self.tail_bank, self.tail_entry
-
         # The tail moves at once; the banks' write muxes take their selects from a copy of the tail's bank per
         # operand value, marked ``keep``: one register drove the muxes of every written bit (12.6 ns of routing in
         # a 1x1x8 tile).
@@ -122,7 +127,12 @@ class StepStore(wiring.Component):
         value_banks = [Signal(banks, init=1, name=f"tail_bank_part{part}", attrs={"keep": 1})
                        for part in range(len(self._parts))]
         m.d.sync += [tail_bank.eq(next_bank), tail_entry.eq(next_entry), *(copy.eq(next_bank) for copy in value_banks)]
+        return value_banks
 
+    def _write(self, m, value_banks):
+        """The write, landing a cycle after it is offered: the banks' values and the positions' enables registered."""
+        banks = self.lookahead + 1
+        tail_bank, tail_entry = self.tail_bank, self.tail_entry
         # Write: bank b takes the chunk's step i where the tail's bank is b - i, in the
         # tail's entry, or the next one where the chunk wrapped past the last bank; the value
         # and the enables are registered, and the write lands at the next edge.
@@ -144,6 +154,9 @@ class StepStore(wiring.Component):
                         m.d.sync += self.positions[position].as_value()[start:stop].eq(
                             self.write_values[bank].as_value()[start:stop])
 
+    def _read(self, m):
+        """The read: ``read_at`` as registered one-hot selects, each bank's entry, the rotation, the window register."""
+        banks = self.lookahead + 1
         # Read: the registered position as one-hot selects, then each bank's entry and the rotation. The selects
         # are decoded from a comparison per position (``read_at % banks`` and ``// banks`` became carry chains, 7 ns
         # of the 1x1x8 tile's critical path) and registered in a copy per operand value, marked ``keep`` (the FPGA
@@ -174,7 +187,6 @@ class StepStore(wiring.Component):
                 window_parts[step].append(_one_hot_mux(m, list(read_bank), rotated, f"window{step}_part{part}"))
         for step, parts in enumerate(window_parts):
             m.d.sync += self.window[step].eq(Cat(*parts))
-        return m
 
 
 def _one_hot_mux(m, selects, values, name):

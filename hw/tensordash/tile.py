@@ -42,7 +42,7 @@ class Tile(wiring.Component):
     lookahead : int
         Lookahead H; the window holds steps t .. t+H.
     pattern : str or sequence of (step_offset, lane_offset)
-        Interconnect pattern (default T<2,5>).
+        Interconnect pattern (``'T<2,5>'``, or the offsets).
     fmt : "bf16" | "fp32"
         Operand format.
     accumulators : int

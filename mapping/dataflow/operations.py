@@ -15,11 +15,11 @@ from dashraker.mapping.config import DATAFLOWS  # dnnsim: windows and taps W-out
 from dashraker.mapping.dataflow import convolution
 from dashraker.mapping.dataflow.convolution import conv_geometry, is_transposed
 from dashraker.mapping.dataflow.streams import OpPlan, PassBatch, Problem
+from dashraker.mapping.ops import OPS
 from dashraker.models.kernels.numerics import quantize
 
 __all__ = ["OPS", "MIRRORED", "DATAFLOWS", "operands", "check_dataflow", "plan", "passes", "problem_passes"]
 
-OPS = ("fwd", "bwd_input", "bwd_weight")
 # A transposed convolution's operation -> the operation of the convolution it is the adjoint of that computes it.
 MIRRORED = {"fwd": "bwd_input", "bwd_input": "fwd", "bwd_weight": "bwd_weight"}
 # The convolution's tensors and results as the transposed layer names them: its input is their output gradient.

@@ -21,12 +21,16 @@ def _group(steps, size):
     return F.pad(steps, (0, 0, 0, 0, 0, count * size - len(steps))).reshape(count, size, *steps.shape[1:])
 
 
-def matmul_report(x, w, lanes=8, rows=4, cols=4, guard_bits=3, zero_block_cycles=1):
-    """Run ``x [M, K] @ w [K, N]`` (x term-serial) and compare with fp64 and with the dense fp32 tree.
+def matmul_report(x, w, params):
+    """Run ``x [M, K] @ w [K, N]`` (x term-serial) on the FPRaker tile of ``params`` (the registry's parameters:
+    ``lanes``, ``rows``, ``cols``, ``guard_bits``, ``zero_block_cycles``) and compare with fp64 and with the dense
+    fp32 tree.
 
     Errors are ``|y - y64| / sum_i |x_i w_i|`` per dot product (y64: the fp64 dot product of the
     same bf16 operands), so cancellation does not blow them up. Returns a dict of figures.
     """
+    lanes, rows, cols = params["lanes"], params["rows"], params["cols"]
+    guard_bits, zero_block_cycles = params["guard_bits"], params["zero_block_cycles"]
     a, b = _steps(x, lanes), _steps(w.T.contiguous(), lanes)  # [M, S, N], [N, S, N]
     m, n = len(a), len(b)
     # every (row, column) pair as its own 1 x 1 pass: the outputs (independent of tiling)
@@ -34,7 +38,7 @@ def matmul_report(x, w, lanes=8, rows=4, cols=4, guard_bits=3, zero_block_cycles
                  b[None].expand(m, n, *b.shape[1:]).reshape(m * n, 1, *b.shape[1:]), guard_bits, zero_block_cycles)
     fpraker = pairs.outputs.reshape(m, n)
     av, bv = bf16_bits_to_fp32(a), bf16_bits_to_fp32(b)
-    baseline = accumulate(adder_tree(fp32_mul(av[:, None], bv[None])))
+    baseline = accumulate(adder_tree(fp32_mul(av[:, None], bv[None])), 1)  # the one-cycle fp32 loop
     exact = (av.double()[:, None] * bv.double()[None]).sum((2, 3))
     scale = (av.double()[:, None] * bv.double()[None]).abs().sum((2, 3)).clamp(min=1e-300)
     errors = {name: ((y.double() - exact).abs() / scale)[scale > 1e-300] for name, y in

@@ -257,7 +257,7 @@ def checked_arguments(a_bits, b_bits, guard_bits, zero_block_cycles, as_bits=_as
     return a_bits, b_bits
 
 
-def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1, device=None):
+def tile(a_bits, b_bits, guard_bits, zero_block_cycles, device=None):
     """Run passes of an R x C FPRaker tile.
 
     ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
@@ -341,7 +341,7 @@ def _specials(a, b, bits):
     return torch.where(nan | (pos_inf & neg_inf), CANONICAL_NAN_BITS, bits)
 
 
-def pe(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
+def pe(a_bits, b_bits, guard_bits, zero_block_cycles):
     """One PE: ``a_bits``, ``b_bits`` [steps, lanes] bf16 patterns -> (fp32 output, cycles)."""
     a_bits = torch.as_tensor(np.asarray(a_bits, dtype=np.int64))
     b_bits = torch.as_tensor(np.asarray(b_bits, dtype=np.int64))

@@ -83,7 +83,7 @@ def _as_bits(bits, name):
     return bits if bits.dtype == np.uint16 else bits.astype(np.uint16)
 
 
-def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
+def tile(a_bits, b_bits, guard_bits, zero_block_cycles):
     """Run passes of an R x C FPRaker tile: the reference ``tile``'s arguments, checks and ``TileResult``.
 
     ``a_bits``: bf16 patterns [passes, rows, steps, lanes] (term-serial, shared along rows);
@@ -94,7 +94,7 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1):
     return _run(a, b, 0, guard_bits, zero_block_cycles)
 
 
-def tile_values(a_values, b_values, guard_bits=3, zero_block_cycles=1):
+def tile_values(a_values, b_values, guard_bits, zero_block_cycles):
     """``tile`` of float32 NumPy arrays holding bf16 values (the mapper's operands), read in place.
 
     A value's bf16 pattern is the upper half of its fp32 bits (the lower half is ignored), so the
@@ -171,33 +171,12 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
     pos_inf = np.empty((rows, cols), np.bool_)
     neg_inf = np.empty((rows, cols), np.bool_)
     for p in range(passes):
-        accumulator[:] = 0
-        running[:] = _NONE
-        frames[:] = _NONE
-        nan[:] = False
-        pos_inf[:] = False
-        neg_inf[:] = False
+        _start_pass(accumulator, running, frames, nan, pos_inf, neg_inf)
         in_bound = 0
         live_terms = 0
         for s in range(steps):
-            special = False
-            for r in range(rows):
-                for n in range(lanes):
-                    x = np.int64(a[p, r, s, n] >> shift)
-                    e, live = _exponent(x)
-                    special |= e == 255
-                    a_exp[r, n] = e - 127 if live else _NONE
-                    a_neg[r, n] = x >> 15 == 1
-                    a_row[r, n] = (x & 0x7F) * span
-                    a_terms[r, n] = counts[x & 0x7F] if live else 0
-                    a_value[r, n] = (-1 if x >> 15 else 1) * (128 + (x & 0x7F)) if live else 0
-            for c in range(cols):
-                for n in range(lanes):
-                    y = np.int64(b[p, c, s, n] >> shift)
-                    e, live = _exponent(y)
-                    special |= e == 255
-                    b_exp[c, n] = e if live else _NONE
-                    b_value[c, n] = (-1 if y >> 15 else 1) * (128 + (y & 0x7F)) if live else 0
+            special = _decode_rows(a, p, s, shift, span, counts, a_exp, a_neg, a_row, a_terms, a_value)
+            special |= _decode_cols(b, p, s, shift, b_exp, b_value)
             if special:
                 _note_specials(a[p, :, s], b[p, :, s], shift, nan, pos_inf, neg_inf)
             step_cost = 0
@@ -244,16 +223,69 @@ def _tile(a, b, shift, g, zero_block_cycles, packed, floored, patterns, counts, 
             step_cycles[p, s] = step_cost
         terms[p] = in_bound
         skipped[p] = live_terms - in_bound
-        for r in range(rows):
-            for c in range(cols):
-                out = _round_accumulator(accumulator[r, c], frames[r, c], g)
-                if pos_inf[r, c]:
-                    out = 0x7F800000
-                if neg_inf[r, c]:
-                    out = 0xFF800000
-                if nan[r, c] or (pos_inf[r, c] and neg_inf[r, c]):
-                    out = CANONICAL_NAN_BITS
-                bits[p, r, c] = out
+        _round_outputs(accumulator, frames, g, nan, pos_inf, neg_inf, bits[p])
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _start_pass(accumulator, running, frames, nan, pos_inf, neg_inf):
+    """Every PE's state as a pass starts: U = 0, no running maximum or frame yet, no special met."""
+    accumulator[:] = 0
+    running[:] = _NONE
+    frames[:] = _NONE
+    nan[:] = False
+    pos_inf[:] = False
+    neg_inf[:] = False
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _operand(pattern, shift):
+    """A bf16 operand (``pattern >> shift``): its bits, exponent field, whether it is live, its signed significand
+    (0 unless live)."""
+    x = np.int64(pattern >> shift)
+    e, live = _exponent(x)
+    return x, e, live, (-1 if x >> 15 else 1) * (128 + (x & 0x7F)) if live else 0
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _decode_rows(a, p, s, shift, span, counts, a_exp, a_neg, a_row, a_terms, a_value):
+    """Decode step ``s`` of pass ``p``'s row operands (bf16 patterns ``a >> shift``); whether one is inf or NaN."""
+    special = False
+    for r in range(a.shape[1]):
+        for n in range(a.shape[3]):
+            x, e, live, a_value[r, n] = _operand(a[p, r, s, n], shift)
+            special |= e == 255
+            a_exp[r, n] = e - 127 if live else _NONE
+            a_neg[r, n] = x >> 15 == 1
+            a_row[r, n] = (x & 0x7F) * span
+            a_terms[r, n] = counts[x & 0x7F] if live else 0
+    return special
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _decode_cols(b, p, s, shift, b_exp, b_value):
+    """Decode step ``s`` of pass ``p``'s column operands; whether one is inf or NaN."""
+    special = False
+    for c in range(b.shape[1]):
+        for n in range(b.shape[3]):
+            _, e, live, b_value[c, n] = _operand(b[p, c, s, n], shift)
+            b_exp[c, n] = e if live else _NONE
+            special |= e == 255
+    return special
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _round_outputs(accumulator, frames, g, nan, pos_inf, neg_inf, bits):
+    """A pass's outputs ``bits`` [R, C]: each accumulator rounded to fp32, or the special it met."""
+    for r in range(accumulator.shape[0]):
+        for c in range(accumulator.shape[1]):
+            out = _round_accumulator(accumulator[r, c], frames[r, c], g)
+            if pos_inf[r, c]:
+                out = 0x7F800000
+            if neg_inf[r, c]:
+                out = 0xFF800000
+            if nan[r, c] or (pos_inf[r, c] and neg_inf[r, c]):
+                out = CANONICAL_NAN_BITS
+            bits[r, c] = out
 
 
 @numba.njit(nogil=True, cache=True)

@@ -155,7 +155,7 @@ def _tables(guard_bits, device):
     return (*(torch.from_numpy(x).to(device) for x in (packed, floored, counts)), patterns)
 
 
-def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1, device="cuda"):
+def tile(a_bits, b_bits, guard_bits, zero_block_cycles, device="cuda"):
     """Run passes of an R x C FPRaker tile on a CUDA ``device``: the reference ``tile``'s arguments, checks and
     ``TileResult`` (on ``device``).
 
@@ -166,7 +166,7 @@ def tile(a_bits, b_bits, guard_bits=3, zero_block_cycles=1, device="cuda"):
     return _run(a.to(device).contiguous(), b.to(device).contiguous(), 0, guard_bits, zero_block_cycles)
 
 
-def tile_values(a_values, b_values, guard_bits=3, zero_block_cycles=1):
+def tile_values(a_values, b_values, guard_bits, zero_block_cycles):
     """``tile`` of float32 torch tensors on a CUDA GPU holding bf16 values (the mapper's operands), read in place.
 
     A value's bf16 pattern is the upper half of its fp32 bits (the lower half is ignored).

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from dashraker.models import tensordash as reference
-from dashraker.models.interconnect import DEFAULT_PATTERN, allocator_iterations, check_pattern, lane_groups, priority
+from dashraker.models.interconnect import allocator_iterations, check_pattern, lane_groups, priority
 
 __all__ = ["cycles_and_nonzero"]
 
@@ -154,7 +154,7 @@ def _kernel(bits, test, lookahead, iterations, fields, bounds, rotations, groups
         cycles[p] = cycle
 
 
-def cycles_and_nonzero(operand, pattern=DEFAULT_PATTERN, lookahead=2, scheduler="greedy"):
+def cycles_and_nonzero(operand, pattern, lookahead, scheduler):
     """Per pass of ``operand`` [passes, rows, steps, lanes] (bool, or values as ``reference.nonzero`` reads them):
     ``(cycles, nonzero)``, int64 ``[passes]``: ``reference.cycles(...)`` and the non-zero values."""
     iterations = allocator_iterations(scheduler)

@@ -103,7 +103,7 @@ def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
 
 
 def test_an_operation_without_a_layer_takes_the_layers_that_have_it(small_trace, tmp_path):
-    """The first layer has no input gradient (SPEC section 5): --op bwd-input alone skips it; naming it refuses."""
+    """The first layer has no input gradient (SPEC section 5): --op bwd_input alone skips it; naming it refuses."""
     from argparse import Namespace
 
     from dashraker.designs import DESIGNS
@@ -111,11 +111,11 @@ def test_an_operation_without_a_layer_takes_the_layers_that_have_it(small_trace,
     from dashraker.sim.asic_cli import _passes
 
     params = DESIGNS["baseline"].params(lanes=1)
-    ask = dict(random=None, trace=small_trace.path, step=None, passes=1, op="bwd-input")
+    ask = dict(random=None, trace=small_trace.path, step=None, passes=1, op="bwd_input")
     _, work = _passes(Namespace(**ask, layer=None), params)
     first = small_trace.layers[0].name
     assert work and {op for _, op, _ in work} == {"bwd_input"} and first not in {layer for layer, _, _ in work}
-    with pytest.raises(CliError, match=f"layer '{first}' has no bwd-input passes"):
+    with pytest.raises(CliError, match=f"layer '{first}' has no bwd_input passes"):
         _passes(Namespace(**ask, layer=[first]), params)
 
 

@@ -222,13 +222,13 @@ def test_cli(cosims, cosim_trace, build_cache, capsys):
     layer = _layer(cosim_trace, "fwd").name
     common = [str(cosim_trace.path), "--design", "baseline", "--rows", "2", "--cols", "1", "--lanes", "4",
               "--build", str(build_cache / "cosim"), "--opt-level", OPTIMIZE[-1], "--no-progress"]
-    assert main(["cosim", *common, "--layer", layer, "--op", "bwd-weight", "--passes", "6"]) == 0
+    assert main(["cosim", *common, "--layer", layer, "--op", "bwd_weight", "--passes", "6"]) == 0
     out = capsys.readouterr().out
     assert "passes 6" in out and "output mismatches 0" in out and "AGREE" in out
 
     assert main(["cosim", *common, "--layer", "nope", "--op", "fwd"]) == 2
     assert "no layer 'nope'" in capsys.readouterr().err
-    assert main(["cosim", *common, "--layer", cosim_trace.layers[0].name, "--op", "bwd-input"]) == 2
+    assert main(["cosim", *common, "--layer", cosim_trace.layers[0].name, "--op", "bwd_input"]) == 2
     assert "first layer" in capsys.readouterr().err
     assert main(["cosim", *common, "--layer", layer, "--op", "fwd", "--lookahead", "1"]) == 2
     assert "--lookahead does not apply to design baseline" in capsys.readouterr().err

@@ -6,10 +6,15 @@ import numpy as np
 import pytest
 import torch
 
+from dashraker.designs import DESIGNS
 from dashraker.models.fpraker import MAX_TERMS, encode_terms, pe, tile
 from dashraker.models.numerics import CANONICAL_NAN_BITS, bf16_bits_to_fp32, flush_subnormals, fp32_bits, to_bf16_bits
 from fpraker_reference import naf_terms, reference_round, reference_tile
 from fpraker_stimulus import FIVE_TERM_SIGNIFICANDS, random_bits, real_bits
+
+
+# the registry's defaults: the models have none of their own
+G, Z = (DESIGNS["fpraker"].parameter(name).default for name in ("guard_bits", "zero_block_cycles"))
 
 
 def test_encoder_all_significands():
@@ -51,9 +56,9 @@ def test_tile_matches_scalar_reference(guard_bits, zero_block_cycles, spread, co
 def test_real_tensors_match_scalar_reference():
     rng = np.random.default_rng(5)
     a, b = real_bits(rng, (2, 2, 8, 8)), real_bits(rng, (2, 2, 8, 8))
-    result = tile(a, b)
+    result = tile(a, b, G, Z)
     for p in range(2):
-        outputs, costs, _, _ = reference_tile(a[p].tolist(), b[p].tolist())
+        outputs, costs, _, _ = reference_tile(a[p].tolist(), b[p].tolist(), G, Z)
         assert fp32_bits(result.outputs[p]).tolist() == outputs
         assert result.step_cycles[p].tolist() == costs
 
@@ -66,7 +71,7 @@ def test_small_integer_dot_products_are_exact():
     rng = np.random.default_rng(0)
     a = torch.tensor(rng.integers(-40, 40, (5, 4, 8)), dtype=torch.float32)
     b = torch.tensor(rng.integers(-40, 40, (5, 4, 8)), dtype=torch.float32)
-    result = tile(to_bf16_bits(a)[:, None], to_bf16_bits(b)[:, None])
+    result = tile(to_bf16_bits(a)[:, None], to_bf16_bits(b)[:, None], G, Z)
     expected = (a.double() * b.double()).sum((1, 2)).float()
     assert torch.equal(result.outputs[:, 0, 0], expected)
 
@@ -76,15 +81,15 @@ def test_cycles_follow_terms_and_bounds():
     five, one = 171 - 128, 0
     a = [[(127 << 7) | five, (127 << 7) | one]]
     b = [[127 << 7, 127 << 7]]
-    assert pe(a, b)[1] == 5
+    assert pe(a, b, G, Z)[1] == 5
     # the first lane is 2**-60 times smaller than the second: all its terms are out of bounds
     a = [[(67 << 7) | five, (127 << 7) | one]]
-    result = tile(torch.tensor(a)[None, None], torch.tensor(b)[None, None])
+    result = tile(torch.tensor(a)[None, None], torch.tensor(b)[None, None], G, Z)
     assert int(result.cycles[0]) == 1 and int(result.terms[0]) == 1 and int(result.skipped_terms[0]) == 5
     # every lane far below an earlier, huge product (the running maximum E): costs the minimum of one cycle
     a = [[(250 << 7) | one, 0], [(10 << 7) | five, (10 << 7) | five]]
     b = [[127 << 7, 0], [127 << 7, 127 << 7]]
-    result = tile(torch.tensor(a)[None, None], torch.tensor(b)[None, None])
+    result = tile(torch.tensor(a)[None, None], torch.tensor(b)[None, None], G, Z)
     assert result.step_cycles[0].tolist() == [1, 1] and int(result.skipped_terms[0]) == 10
 
 
@@ -94,7 +99,7 @@ def test_all_zero_blocks(zero_block_cycles):
     values = [[0x3F80, 0x4000, 0x4040, 0x4080]]
     a = torch.tensor([zeros, values])[None, None].flatten(2, 3)
     b = torch.tensor([values, zeros])[None, None].flatten(2, 3)
-    result = tile(a, b, zero_block_cycles=zero_block_cycles)
+    result = tile(a, b, G, zero_block_cycles)
     assert result.step_cycles[0].tolist() == [zero_block_cycles] * 2
     assert fp32_bits(result.outputs[0, 0, 0]) == 0  # +0: the accumulator starts at +0
 
@@ -119,7 +124,7 @@ def _ieee_dot(a, b):
 )
 def test_specials_are_ieee_consistent(a, b):
     a, b = torch.tensor(a), torch.tensor(b)
-    result = tile(_bf16(a)[None, None, None], _bf16(b)[None, None, None])
+    result = tile(_bf16(a)[None, None, None], _bf16(b)[None, None, None], G, Z)
     expected = _ieee_dot(bf16_bits_to_fp32(_bf16(a)), bf16_bits_to_fp32(_bf16(b)))
     assert int(fp32_bits(result.outputs[0, 0, 0])) == expected
 
@@ -127,17 +132,17 @@ def test_specials_are_ieee_consistent(a, b):
 def test_rejects_bad_shapes_and_types():
     a = torch.zeros((1, 2, 3, 4), dtype=torch.int64)
     with pytest.raises(ValueError, match="disagree"):
-        tile(a, torch.zeros((1, 2, 3, 5), dtype=torch.int64))
+        tile(a, torch.zeros((1, 2, 3, 5), dtype=torch.int64), G, Z)
     with pytest.raises(TypeError, match="bit patterns"):
-        tile(a.float(), a)
+        tile(a.float(), a, G, Z)
     with pytest.raises(ValueError, match="shape"):
-        tile(a[0], a)
+        tile(a[0], a, G, Z)
     with pytest.raises(ValueError, match="0..0xFFFF"):
-        tile(a + 0x10000, a)
+        tile(a + 0x10000, a, G, Z)
     with pytest.raises(ValueError, match="guard_bits"):
-        tile(a, a, guard_bits=-1)
+        tile(a, a, -1, Z)
     with pytest.raises(ValueError, match="zero_block_cycles"):
-        tile(a, a, zero_block_cycles=2)
+        tile(a, a, G, 2)
 
 
 def test_chunked_passes_equal_one_batch(monkeypatch):
@@ -145,9 +150,9 @@ def test_chunked_passes_equal_one_batch(monkeypatch):
 
     rng = np.random.default_rng(9)
     a, b = random_bits(rng, (7, 2, 5, 4), 8, 0.3), random_bits(rng, (7, 3, 5, 4), 8, 0.3)
-    whole = tile(a, b)
+    whole = tile(a, b, G, Z)
     monkeypatch.setattr(golden, "_CHUNK", 2 * 3 * 5 * 4 * 2)  # two passes per chunk
-    parts = tile(a, b)
+    parts = tile(a, b, G, Z)
     assert torch.equal(fp32_bits(whole.outputs), fp32_bits(parts.outputs))
     for name in ("cycles", "terms", "skipped_terms", "step_cycles"):
         assert torch.equal(getattr(whole, name), getattr(parts, name)), name
@@ -219,7 +224,7 @@ def test_negative_alignment_exponents():
     a, b = ((rng.integers(0, 2, shape) << 15) | (rng.integers(1, 71, shape) << 7) | rng.integers(0, 128, shape)
             for _ in range(2))
     a, b = np.where(rng.random(shape) < 0.1, 0, a), np.where(rng.random(shape) < 0.1, 0, b)
-    result = tile(a, b, 3)
+    result = tile(a, b, 3, Z)
     for p in range(2):
         outputs, costs, terms, skipped = reference_tile(a[p].tolist(), b[p].tolist(), 3)
         assert fp32_bits(result.outputs[p]).tolist() == outputs
@@ -239,7 +244,7 @@ def test_accumulator_beyond_float64_precision():
     a[..., 0, :2], b[..., 0, :2] = [120 << 7, (104 << 7) | 1], [127 << 7, (127 << 7) | 1]
     for sign in (0, 1):
         a[..., 1:, 1:] = big | (sign << 15)
-        result = tile(a, b, 7)
+        result = tile(a, b, 7, Z)
         outputs, costs, _, _ = reference_tile(a[0].tolist(), b[0].tolist(), 7)
         assert fp32_bits(result.outputs[0]).tolist() == outputs
         assert abs(float(result.outputs[0, 0, 0])) > 2.0**54 * 2.0 ** (120 - 157)

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from dashraker.designs import DESIGNS
 from dashraker.models.fpraker.errors import matmul_report
 from dashraker.models.training import DigitsNet, Matmul, fpraker_matmul, train
 from dashraker.models.numerics import quantize
@@ -10,7 +11,8 @@ from dashraker.models.numerics import quantize
 
 def test_error_against_fp64_is_close_to_the_fp32_tree():
     generator = torch.Generator().manual_seed(3)
-    report = matmul_report(torch.randn(16, 96, generator=generator), torch.randn(96, 8, generator=generator))
+    report = matmul_report(torch.randn(16, 96, generator=generator), torch.randn(96, 8, generator=generator),
+                           DESIGNS["fpraker"].params(rows=4, cols=4))
     assert report["fpraker_error_max"] < 2**-22
     assert report["fpraker_error_median"] <= 2 * report["baseline_error_median"]
     assert 1 <= report["pe_cycles_per_step"] <= 5 <= report["mean_terms_per_value"] + 2
@@ -21,7 +23,7 @@ def test_matmul_and_chunked_weight_gradient_match_fp64():
     x, w = torch.randn(12, 40, generator=generator), torch.randn(40, 6, generator=generator)
     exact = quantize(x, "bf16").double() @ quantize(w, "bf16").double()
     for chunk in (None, 8, 20):
-        y = fpraker_matmul(x, w, chunk)
+        y = fpraker_matmul(x, w, chunk, DESIGNS["fpraker"].params()["guard_bits"])
         assert torch.allclose(y.double(), exact, rtol=1e-5, atol=1e-5), chunk
 
 

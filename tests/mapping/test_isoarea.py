@@ -55,7 +55,7 @@ def test_cli_maps_each_design_again_with_the_tiles_that_fit(tmp_path, mobilenet_
 
     config = yaml.safe_load(default_config_path().read_text())
     config.update(energy_table="horowitz45", tiles=2, rows=1, cols=1, lanes=2)
-    config["fpraker"]["lanes"] = 2
+    config.setdefault("fpraker", {})["lanes"] = 2  # FPRaker's own default (8) otherwise
     path = tmp_path / "small.yaml"
     path.write_text(yaml.safe_dump(config))
     out = tmp_path / "out"

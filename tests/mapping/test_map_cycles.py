@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
+from dashraker.designs import DESIGNS
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.mapping.config import default_config_path, load_config
 from dashraker.mapping.engine import map_op, spread
@@ -220,8 +221,10 @@ def test_fpraker_operand_bits_match_numerics():
     raw = np.concatenate([np.random.default_rng(0).standard_normal(1018) * 1e3, [0.0, -0.0, np.nan, np.inf, -np.inf,
                                                                                  1e-40]]).astype(np.float32)
     values = quantize(raw, "bf16", "nearest").reshape(4, 2, 32, 4)
-    expected = tile(to_bf16_bits(torch.from_numpy(raw)).reshape(4, 2, 32, 4), to_bf16_bits(torch.ones(4, 2, 32, 4)))
-    got = tile_values(values, np.ones((4, 2, 32, 4), np.float32))
+    params = DESIGNS["fpraker"].params()
+    expected = tile(to_bf16_bits(torch.from_numpy(raw)).reshape(4, 2, 32, 4), to_bf16_bits(torch.ones(4, 2, 32, 4)),
+                    params["guard_bits"], params["zero_block_cycles"])
+    got = tile_values(values, np.ones((4, 2, 32, 4), np.float32), params["guard_bits"], params["zero_block_cycles"])
     assert torch.equal(fp32_bits(got.outputs), fp32_bits(expected.outputs))
     assert torch.equal(got.step_cycles, expected.step_cycles) and torch.equal(got.terms, expected.terms)
 

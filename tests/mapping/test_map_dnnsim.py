@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from dashraker.mapping.dnnsim import carried_cycles, summaries, zero_run
-from dashraker.models import tensordash
+from dashraker.models import interconnect, tensordash
 
-PATTERN, H, LANES = tensordash.DEFAULT_PATTERN, 2, 16
+PATTERN, H, LANES = interconnect.T25_PATTERN, 2, 16
 
 
 def _dnnsim(passes, skip=0):
@@ -58,11 +58,11 @@ def test_leading_all_zero_steps_are_jumped(count):
     """[0, 0, 0, full] with H = 2: DNNsim jumps steps 0 and 1, fills step 2 from step 3: one cycle; SPEC section 3's
     window issues step 0 (nothing to promote), skips 1 and 2, issues 3: two cycles."""
     passes = _lines("0", "0", "0", "full")[None]
-    options = {} if count == "kernel" else {"count": lambda v, p, h: tensordash.cycles(v, p, h)}
+    options = {} if count == "kernel" else {"count": lambda v, p, h: tensordash.cycles(v, p, h, "greedy")}
     summary = summaries(passes, PATTERN, H, **options)
     assert (summary.leading[0], summary.first[0], summary.inner[0], summary.tail[0]) == (3, 2, 1, 1)
     assert carried_cycles(summary, H).tolist() == [1] == _dnnsim(passes).tolist()
-    assert tensordash.cycles(passes, PATTERN, H).tolist() == [2]
+    assert tensordash.cycles(passes, PATTERN, H, "greedy").tolist() == [2]
 
 
 @pytest.mark.parametrize("first, left, cycles", [

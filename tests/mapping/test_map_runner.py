@@ -101,7 +101,7 @@ def test_one_setting_for_every_thread_pool():
 
 
 def test_dask_cluster_gives_the_in_process_rows(mobilenet_trace, configs, in_process_rows, cluster):
-    rows = map_trace(mobilenet_trace, configs, progress=False, scheduler=cluster[0].scheduler_address)
+    rows = map_trace(mobilenet_trace, configs, progress=False, dask=cluster[0].scheduler_address)
     assert rows == in_process_rows
 
 
@@ -111,7 +111,7 @@ def _start(trace, configs, address):
 
     def run():
         try:
-            outcome["rows"] = map_trace(trace, configs, progress=False, scheduler=address)
+            outcome["rows"] = map_trace(trace, configs, progress=False, dask=address)
         except Exception as error:  # noqa: BLE001 (the test asserts on it)
             outcome["error"] = error
 
@@ -183,7 +183,7 @@ def test_a_cluster_without_workers_is_one_line(mobilenet_trace, configs, monkeyp
     monkeypatch.setattr(executors, "WORKERS_TIMEOUT_S", 1)
     with LocalCluster(n_workers=0, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster:
         with pytest.raises(executors.ClusterError, match=r"^scheduler \S+: no worker joined in 1 s$"):
-            map_trace(mobilenet_trace, configs, progress=False, scheduler=cluster.scheduler_address)
+            map_trace(mobilenet_trace, configs, progress=False, dask=cluster.scheduler_address)
 
 
 def test_bad_scheduler_address_is_one_line_quickly(mobilenet_trace, tmp_path, monkeypatch, capsys):
@@ -193,12 +193,12 @@ def test_bad_scheduler_address_is_one_line_quickly(mobilenet_trace, tmp_path, mo
                              ("udp://localhost:8786", "unknown address scheme 'udp'")]:  # fmt: skip
         start = time.monotonic()
         assert main(["map", str(mobilenet_trace), "--out", str(tmp_path / "o"), "--no-progress",
-                     "--scheduler", address]) == 2  # fmt: skip
+                     "--dask", address]) == 2  # fmt: skip
         assert time.monotonic() - start < 10
         _one_line(capsys, message)
-    assert main(["map", str(mobilenet_trace), "--out", str(tmp_path / "o"), "--scheduler", "tcp://h:1",
+    assert main(["map", str(mobilenet_trace), "--out", str(tmp_path / "o"), "--dask", "tcp://h:1",
                  "--jobs", "2"]) == 2  # fmt: skip
-    _one_line(capsys, "--jobs and --scheduler exclude each other")
+    _one_line(capsys, "--jobs and --dask exclude each other")
     assert not (tmp_path / "o").exists()
 
 
@@ -208,7 +208,7 @@ def test_a_signal_while_connecting_exits_at_once(map_command, mobilenet_trace, t
     """The half-made client goes with the signal: kept, it would stall the exit 10 s and print a traceback."""
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts the connection, never answers Dask's handshake
         command = [*map_command, str(mobilenet_trace), "--out", str(tmp_path / "o"),
-                   "--no-progress", "--scheduler", f"tcp://127.0.0.1:{silent.getsockname()[1]}"]  # fmt: skip
+                   "--no-progress", "--dask", f"tcp://127.0.0.1:{silent.getsockname()[1]}"]  # fmt: skip
         run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         silent.settimeout(60)
         connection, _ = silent.accept()  # the client is connecting now
@@ -226,7 +226,7 @@ def test_a_worker_that_cannot_open_the_trace_is_one_line(mobilenet_trace, tmp_pa
     try:
         here = f"/proc/self/fd/{fd}"
         assert main(["map", here, "--out", str(tmp_path / "o"), "--no-progress", "--design", "baseline",
-                     "--scheduler", cluster[0].scheduler_address]) == 2  # fmt: skip
+                     "--dask", cluster[0].scheduler_address]) == 2  # fmt: skip
     finally:
         os.close(fd)
     _one_line(capsys, rf"worker tcp://\S+ cannot open the trace {here}: ")
@@ -238,7 +238,7 @@ def test_a_worker_that_cannot_open_the_trace_is_one_line(mobilenet_trace, tmp_pa
 def test_a_signal_cancels_the_dask_tasks(map_command, mobilenet_trace, tmp_path, cluster, signum, status):
     cluster, client = cluster
     command = [*map_command, str(mobilenet_trace), "--design", "fpraker",
-               "--out", str(tmp_path / "o"), "--no-progress", "--scheduler", cluster.scheduler_address]
+               "--out", str(tmp_path / "o"), "--no-progress", "--dask", cluster.scheduler_address]
     run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not any(client.processing().values()):

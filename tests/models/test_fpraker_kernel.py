@@ -12,6 +12,7 @@ import pytest
 import torch
 from layer_cases import make_layer
 
+from dashraker.designs import DESIGNS
 from dashraker.mapping.config import load_config
 from dashraker.mapping.engine import map_op
 from dashraker.models import fpraker as golden
@@ -24,6 +25,8 @@ from fpraker_stimulus import FIVE_TERM_SIGNIFICANDS, random_bits, real_bits  # n
 ONE, INF, NAN = 127 << 7, 0xFF << 7, (0xFF << 7) | 0x40
 NEG = 1 << 15
 
+# the registry's defaults: the models have none of their own
+GUARD_BITS, ZERO_BLOCK_CYCLES = (DESIGNS["fpraker"].parameter(name).default for name in ("guard_bits", "zero_block_cycles"))
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
@@ -32,7 +35,7 @@ def _on_cpu(result):
     return golden.TileResult(*(getattr(result, field.name).cpu() for field in dataclasses.fields(result)))
 
 
-def _on_cuda(a, b, guard_bits=3, zero_block_cycles=1):
+def _on_cuda(a, b, guard_bits, zero_block_cycles):
     from dashraker.models.kernels import fpraker_cuda
 
     return _on_cpu(fpraker_cuda.tile(a, b, guard_bits, zero_block_cycles))
@@ -54,7 +57,7 @@ def assert_equal_results(got, want):
         assert torch.equal(g, w), f"{field.name} differs"
 
 
-def assert_same(tile, a, b, guard_bits=3, zero_block_cycles=1):
+def assert_same(tile, a, b, guard_bits=GUARD_BITS, zero_block_cycles=ZERO_BLOCK_CYCLES):
     """The kernel's and the golden tile's results on bf16 patterns ``a`` and ``b`` are equal; returns the kernel's."""
     got = tile(a, b, guard_bits, zero_block_cycles)
     assert_equal_results(got, golden.tile(a, b, guard_bits, zero_block_cycles))
@@ -176,7 +179,8 @@ def test_operand_types(tile):
     wide = np.zeros((3, 2, 6, 16), np.uint16)
     wide[..., ::2] = a
     for x in (torch.from_numpy(a), a.astype(np.int32), a.astype(np.uint16), wide[..., ::2]):
-        assert torch.equal(tile(x, b).outputs.view(torch.int32), want.outputs.view(torch.int32))
+        assert torch.equal(tile(x, b, GUARD_BITS, ZERO_BLOCK_CYCLES).outputs.view(torch.int32),
+                           want.outputs.view(torch.int32))
 
 
 @pytest.mark.parametrize(
@@ -203,10 +207,10 @@ def test_values_read_in_place():
     bits = random_bits(rng, (3, 2, 9, 8), corner=0.4)
     values = (bits.astype(np.uint32) << 16).view(np.float32)
     partner = real_bits(rng, (3, 4, 9, 8))
-    got = kernel.tile_values(values, (partner.astype(np.uint32) << 16).view(np.float32))
+    got = kernel.tile_values(values, (partner.astype(np.uint32) << 16).view(np.float32), GUARD_BITS, ZERO_BLOCK_CYCLES)
     assert_equal_results(got, assert_same(kernel.tile, bits, partner))
     with pytest.raises(TypeError, match="float32 NumPy array"):
-        kernel.tile_values(np.zeros(values.shape), values)
+        kernel.tile_values(np.zeros(values.shape), values, GUARD_BITS, ZERO_BLOCK_CYCLES)
 
 
 @cuda
@@ -219,11 +223,11 @@ def test_cuda_values_read_in_place():
     bits, partner = random_bits(rng, (3, 2, 9, 8), corner=0.4), real_bits(rng, (3, 4, 9, 8))
     values, partner_values = (torch.from_numpy((x.astype(np.uint32) << 16).view(np.float32)).cuda()
                               for x in (bits, partner))  # fmt: skip
-    got = fpraker_cuda.tile_values(values, partner_values, 3, 1)
+    got = fpraker_cuda.tile_values(values, partner_values, GUARD_BITS, ZERO_BLOCK_CYCLES)
     assert_equal_results(_on_cpu(got), assert_same(_on_cuda, bits, partner))
     for bad in (values.cpu(), values.double(), values[0]):
         with pytest.raises(TypeError, match="float32 CUDA tensor"):
-            fpraker_cuda.tile_values(bad, partner_values)
+            fpraker_cuda.tile_values(bad, partner_values, GUARD_BITS, ZERO_BLOCK_CYCLES)
 
 
 @pytest.mark.parametrize("changes", [{}, {"guard_bits": 0, "zero_block_cycles": 0, "rows": 2, "cols": 3, "lanes": 5}])

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from dashraker.models import tensordash
-from dashraker.models.interconnect import DEFAULT_PATTERN
+from dashraker.models.interconnect import T25_PATTERN
 from dashraker.models.baseline import accumulate, adder_tree, dense_tile, fixed_point_accumulate
 from dashraker.models.numerics import (
     CANONICAL_NAN_BITS, bf16_bits_to_fp32, fp32_add, fp32_bits, fp32_from_bits, fp32_mul, split, to_bf16_bits,
@@ -81,10 +81,10 @@ def test_dense_tile_matches_float64_dot_products_within_rounding():
     rng = np.random.default_rng(3)
     a = torch.from_numpy(rng.standard_normal((3, 7, 16)).astype(np.float32))
     b = torch.from_numpy(rng.standard_normal((2, 7, 16)).astype(np.float32))
-    got = dense_tile(a, b, "bf16").double()
+    got = dense_tile(a, b, "bf16", 1, "tree").double()
     exact = torch.einsum("rsn,csn->rc", a.bfloat16().double(), b.bfloat16().double())
     assert torch.allclose(got, exact, rtol=1e-5, atol=1e-5)
-    assert not torch.equal(dense_tile(a, b, "fp32"), got)  # fp32 operands are not rounded to bf16
+    assert not torch.equal(dense_tile(a, b, "fp32", 1, "tree"), got)  # fp32 operands are not rounded to bf16
 
 
 def _interleaved_reference(sums, accumulators):
@@ -118,7 +118,7 @@ def test_accumulate_interleaves_partials_as_float32_reference(accumulators):
 
 def test_one_accumulator_is_the_in_order_sum_and_more_reorder():
     sums = torch.tensor([[1.0, 2.0**-24, 2.0**-24, 2.0**-24, 2.0**-24]])
-    assert accumulate(sums).item() == 1.0  # each tiny step rounds away in order
+    assert accumulate(sums, 1).item() == 1.0  # each tiny step rounds away in order
     assert accumulate(sums, 2).item() == 1.0 + 2.0**-23  # (1 + e + e) + (e + e): the second partial keeps its two
 
 
@@ -153,7 +153,7 @@ def test_dense_tensordash_schedule_accumulates_as_the_baseline(accumulators, dot
     rng = np.random.default_rng(4)
     a = rng.standard_normal((2, 3, 7, 8)).astype(np.float32) + 4.0
     b = rng.standard_normal((2, 2, 7, 8)).astype(np.float32)
-    sched = tensordash.schedule(a, DEFAULT_PATTERN, 2)
+    sched = tensordash.schedule(a, T25_PATTERN, 2, "greedy")
     assert sched.cycles.tolist() == [7, 7]
     got = tensordash.tile_outputs(sched, torch.from_numpy(a), torch.from_numpy(b), "bf16", accumulators, dot)
     want = torch.stack([dense_tile(torch.from_numpy(a[p]), torch.from_numpy(b[p]), "bf16", accumulators, dot)

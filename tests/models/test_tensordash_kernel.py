@@ -25,9 +25,9 @@ PATTERNS = [
 
 
 def assert_matches_reference(operand, pattern, lookahead):
-    cycles, nonzero = cycles_and_nonzero(operand, pattern, lookahead)
+    cycles, nonzero = cycles_and_nonzero(operand, pattern, lookahead, "greedy")
     flags = td.nonzero(operand) if operand.dtype != bool else operand
-    np.testing.assert_array_equal(cycles, td.cycles(flags, pattern, lookahead))
+    np.testing.assert_array_equal(cycles, td.cycles(flags, pattern, lookahead, "greedy"))
     np.testing.assert_array_equal(nonzero, np.count_nonzero(flags, axis=(1, 2, 3)))
     assert cycles.dtype == nonzero.dtype == np.int64
 
@@ -95,8 +95,8 @@ def test_values_read_as_the_scheduler_reads_them():
     rng = np.random.default_rng(3)
     values = rng.choice(specials, (6, 4, 20, 16))
     assert_matches_reference(values, "T<2,5>", 2)
-    as_bool = cycles_and_nonzero(td.nonzero(values), "T<2,5>", 2)
-    np.testing.assert_array_equal(cycles_and_nonzero(values, "T<2,5>", 2), as_bool)
+    as_bool = cycles_and_nonzero(td.nonzero(values), "T<2,5>", 2, "greedy")
+    np.testing.assert_array_equal(cycles_and_nonzero(values, "T<2,5>", 2, "greedy"), as_bool)
     strided = values[:, :, ::2]  # not contiguous
     assert_matches_reference(strided, "T<2,5>", 2)
 
@@ -116,7 +116,7 @@ def test_more_than_64_lanes_use_the_reference():
 def test_bad_arguments_as_the_reference(operand, pattern, lookahead, message):
     for function in (cycles_and_nonzero, td.cycles):
         with pytest.raises(ValueError, match=message):
-            function(operand, pattern, lookahead)
+            function(operand, pattern, lookahead, "greedy")
 
 
 @pytest.mark.parametrize("kind, stride", [("conv2d", 1), ("conv2d", 2), ("linear", 1)])

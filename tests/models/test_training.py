@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from dashraker.models.training import TILE_MODES, Matmul, baseline_matmul
+from dashraker.designs import DESIGNS
+from dashraker.models.training import GUARD_BITS, TILE_MODES, Matmul, baseline_matmul
 
 
 def _integers(generator, *shape):
@@ -24,6 +25,10 @@ def test_every_product_of_a_step_is_exact_on_integers(mode):
     assert torch.equal(y.double(), x64 @ w64)
     assert torch.equal(x.grad.double(), g64 @ w64.T)
     assert torch.equal(w.grad.double(), x64.T @ g64)
+
+
+def test_the_term_serial_mode_runs_fprakers_default_guard_bits():
+    assert GUARD_BITS == DESIGNS["fpraker"].parameter("guard_bits").default
 
 
 def test_the_step_sum_is_the_baselines_dot():

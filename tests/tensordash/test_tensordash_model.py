@@ -12,8 +12,13 @@ from dashraker.designs import DESIGNS
 from dashraker.models import interconnect, numerics
 from dashraker.models import tensordash as td
 
+# the registry's defaults: the models have none of their own
+DEFAULTS = DESIGNS["tensordash"].params()
+SCHEDULE = (interconnect.parse_pattern(DEFAULTS["pattern"]), DEFAULTS["lookahead"], DEFAULTS["scheduler"])
+SUMS = (DEFAULTS["fmt"], DEFAULTS["accumulators"], DEFAULTS["dot"])
+
 PATTERNS = [
-    interconnect.DEFAULT_PATTERN,
+    interconnect.T25_PATTERN,
     ((0, 0), (1, 0), (2, 0)),
     ((0, 0), (1, 0), (1, -1), (1, 1)),
     ((0, 0), (1, 0), (1, 2), (2, 0), (2, -3), (3, 0), (3, 1)),
@@ -59,7 +64,7 @@ def streams(draw, max_lanes=12):
 
 
 def test_spec_groups_for_t25():
-    assert interconnect.lane_groups(16, interconnect.DEFAULT_PATTERN) == [
+    assert interconnect.lane_groups(16, interconnect.T25_PATTERN) == [
         [0, 5, 10], [1, 6, 11], [2, 7, 12], [3, 8, 13], [4, 9, 14], [15]]
 
 
@@ -74,12 +79,12 @@ def test_groups_partition_lanes_with_disjoint_candidates(pattern, lanes):
 
 
 def test_priority_order_of_t25():
-    assert [interconnect.DEFAULT_PATTERN[k] for k in interconnect.priority(interconnect.DEFAULT_PATTERN)] == [
+    assert [interconnect.T25_PATTERN[k] for k in interconnect.priority(interconnect.T25_PATTERN)] == [
         (0, 0), (1, -1), (1, 0), (1, 1), (1, 3), (2, -2), (2, 0), (2, 2)]
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("T<2,5>", interconnect.DEFAULT_PATTERN),
+    ("T<2,5>", interconnect.T25_PATTERN),
     ("T<3,0>", ((0, 0), (1, 0), (2, 0), (3, 0))),
     ("(0,0),(1,0),(1,-1)", ((0, 0), (1, 0), (1, -1))),
     ("0,0; 1,+1", ((0, 0), (1, 1))),
@@ -105,18 +110,18 @@ def test_parse_pattern_errors(text, message):
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="beyond lookahead 1"):
-        td.schedule(np.ones((1, 1, 4, 16), bool), interconnect.DEFAULT_PATTERN, lookahead=1)
+        td.schedule(np.ones((1, 1, 4, 16), bool), interconnect.T25_PATTERN, 1, "greedy")
     with pytest.raises(ValueError, match="slot twice with 2 lanes"):
         interconnect.lane_groups(2, ((0, 0), (1, -1), (1, 1)))
     with pytest.raises(ValueError, match=r"\[passes, rows, steps, lanes\]"):
-        td.cycles(np.ones((4, 16), bool))
+        td.cycles(np.ones((4, 16), bool), *SCHEDULE)
 
 
 @settings(max_examples=150, deadline=None)
 @given(streams())
 def test_schedule_matches_step_by_step_spec(case):
     nonzero, pattern, lookahead = case
-    sched = td.schedule(nonzero, pattern, lookahead)
+    sched = td.schedule(nonzero, pattern, lookahead, "greedy")
     for p in range(nonzero.shape[0]):
         expected = naive_schedule(nonzero[p], pattern, lookahead, sched.groups)
         assert sched.cycles[p] == len(expected)
@@ -129,7 +134,7 @@ def test_schedule_matches_step_by_step_spec(case):
 def test_every_nonzero_issued_once_and_cycle_bounds(case):
     nonzero, pattern, lookahead = case
     passes, rows, steps, lanes = nonzero.shape
-    sched = td.schedule(nonzero, pattern, lookahead)
+    sched = td.schedule(nonzero, pattern, lookahead, "greedy")
     step, lane = sched.source
     for p in range(passes):
         for r in range(rows):
@@ -141,7 +146,7 @@ def test_every_nonzero_issued_once_and_cycle_bounds(case):
     # A value is issued while its step is in the window.
     heads = sched.head[:, :, None, None]
     assert ((step < 0) | ((step >= heads) & (step <= heads + lookahead))).all()
-    np.testing.assert_array_equal(td.cycles(nonzero, pattern, lookahead), sched.cycles)
+    np.testing.assert_array_equal(td.cycles(nonzero, pattern, lookahead, "greedy"), sched.cycles)
 
 
 @settings(max_examples=60, deadline=None)
@@ -153,8 +158,8 @@ def test_outputs_pair_each_value_with_its_own_partner(case, cols, seed):
     gen = torch.Generator().manual_seed(seed)
     a = torch.randint(-8, 9, nonzero.shape, generator=gen).float() * torch.as_tensor(nonzero)
     b = torch.randint(-8, 9, (passes, cols, steps, lanes), generator=gen).float()
-    sched = td.schedule(nonzero, pattern, lookahead)
-    got = td.tile_outputs(sched, a, b)
+    sched = td.schedule(nonzero, pattern, lookahead, "greedy")
+    got = td.tile_outputs(sched, a, b, *SUMS)
     expected = torch.einsum("prsl,pcsl->prc", a.double(), b.double()).float()
     assert torch.equal(got, expected)
 
@@ -165,18 +170,18 @@ def test_tile_outputs_follow_the_tree_and_accumulator_order():
     a = torch.tensor([[[[1.0, 2.0**-24, 2.0**-24, 0.0], [0.0, 0.0, 0.0, 2.0**-24]]]])
     b = torch.ones(1, 1, 2, lanes)
     nonzero = (a != 0).numpy()
-    sched = td.schedule(nonzero, ((0, 0), (1, 0)), 1)
+    sched = td.schedule(nonzero, ((0, 0), (1, 0)), 1, "greedy")
     # Cycle 0: lane 3 promotes (1, 3); tree ((1 + e) + (e + e)) = 1 + 2e (exact in fp32: 1 + 2**-23).
     assert sched.cycles.tolist() == [1]
-    got = td.tile_outputs(sched, a, b, fmt="fp32")
+    got = td.tile_outputs(sched, a, b, "fp32", 1, "tree")
     assert got.item() == 1.0 + 2.0**-23
 
 
 def test_dense_and_empty_extremes():
     dense = np.ones((2, 3, 10, 16), bool)
-    assert td.cycles(dense).tolist() == [10, 10]
-    assert td.cycles(~dense).tolist() == [4, 4]
-    assert td.cycles(np.zeros((3, 2, 0, 16), bool)).tolist() == [0, 0, 0]
+    assert td.cycles(dense, *SCHEDULE).tolist() == [10, 10]
+    assert td.cycles(~dense, *SCHEDULE).tolist() == [4, 4]
+    assert td.cycles(np.zeros((3, 2, 0, 16), bool), *SCHEDULE).tolist() == [0, 0, 0]
 
 
 # bf16 bit patterns of the subnormal cases (issue 17): 0x807F and 0x0001 are subnormals, 0xFF80 is -Inf.
@@ -218,8 +223,8 @@ def test_subnormal_steps_are_skipped():
     bits = np.zeros((1, 1, 8, 16), np.int64)
     bits[:, :, 0], bits[0, 0, 1, 0] = ONE, TINY
     values = _bf16_values(bits)
-    assert td.cycles(values).tolist() == [3] and td.schedule(values).cycles.tolist() == [3]
-    assert td.cycles(values != 0).tolist() == [4]  # the value-is-not-0.0 reading the issue found
+    assert td.cycles(values, *SCHEDULE).tolist() == [3] and td.schedule(values, *SCHEDULE).cycles.tolist() == [3]
+    assert td.cycles(values != 0, *SCHEDULE).tolist() == [4]  # the value-is-not-0.0 reading the issue found
     design = DESIGNS["tensordash"]
     params = design.params(rows=1, cols=1)
     outputs, cycles = design.golden(params, bits, np.full_like(bits, ONE))

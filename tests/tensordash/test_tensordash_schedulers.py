@@ -17,7 +17,9 @@ from dashraker.models import interconnect
 from dashraker.models import tensordash as td
 from dashraker.models.kernels.tensordash import cycles_and_nonzero
 
-from test_tensordash_model import PATTERNS, streams
+from test_tensordash_model import PATTERNS, SCHEDULE, streams
+
+T25 = interconnect.parse_pattern("T<2,5>")
 
 ALLOCATORS = [name for name in SCHEDULERS if name != "greedy"]
 
@@ -64,7 +66,7 @@ def naive_allocator(nonzero, pattern, lookahead, iterations):
 def test_scheduler_names():
     assert [interconnect.allocator_iterations(name) for name in SCHEDULERS] == [0, 1, 2]
     with pytest.raises(ValueError, match="unknown scheduler 'fast'"):
-        td.schedule(np.ones((1, 1, 2, 8), bool), scheduler="fast")
+        td.schedule(np.ones((1, 1, 2, 8), bool), *SCHEDULE[:2], "fast")
 
 
 @settings(max_examples=150, deadline=None)
@@ -101,7 +103,7 @@ def test_every_nonzero_issued_once_from_its_own_slot(case, scheduler):
     consumed = np.diff(np.concatenate([sched.head, np.full((passes, 1), -1)], axis=1), axis=1)
     assert (np.where(sched.head[:, 1:] >= 0, consumed[:, :-1], 1) >= 1).all()
     assert (np.where(sched.head[:, 1:] >= 0, consumed[:, :-1], 1) <= lookahead + 1).all()
-    np.testing.assert_array_equal(td.cycles(nonzero, pattern, lookahead, scheduler=scheduler), sched.cycles)
+    np.testing.assert_array_equal(td.cycles(nonzero, pattern, lookahead, scheduler), sched.cycles)
     np.testing.assert_array_equal(cycles_and_nonzero(nonzero, pattern, lookahead, scheduler)[0], sched.cycles)
 
 
@@ -112,15 +114,15 @@ def test_without_lookaside_every_scheduler_is_greedy(depth, lanes, density, seed
     pattern = interconnect.parse_pattern(f"T<{depth},0>")
     nonzero = np.random.default_rng(seed).random((2, 2, 9, lanes)) < density
     np.testing.assert_array_equal(td.schedule(nonzero, pattern, depth, scheduler).select,
-                                  td.schedule(nonzero, pattern, depth).select)
+                                  td.schedule(nonzero, pattern, depth, "greedy").select)
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_dense_and_empty_extremes(scheduler):
     dense = np.ones((2, 3, 10, 16), bool)
-    assert td.cycles(dense, scheduler=scheduler).tolist() == [10, 10]
-    assert td.schedule(~dense, scheduler=scheduler).cycles.tolist() == [4, 4]
-    assert cycles_and_nonzero(np.zeros((3, 2, 0, 16), bool), scheduler=scheduler)[0].tolist() == [0, 0, 0]
+    assert td.cycles(dense, *SCHEDULE[:2], scheduler).tolist() == [10, 10]
+    assert td.schedule(~dense, *SCHEDULE[:2], scheduler).cycles.tolist() == [4, 4]
+    assert cycles_and_nonzero(np.zeros((3, 2, 0, 16), bool), *SCHEDULE[:2], scheduler)[0].tolist() == [0, 0, 0]
 
 
 def test_allocator_loses_where_greedy_finds_a_value():
@@ -134,9 +136,9 @@ def test_allocator_loses_where_greedy_finds_a_value():
     nonzero = np.zeros((1, 1, 2, 8), bool)
     nonzero[0, 0, 0, 2:] = True
     nonzero[0, 0, 1, [1, 4]] = True
-    assert [td.schedule(nonzero, scheduler=name).cycles[0] for name in SCHEDULERS] == [1, 2, 2]
+    assert [td.schedule(nonzero, T25, 2, name).cycles[0] for name in SCHEDULERS] == [1, 2, 2]
     nonzero[0, 0, 1, [3, 4]] = True, False
-    assert [td.schedule(nonzero, scheduler=name).cycles[0] for name in SCHEDULERS] == [2, 2, 1]
+    assert [td.schedule(nonzero, T25, 2, name).cycles[0] for name in SCHEDULERS] == [2, 2, 1]
 
 
 @pytest.mark.parametrize("scheduler", ALLOCATORS)
