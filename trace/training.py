@@ -232,15 +232,18 @@ def _check_settings(lr, threads, seq_len):
             raise RecordError(f"{name} must be a positive integer, not {value!r}")
 
 
-def _data_and_model(model, data, model_args, data_args, seq_len, needed, batch_size, seed):
-    """The data set (at least one batch of it) and the network, built right after seeding as training uses them."""
-    dataset = load_data(data, seq_len, data_args, needed=needed, seed=seed)
+def _data_and_model(model, data, model_args, data_args, seq_len, image_size, needed, batch_size, seed):
+    """The data set (at least one batch of it) and the network, built right after seeding as training uses them; a
+    factory's network is checked against the data's targets."""
+    dataset = load_data(data, seq_len, data_args, needed=needed, seed=seed, image_size=image_size)
     if len(dataset) < batch_size:
         raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
     torch.manual_seed(seed)
-    if factory.is_factory(model):
-        return dataset, factory.build_model(model, model_args or {})
-    return dataset, build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind)
+    if not factory.is_factory(model):
+        return dataset, build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind, model_args)
+    net = factory.build_model(model, model_args or {})
+    _check_targets(net, dataset)
+    return dataset, net
 
 
 @contextlib.contextmanager
@@ -255,28 +258,9 @@ def _threads(count):
         torch.set_num_threads(before)
 
 
-def record(
-    model,
-    data,
-    steps,
-    samples,
-    out,
-    batch_size=16,
-    seed=0,
-    lr=None,
-    prune=None,
-    progress=True,
-    input_grad=False,
-    seq_len=64,
-    overwrite=False,
-    threads=None,
-    model_args=None,
-    data_args=None,
-    strict=False,
-    device="cpu",
-    autocast=None,
-    image_size=None,
-):
+def record(model, data, steps, samples, out, batch_size=16, seed=0, lr=None, prune=None, progress=True,
+           input_grad=False, seq_len=64, overwrite=False, threads=None, model_args=None, data_args=None, strict=False,
+           device="cpu", autocast=None, image_size=None):
     """Train ``model`` on ``data`` for ``max(steps)`` optimizer steps and record ``steps`` into the folder ``out``.
 
     ``model``: a name in ``networks.MODELS`` (built with the keyword arguments ``model_args``) or a
@@ -302,41 +286,21 @@ def record(
     device = check_device(device)
     if autocast is not None and autocast not in AUTOCAST:
         raise RecordError(f"autocast must be one of {sorted(AUTOCAST)}, not {autocast!r}")
-    own_model = factory.is_factory(model)
     if prune is not None:
         MagnitudePruner.check(prune)
     folder = OutputFolder(out, "trace folder", is_trace if overwrite else None,
                           "--force replaces only a trace" if overwrite else "use --force to replace a trace")
     if not isinstance(batch_size, int) or not 1 <= samples <= batch_size:
         raise RecordError(f"need 1 <= samples <= batch_size, got samples={samples!r}, batch_size={batch_size!r}")
-    dataset = load_data(data, seq_len, data_args, needed=steps[-1] * batch_size, seed=seed, image_size=image_size)
-    if len(dataset) < batch_size:
-        raise RecordError(f"data set {data!r} has {len(dataset)} samples, fewer than one batch of {batch_size}")
-    torch.manual_seed(seed)
-    if own_model:
-        net = factory.build_model(model, model_args or {})
-        _check_targets(net, dataset)
-    else:
-        net = build_model(model, dataset.sample_shape, dataset.num_classes, dataset.kind, model_args)
+    dataset, net = _data_and_model(model, data, model_args, data_args, seq_len, image_size, steps[-1] * batch_size,
+                                   batch_size, seed)
     net.to(device)
     optimizer, settings = optimizer_settings(dataset.kind, lr)
-    meta = {
-        "model": model,
-        "model_args": model_args or {},
-        "data": str(data),
-        "data_args": data_args or {},
-        "image_size": image_size,
-        "seq_len": seq_len,
-        "batch_size": batch_size,
-        "batches_per_epoch": len(dataset) // batch_size,
-        "seed": seed,
-        "optimizer": {"name": optimizer.__name__, **settings},
-        "prune": prune,
-        "device": device.type,
-        "autocast": autocast,
-        "planned_steps": steps,
-        "losses": [],
-    }
+    meta = {"model": model, "model_args": model_args or {}, "data": str(data), "data_args": data_args or {},
+            "image_size": image_size, "seq_len": seq_len, "batch_size": batch_size,
+            "batches_per_epoch": len(dataset) // batch_size, "seed": seed,
+            "optimizer": {"name": optimizer.__name__, **settings}, "prune": prune, "device": device.type,
+            "autocast": autocast, "planned_steps": steps, "losses": []}
     with folder, folder.staging() as staging:
         recorder = Recorder(net, staging, samples, input_grad=input_grad, meta=meta, strict=strict)
         with _threads(threads):

@@ -207,7 +207,7 @@ def test_silicon_library_and_clock_keys(tmp_path):
     path.write_text("silicon: liberty\nclock_mhz: 500\n")
     assert load_config(path).target_ns == 2.0  # a tile is mapped for the clock it runs at
     for text, message in (("silicon: cmos", "field 'silicon': must be one of ['transistors', 'liberty'], not 'cmos'"),
-                          ("library: sky130", "field 'library': must be one of ['nangate45'], not 'sky130'"),
+                          ("library: sky130", "field 'library': must be one of ['nangate45', 'osu018'], not 'sky130'"),
                           ("clock_mhz: fast", "field 'clock_mhz': must be a positive number (MHz) or one of ['sta', "
                                               "'common'], not 'fast'"),
                           ("clock_mhz: 0", "field 'clock_mhz': must be a positive number (MHz) or one of ['sta', "
