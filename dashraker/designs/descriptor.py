@@ -272,6 +272,9 @@ class Cost:
         ``rows`` and ``cols`` (PEs used) of an operation.
     max_values : int
         Values per ``evaluate`` call on the CPU (bounds its memory); a GPU takes ``GPU_BATCH`` times more.
+    stream : callable(params, cycles) -> int64 array, or None
+        The cycles of each tile's stream of passes: ``cycles`` int64 ``[passes, tiles]``, each column one
+        tile's passes' own cycles in order, in; one figure per tile out. None: their sum (one pass after another).
     components : dict
         The actions the cost model counts beyond those every design shares (``mapping.components``: the
         multipliers, the adders, the memory system's), each -> the energy-table entry it is charged at. With
@@ -282,6 +285,7 @@ class Cost:
     pass_counts: Callable
     evaluate: Callable = None
     max_values: int = 1 << 22
+    stream: Callable = None
     components: dict = dataclasses.field(default_factory=dict)
 
     GPU_BATCH = 16  # a GPU's calls are this many times larger: fewer, fuller kernels

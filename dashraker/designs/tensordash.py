@@ -23,6 +23,14 @@ SCHEDULER = Parameter(
     "separable1: 0.89-0.97x, 103.9 MHz alone, 69.3-74.9 in the tile (dnnsim: always greedy)",
     kind=str, choices=SCHEDULERS)
 
+# Window threads (SPEC section 3, amended 2026-12-06; models.tensordash.interleave): 2 interleaves two pass streams
+# through one window loop of two cycles per decision (C-slow), modelled by the mapper; no generator yet (issue 52).
+THREADS = Parameter(
+    "threads", 1,
+    "window threads. 2: two pass streams share one window loop of two cycles per decision (C-slow), for a faster "
+    "clock; the mapper models it, no RTL yet (dnnsim: always 1)",
+    choices=(1, 2))
+
 
 def _constraint(params):
     """The generator's own check: the pattern fits the lookahead, its lane offsets stay distinct modulo N; the
@@ -32,6 +40,9 @@ def _constraint(params):
 
 
 def _build(params):
+    if params["threads"] != 1:
+        raise ValueError(f"threads {params['threads']}: the two-thread window has no RTL yet (issue 52); "
+                         "the mapper models its cycles")
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
                 pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"],
                 scheduler=params["scheduler"], dot=params["dot"])
@@ -59,6 +70,13 @@ def _evaluate(params, scheduled, partner, device="cpu"):
     return {"cycles": cycles, "mul": nonzero}
 
 
+def _stream(params, cycles):
+    """A tile's stream of passes through the window's threads (``models.tensordash.stream_cycles``)."""
+    from dashraker.models.tensordash import stream_cycles
+
+    return stream_cycles(cycles, params["threads"])
+
+
 def _pass_counts(params, arrays, value_bits):
     """Every PE lane adds each cycle; each row's scheduler and operand muxes and each PE's partner muxes switch."""
     lanes = params["lanes"]
@@ -81,13 +99,14 @@ TENSORDASH = Design(
                   kind=str, validate=parse_pattern),
         ACCUMULATORS,
         SCHEDULER,
+        THREADS,
         DOT,
     ),
     packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),
     build=_build,
     golden=_golden,
     constraint=_constraint,
-    dataflow_params={"dnnsim": {"scheduler": "greedy"}},  # the authors' simulator schedules greedily
+    dataflow_params={"dnnsim": {"scheduler": "greedy", "threads": 1}},  # the authors' simulator: greedy, 1 thread
     published=(  # TensorDash (MICRO 2020), as issue 33 quotes it
         Claim("speedup in training", "1.95x", lambda x: x >= 1.95, "equal", "speedup"),
         Claim("compute energy efficiency", "1.89x", lambda x: x >= 1.89, "equal", "core_energy_efficiency"),
@@ -97,6 +116,7 @@ TENSORDASH = Design(
         Claim("area overhead over the accelerator", "under 5%", lambda x: x < 0.05, "equal_chip", "area_overhead"),
     ),
     cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES,
+              stream=_stream,
               components={**SUM_COMPONENTS, "mux_bits": "mux8_bit", "scheduler_lanes": "scheduler_lane"}),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
                 "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot",
