@@ -153,6 +153,9 @@ class Design:
         dataflow name -> {parameter name: value}.
     published : tuple of Claim
         The design's paper's headline figures, which ``dashraker study`` sets beside ours.
+    silicon_params : callable(params) -> params
+        The parameters of the tile whose silicon (area, leakage, clock) the mapper measures for a tile of
+        ``params``: themselves, or for a parameter the mapper models ahead of its RTL, the nearest tile with RTL.
     """
 
     name: str
@@ -169,6 +172,7 @@ class Design:
     reference: bool = False
     dataflow_params: dict = dataclasses.field(default_factory=dict)
     published: tuple = ()
+    silicon_params: Callable = lambda params: params
 
     def __reduce__(self):
         """Pickled by name (worker processes look the descriptor up in their own registry)."""

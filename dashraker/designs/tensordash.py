@@ -28,7 +28,7 @@ SCHEDULER = Parameter(
 THREADS = Parameter(
     "threads", 1,
     "window threads. 2: two pass streams share one window loop of two cycles per decision (C-slow), for a faster "
-    "clock; the mapper models it, no RTL yet (dnnsim: always 1)",
+    "clock; the mapper models its cycles, no RTL yet (its silicon: the 1-thread tile's; dnnsim: always 1)",
     choices=(1, 2))
 
 
@@ -56,6 +56,12 @@ def _golden(params, scheduled_bits, partner_bits):
     schedule = tensordash.schedule(a.numpy(), parse_pattern(params["pattern"]), params["lookahead"], params["scheduler"])
     outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"], params["dot"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
+
+
+def _silicon_params(params):
+    """The two-thread window has no RTL yet: the mapper's silicon (area, leakage, clock) is the one-thread tile's,
+    without the second thread's window state, store and accumulator contexts (SPEC section 3)."""
+    return {**params, "threads": 1}
 
 
 def _evaluate(params, scheduled, partner, device="cpu"):
@@ -106,6 +112,7 @@ TENSORDASH = Design(
     build=_build,
     golden=_golden,
     constraint=_constraint,
+    silicon_params=_silicon_params,
     dataflow_params={"dnnsim": {"scheduler": "greedy", "threads": 1}},  # the authors' simulator: greedy, 1 thread
     published=(  # TensorDash (MICRO 2020), as issue 33 quotes it
         Claim("speedup in training", "1.95x", lambda x: x >= 1.95, "equal", "speedup"),
