@@ -251,6 +251,8 @@ def test_threads_issue_every_nonzero_once_on_their_own_cycles(case, repeat, thre
     assert len(issued) == 0 or (issued[-1] >= 0).all()  # the loop ends with the last decision
     if threads == 1:
         assert len(issued) == sched.cycles.sum()
+    elif len(nonzero) == 2:  # a pair: thread 0's last decision on cycle 2 d_0 - 2, thread 1's on 2 d_1 - 1
+        assert len(issued) == max(2 * sched.cycles[0] - 1, 2 * sched.cycles[1])
 
 
 @pytest.mark.parametrize("decisions, threads, expected", [
