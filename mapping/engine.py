@@ -5,12 +5,14 @@ Per pass, the cycles come from the real values, through the design's cost model
 counts over the scheduled side alone (evaluated once per row set and shared by its
 column sets) or over both sides. Passes go to the tiles round robin in pass order
 (row set by row set, column sets innermost); an operation lasts as long as its
-busiest tile (tiles run independently, each with its own buffers). Every operation is
+busiest tile (tiles run independently, each with its own buffers; a design may run a tile's
+passes other than one after another: ``Cost.stream``). Every operation is
 also costed on the reference (dense) design of the same array, for the speedups. Times are each
 tile's cycles at its own clock (``AcceleratorConfig.clock_mhz``, ``reference_clock_mhz``).
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 import torch
@@ -24,12 +26,14 @@ from dashraker.mapping.dataflow import operands, plan, problem_passes
 __all__ = ["spread", "map_op", "energy_pj"]
 
 
-def spread(pass_cycles, tiles):
-    """Cycles of passes run round robin on ``tiles`` tiles: the busiest tile's total."""
+def spread(pass_cycles, tiles, stream=None):
+    """Cycles of passes run round robin on ``tiles`` tiles: the busiest tile's, its passes' cycles summed or,
+    with ``stream`` (``Cost.stream`` of the design's parameters), as the design runs a tile's stream of passes."""
     pass_cycles = np.asarray(pass_cycles, np.int64)
     padded = np.zeros(-(-pass_cycles.size // tiles) * tiles, np.int64)
     padded[: pass_cycles.size] = pass_cycles
-    return int(padded.reshape(-1, tiles).sum(axis=0).max(initial=0))
+    per_tile = padded.reshape(-1, tiles)
+    return int(np.max(per_tile.sum(axis=0) if stream is None else stream(per_tile), initial=0))
 
 
 def energy_pj(counts, config):
@@ -307,7 +311,9 @@ def _compressed(config, plans, op_plan, set_bytes):
 def _op_cycles(config, counts, arrays, dense):
     """The operation's cycles on the design (its busiest tile's, plus the pipeline fill) and on the dense baseline,
     and where a term-serial design's cycles go (``cycle_breakdown``; None for the other designs)."""
-    cycles, dense_cycles = spread(arrays["cycles"], config.tiles), spread(dense["cycles"], config.tiles)
+    stream = config.design.cost.stream
+    stream = None if stream is None else functools.partial(stream, config.params)
+    cycles, dense_cycles = spread(arrays["cycles"], config.tiles, stream), spread(dense["cycles"], config.tiles)
     fill = config.design.fill(config.params) if arrays["cycles"].size else 0
     cycles += fill  # the design's pipeline fill
     breakdown = None

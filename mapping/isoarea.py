@@ -40,15 +40,16 @@ def _fpga_luts(config, reports):
 
     if reports is None:
         raise AreaMeasureError("--area fpga needs --fpga-reports DIR (folders of 'dashraker fpga' runs)")
+    params = config.design.silicon_params(config.params)
     for path in sorted(Path(reports).rglob("report.json")):
         try:
             report = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if report.get("design") == config.design.name and report.get("params") == config.params:
+        if report.get("design") == config.design.name and report.get("params") == params:
             return breakdown(report)["tile_lut"]
-    options = " ".join(f"{p.option} {config.params[p.name]}" for p in config.design.parameters)
-    raise AreaMeasureError(f"no FPGA report of {config.design.name} with {config.params} under {reports}: run "
+    options = " ".join(f"{p.option} {params[p.name]}" for p in config.design.parameters)
+    raise AreaMeasureError(f"no FPGA report of {config.design.name} with {params} under {reports}: run "
                            f"'dashraker fpga {config.design.name} {options} --out {reports}/{config.design.name}'")
 
 
@@ -71,7 +72,8 @@ def tile_area(config, measure, area_root="build/area", fpga_reports=None, progre
         if config.tile is not None:
             return config.tile.area
         try:
-            return silicon.measure(config, config.design, config.params, area_root, progress=progress).area
+            params = config.design.silicon_params(config.params)
+            return silicon.measure(config, config.design, params, area_root, progress=progress).area
         except silicon.SiliconError as error:
             raise AreaMeasureError(str(error)) from None
     if measure == "fpga":

@@ -190,10 +190,10 @@ def reference_params(config):
 
 
 def _tiles(config):
-    """The (design, params) of ``config``'s tile and of the reference tile on its array."""
+    """The (design, params) of ``config``'s tile (``Design.silicon_params``) and of the reference tile on its array."""
     from dashraker.designs import reference
 
-    return [(config.design, config.params), (reference(), reference_params(config))]
+    return [(config.design, config.design.silicon_params(config.params)), (reference(), reference_params(config))]
 
 
 def _key(config, design, params):
@@ -270,5 +270,5 @@ def resolve_all(configs, area_root="build/area", progress=True, jobs=None, asic_
     for key, call in calls.items():
         if key not in tiles:
             tiles[key] = measure(*call, progress)
-    return clocked([dataclasses.replace(config, tile=tiles[_key(config, config.design, config.params)],
+    return clocked([dataclasses.replace(config, tile=tiles[_key(config, *_tiles(config)[0])],
                                         reference_tile=tiles[_key(config, *_tiles(config)[1])]) for config in configs])

@@ -37,6 +37,7 @@ def test_every_design_builds_with_its_defaults():
     ("tensordash", {"dot": "fma"}, "dot must be one of tree, fused, not 'fma'"),  # its lanes move products
     ("baseline", {"dot": "fused", "accumulators": 6}, "dot 'fused' adds into the fixed-point accumulator"),
     ("tensordash", {"dot": "fused", "accumulators": 1}, "accumulators must be 0, not 1"),
+    ("tensordash", {"threads": 3}, "threads must be one of 1, 2, not 3"),
 ])
 def test_parameters_are_checked_once_for_every_caller(name, overrides, message):
     with pytest.raises(ValueError, match=re.escape(message)):

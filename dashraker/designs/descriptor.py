@@ -221,6 +221,9 @@ class Design:
         dataflow name -> {parameter name: value}.
     published : tuple of Claim
         The design's paper's headline figures, which ``dashraker study`` sets beside ours.
+    silicon_params : callable(params) -> params
+        The parameters of the tile whose silicon (area, leakage, clock) the mapper measures for a tile of
+        ``params``: themselves, or for a parameter the mapper models ahead of its RTL, the nearest tile with RTL.
     """
 
     name: str
@@ -237,6 +240,7 @@ class Design:
     reference: bool = False
     dataflow_params: dict = dataclasses.field(default_factory=dict)
     published: tuple = ()
+    silicon_params: Callable = lambda params: params
 
     def __post_init__(self):
         _require(self, "name", _text(self.name) and re.fullmatch(r"[a-z][a-z0-9_]*", self.name) is not None,
@@ -377,6 +381,9 @@ class Cost:
         ``rows`` and ``cols`` (PEs used) of an operation.
     max_values : int
         Values per ``evaluate`` call on the CPU (bounds its memory); a GPU takes ``GPU_BATCH`` times more.
+    stream : callable(params, cycles) -> int64 array, or None
+        The cycles of each tile's stream of passes: ``cycles`` int64 ``[passes, tiles]``, each column one
+        tile's passes' own cycles in order, in; one figure per tile out. None: their sum (one pass after another).
     components : dict
         The actions the cost model counts beyond those every design shares (``mapping.components``: the
         multipliers, the adders, the memory system's), each -> the energy-table entry it is charged at. With
@@ -387,6 +394,7 @@ class Cost:
     pass_counts: Callable
     evaluate: Callable = None
     max_values: int = 1 << 22
+    stream: Callable = None
     components: dict = dataclasses.field(default_factory=dict)
 
     GPU_BATCH = 16  # a GPU's calls are this many times larger: fewer, fuller kernels

@@ -23,6 +23,14 @@ SCHEDULER = Parameter(
     "separable1: 0.89-0.97x, 103.9 MHz alone, 69.3-74.9 in the tile (dnnsim: always greedy)",
     kind=str, choices=SCHEDULERS)
 
+# Window threads (SPEC section 3, amended 2026-12-06; models.tensordash.interleave): 2 interleaves two pass streams
+# through one window loop of two cycles per decision (C-slow), modelled by the mapper; no generator yet (issue 52).
+THREADS = Parameter(
+    "threads", 1,
+    "window threads. 2: two pass streams share one window loop of two cycles per decision (C-slow), for a faster "
+    "clock; the mapper models its cycles, no RTL yet (its silicon: the 1-thread tile's; dnnsim: always 1)",
+    choices=(1, 2))
+
 
 def _constraint(params):
     """The generator's own check: the pattern fits the lookahead, its lane offsets stay distinct modulo N; the
@@ -32,6 +40,9 @@ def _constraint(params):
 
 
 def _build(params):
+    if params["threads"] != 1:
+        raise ValueError(f"threads {params['threads']}: the two-thread window has no RTL yet (issue 52); "
+                         "the mapper models its cycles")
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
                 pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"],
                 scheduler=params["scheduler"], dot=params["dot"])
@@ -47,6 +58,12 @@ def _golden(params, scheduled_bits, partner_bits):
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
 
 
+def _silicon_params(params):
+    """The two-thread window has no RTL yet: the mapper's silicon (area, leakage, clock) is the one-thread tile's,
+    without the second thread's window state, store and accumulator contexts (SPEC section 3)."""
+    return {**params, "threads": 1}
+
+
 def _evaluate(params, scheduled, partner, device="cpu"):
     """Per row set: the reference scheduler's cycles and the non-zero scheduled values (each multiplied once
     per partner operand); zero as the scheduler defines it (exponent field 0). On every device from the fused
@@ -57,6 +74,13 @@ def _evaluate(params, scheduled, partner, device="cpu"):
     cycles, nonzero = cycles_and_nonzero(scheduled, parse_pattern(params["pattern"]), params["lookahead"],
                                          params["scheduler"])
     return {"cycles": cycles, "mul": nonzero}
+
+
+def _stream(params, cycles):
+    """A tile's stream of passes through the window's threads (``models.tensordash.stream_cycles``)."""
+    from dashraker.models.tensordash import stream_cycles
+
+    return stream_cycles(cycles, params["threads"])
 
 
 def _pass_counts(params, arrays, value_bits):
@@ -81,13 +105,15 @@ TENSORDASH = Design(
                   kind=str, validate=parse_pattern),
         ACCUMULATORS,
         SCHEDULER,
+        THREADS,
         DOT,
     ),
     packages=("dashraker.hw.tensordash", "dashraker.models.tensordash"),
     build=_build,
     golden=_golden,
     constraint=_constraint,
-    dataflow_params={"dnnsim": {"scheduler": "greedy"}},  # the authors' simulator schedules greedily
+    silicon_params=_silicon_params,
+    dataflow_params={"dnnsim": {"scheduler": "greedy", "threads": 1}},  # the authors' simulator: greedy, 1 thread
     published=(  # TensorDash: Mahmoud et al., MICRO 2020, and its extended version, arXiv 2009.00748
         Claim("speedup in training", "1.95x", "MICRO 2020 and arXiv 2009.00748, abstract", 1.95, "equal", "speedup"),
         Claim("compute energy efficiency", "1.89x", "arXiv 2009.00748, abstract", 1.89, "equal",
@@ -102,6 +128,7 @@ TENSORDASH = Design(
               "area_overhead", above=False),
     ),
     cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES,
+              stream=_stream,
               components={**SUM_COMPONENTS, "mux_bits": "mux8_bit", "scheduler_lanes": "scheduler_lane"}),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
                 "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot",

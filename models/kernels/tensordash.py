@@ -15,7 +15,8 @@ as soon as no lane of the group still needs a value. The separable allocator (``
 lane's request is the first candidate whose rotated step word has its bit (one mask per
 candidate), then, candidate by candidate in priority order, a request is granted where its slot
 is still non-zero and the slot cleared, so a later requester of the slot finds it empty and
-loses. Lanes > 64 go to the reference.
+loses. Lanes > 64 go to the reference. Window threads (SPEC section 3) do not enter here: each thread runs its
+passes as alone, and the mapper lays these per-pass cycles on the threads (``reference.stream_cycles``).
 Patterns are checked by the reference's own ``_check``, so both refuse the same arguments.
 """
 

@@ -56,6 +56,13 @@ def test_lookahead_has_an_upper_bound_and_the_size_guard_counts_the_window(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
+def test_two_thread_window_has_no_rtl_yet(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["verilog", "tensordash", "--threads", "2", "-o", "x.v"]) == 2
+    _one_line(capsys, "tensordash: threads 2: the two-thread window has no RTL yet (issue 52)")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_cosim_has_the_size_guard_before_building(tmp_path, monkeypatch, capsys):
     """A 2x2 tile of 1,024-lane PEs ran 487 s before an Amaranth assertion: refused at once, exit 2."""
     from dashraker.trace import record

@@ -100,6 +100,32 @@ def test_tensordash_step_skipping_by_hand(tmp_path, nonzero_steps, expected):
     assert result["scheduled"] == "A" and result["dense_cycles"] == 4 and result["cycles"] == expected
 
 
+@pytest.mark.parametrize("threads, sparse_first, expected", [
+    (1, False, 6), (2, False, 7),  # passes of 4 then 2 decisions: thread 0's 4 end on cycle 6 (2 d_0 - 1)
+    (1, True, 6), (2, True, 8),  # 2 then 4: thread 1's end on cycle 7 (2 d_1)
+])
+def test_tensordash_threads_by_hand(tmp_path, threads, sparse_first, expected):
+    # 5 samples on 4 rows: row set 0 (samples 0-3), row set 1 (sample 4), one pass each on one tile.
+    a = np.ones((5, 64), np.float32)
+    sparse = slice(0, 4) if sparse_first else slice(4, 5)
+    a[sparse, 16:48] = 0.0  # steps 1 and 2 empty: 2 decisions instead of 4
+    layer, tensors = linear(a, np.ones((3, 64)))
+    config = config_file(tmp_path, "tensordash", tiles=1, rows=4, cols=4, lanes=16, **{"tensordash.threads": threads})
+    result = map_op(config, layer, tensors, "fwd")
+    assert (result["passes"], result["dense_cycles"], result["cycles"]) == (2, 8, expected)
+
+
+def test_tensordash_lone_pass_on_two_threads(tmp_path):
+    layer, tensors = linear(np.ones((1, 64)), np.ones((3, 64)))
+    config = config_file(tmp_path, "tensordash", tiles=1, rows=4, cols=4, lanes=16, **{"tensordash.threads": 2})
+    assert map_op(config, layer, tensors, "fwd")["cycles"] == 2 * 4 - 1  # the other thread's cycles idle
+
+
+def test_dnnsim_keeps_one_thread(tmp_path):
+    config = config_file(tmp_path, "tensordash", dataflow="dnnsim", **{"tensordash.threads": 2})
+    assert (config.configured_params["threads"], config.params["threads"]) == (2, 1)
+
+
 def test_tensordash_lookaside_by_hand(tmp_path):
     # one value per step, all at lane 0: in cycle 1 lane 0 issues step 0, lane 1 promotes step 1 through
     # (1,-1), lane 2 promotes step 2 through (2,-2); steps 1 and 2 are then empty and skipped; cycle 2: step 3.
@@ -265,8 +291,9 @@ def reference_models(monkeypatch):
 
 
 @pytest.mark.parametrize("changes", [dict(), dict(dataflow="dnnsim"), dict(dtype="fp32"), dict(rounding="truncate"),
-                                     {"tensordash.lanes": 7, "tensordash.pattern": "T<3,0>", "tensordash.lookahead": 4}],
-                         ids=["default", "dnnsim", "fp32", "truncate", "odd"])
+                                     {"tensordash.lanes": 7, "tensordash.pattern": "T<3,0>", "tensordash.lookahead": 4},
+                                     {"tensordash.threads": 2, "tiles": 2}],
+                         ids=["default", "dnnsim", "fp32", "truncate", "odd", "threads2"])
 def test_kernels_map_as_the_reference_models(tmp_path, layer_case, monkeypatch, changes):
     """The fused kernels give the rows the reference models give."""
     layers = [layer_case(**case)[:2] for case in

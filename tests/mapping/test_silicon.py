@@ -73,6 +73,22 @@ def test_the_area_estimate_holds_large_memories_in_register_files_or_takes_the_t
     assert generated.tile.area == 100_000
 
 
+@pytest.mark.real_area  # resolve_all itself, on hand-made records
+def test_a_two_thread_tile_has_the_one_thread_tiles_silicon_until_its_rtl_exists(tmp_path):
+    """SPEC section 3: the two-thread window has no RTL; its map charges the one-thread tile's (hand-made) record."""
+    import dataclasses
+
+    from dashraker.designs import reference
+
+    one = load_config(design="tensordash")
+    two = dataclasses.replace(one, configured_params={**one.configured_params, "threads": 2})
+    assert (one.params["threads"], two.params["threads"]) == (1, 2)
+    _cached_record(tmp_path, one.design, one.params, transistors=300_000)
+    _cached_record(tmp_path, reference(), silicon.reference_params(one))
+    resolved = silicon.resolve_all([one, two], tmp_path, progress=False)
+    assert resolved[0].tile == resolved[1].tile and resolved[1].tile.area > resolved[1].reference_tile.area
+
+
 def test_a_bad_area_estimate_or_a_table_without_register_files_is_one_line_naming_the_field(tmp_path):
     import yaml
 

@@ -69,6 +69,20 @@ def test_rows_sharing_words_and_spanning_several(rows):
             assert_matches_reference(random_passes(rng, rows, steps, lanes), "T<2,5>", 2)
 
 
+@pytest.mark.parametrize("tiles", [1, 3, 16])
+def test_two_threads_from_the_kernels_pass_cycles_as_from_the_reference_schedule(tiles):
+    """SPEC section 3: each thread runs its passes as alone, so the mapper lays the kernel's per-pass cycles on the
+    threads (``stream_cycles``): the same loop length as the reference schedule's decisions laid cycle by cycle."""
+    rng = np.random.default_rng(tiles)
+    sparse = rng.random((40, 4, 9, 16)) < 0.05  # mostly one-cycle passes next to dense ones
+    for operand in (random_passes(rng, 4, 9, 16), np.concatenate([sparse, random_passes(rng, 4, 9, 16)])):
+        kernel, _ = cycles_and_nonzero(operand, "T<2,5>", 2)
+        decisions = td.schedule(operand, interconnect.parse_pattern("T<2,5>"), 2).cycles
+        per_tile = np.pad(kernel, (0, -len(kernel) % tiles)).reshape(-1, tiles)  # round robin, as the mapper deals
+        expected = [len(td.interleave(decisions[tile::tiles], 2)) for tile in range(tiles)]
+        np.testing.assert_array_equal(td.stream_cycles(per_tile, 2), expected)
+
+
 def test_maximum_sparsity_and_runs_of_zero_steps():
     # Single values scattered over long runs of all-zero steps: every skip length 0..H occurs.
     rng = np.random.default_rng(7)

@@ -231,3 +231,52 @@ def test_subnormal_steps_are_skipped():
     assert cycles.tolist() == [3] and outputs.tolist() == [[[0x41800000]]]  # 16 x 1.0
     assert design.cost.evaluate(params, values, None)["cycles"].tolist() == [3]
     assert design.cost.evaluate(params, values, None)["mul"].tolist() == [16]
+
+
+@settings(max_examples=100, deadline=None)
+@given(streams(max_lanes=20), st.integers(1, 5), st.integers(1, 2))
+def test_threads_issue_every_nonzero_once_on_their_own_cycles(case, repeat, threads):
+    nonzero, pattern, lookahead = case
+    nonzero = np.concatenate([nonzero] * repeat)[: 2 * repeat + 1]  # 1 to 11 passes: odd and even counts
+    sched = td.schedule(nonzero, pattern, lookahead)
+    issued = td.interleave(sched.cycles, threads)
+    step, lane = sched.source
+    for thread in range(threads):
+        mine = issued[thread::threads]
+        busy = mine[mine[:, 0] >= 0]
+        # its passes in order, each decision once and in order, back to back: its idle cycles come only at the end
+        expected = [(p, k) for p in range(thread, len(nonzero), threads) for k in range(sched.cycles[p])]
+        assert [tuple(d) for d in busy] == expected and (mine[len(busy):, 0] == -1).all()
+    for p in range(len(nonzero)):
+        decisions = issued[issued[:, 0] == p, 1]
+        for r in range(nonzero.shape[1]):
+            sources = [(s, i) for s, i in zip(step[p, decisions, r].ravel(), lane[p, decisions, r].ravel()) if s >= 0]
+            assert sorted(sources) == sorted(zip(*np.nonzero(nonzero[p, r])))
+    assert len(issued) == td.stream_cycles(sched.cycles[:, None], threads)[0]
+    assert len(issued) == 0 or (issued[-1] >= 0).all()  # the loop ends with the last decision
+    if threads == 1:
+        assert len(issued) == sched.cycles.sum()
+    elif len(nonzero) == 2:  # a pair: thread 0's last decision on cycle 2 d_0 - 2, thread 1's on 2 d_1 - 1
+        assert len(issued) == max(2 * sched.cycles[0] - 1, 2 * sched.cycles[1])
+
+
+@pytest.mark.parametrize("decisions, threads, expected", [
+    ([[3], [5]], 2, 10),  # a pair: thread 1's last decision on cycle 9, 2 d_1
+    ([[5], [3]], 2, 9),  # thread 0's on cycle 8: 2 d_0 - 1
+    ([[4], [4]], 2, 8),
+    ([[4]], 2, 7),  # a lone pass: 2 d - 1, the other thread's cycles idle
+    ([[2], [2], [3]], 2, 9),  # odd count: thread 0 runs 2 + 3 decisions, thread 1 2
+    ([[2], [2], [3]], 1, 7),
+    ([[0, 1], [0, 2]], 2, [0, 4]),  # two tiles' streams side by side; no decisions, no cycles
+    (np.zeros((0, 3), int), 2, [0, 0, 0]),
+])
+def test_stream_cycles_by_hand(decisions, threads, expected):
+    np.testing.assert_array_equal(td.stream_cycles(decisions, threads), np.atleast_1d(expected))
+    for tile, cycles in enumerate(np.atleast_1d(expected)):
+        assert len(td.interleave(np.asarray(decisions)[:, tile], threads)) == cycles
+
+
+@pytest.mark.parametrize("threads", [0, True, 1.5])
+def test_threads_refused(threads):
+    with pytest.raises(ValueError, match="threads must be an integer >= 1"):
+        td.stream_cycles([[1]], threads)
