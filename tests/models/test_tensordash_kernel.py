@@ -76,8 +76,8 @@ def test_two_threads_from_the_kernels_pass_cycles_as_from_the_reference_schedule
     rng = np.random.default_rng(tiles)
     sparse = rng.random((40, 4, 9, 16)) < 0.05  # mostly one-cycle passes next to dense ones
     for operand in (random_passes(rng, 4, 9, 16), np.concatenate([sparse, random_passes(rng, 4, 9, 16)])):
-        kernel, _ = cycles_and_nonzero(operand, "T<2,5>", 2)
-        decisions = td.schedule(operand, interconnect.parse_pattern("T<2,5>"), 2).cycles
+        kernel, _ = cycles_and_nonzero(operand, "T<2,5>", 2, "greedy")
+        decisions = td.schedule(operand, interconnect.parse_pattern("T<2,5>"), 2, "greedy").cycles
         per_tile = np.pad(kernel, (0, -len(kernel) % tiles)).reshape(-1, tiles)  # round robin, as the mapper deals
         expected = [len(td.interleave(decisions[tile::tiles], 2)) for tile in range(tiles)]
         np.testing.assert_array_equal(td.stream_cycles(per_tile, 2), expected)

@@ -238,7 +238,7 @@ def test_subnormal_steps_are_skipped():
 def test_threads_issue_every_nonzero_once_on_their_own_cycles(case, repeat, threads):
     nonzero, pattern, lookahead = case
     nonzero = np.concatenate([nonzero] * repeat)[: 2 * repeat + 1]  # 1 to 11 passes: odd and even counts
-    sched = td.schedule(nonzero, pattern, lookahead)
+    sched = td.schedule(nonzero, pattern, lookahead, "greedy")
     issued = td.interleave(sched.cycles, threads)
     step, lane = sched.source
     for thread in range(threads):
