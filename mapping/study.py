@@ -32,7 +32,7 @@ from pathlib import Path
 from dashraker.designs import DESIGNS
 from dashraker.errors import CliError
 from dashraker.mapping.accountings import AXES, CREDITED, SCENARIOS
-from dashraker.mapping.dataflow import OPS
+from dashraker.mapping.ops import OPS
 from dashraker.outputs import path_argument
 
 __all__ = ["SCENARIOS", "CREDITED", "AXES", "RATIOS", "register", "run", "study", "accounting", "scenario_figures"]

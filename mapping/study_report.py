@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from dashraker.designs import DESIGNS
-from dashraker.mapping.dataflow import OPS
 from dashraker.mapping.accountings import AXES, CREDITED, SCENARIOS
+from dashraker.mapping.ops import OPS
 
 __all__ = ["report", "plot", "not_modelled", "sampling_lines"]
 

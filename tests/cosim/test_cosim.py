@@ -63,7 +63,7 @@ def _layer(trace, op):
     return next(layer for layer in trace.layers if layer.name == LAYERS[op])
 
 
-@pytest.mark.parametrize("op", list(OPS.values()))
+@pytest.mark.parametrize("op", list(OPS))
 @pytest.mark.parametrize("design", list(CONFIGS))
 def test_trace_passes_agree(design, op, cosims, cosim_trace):
     cosim = cosims(design)
@@ -85,7 +85,7 @@ def test_fused_dot_trace_passes_agree(design, cosim_trace, build_cache):
     """The fused dot product (``--dot fused``) on the RTL: every operation's trace passes equal the golden model,
     the cycles the mapper's."""
     cosim = Cosim(design, {**CONFIGS[design], "dot": "fused"}, build_root=build_cache / "cosim", optimize=OPTIMIZE)
-    for op in OPS.values():
+    for op in OPS:
         layer = _layer(cosim_trace, op)
         report = cosimulate(cosim, layer, cosim_trace.load(layer.name, cosim_trace.steps[-1]), op, count=PASSES,
                             chunk=5)
@@ -99,7 +99,7 @@ def test_fma_lanes_trace_passes_agree(cosim_trace, build_cache):
     golden model, the cycles the mapper's and the dense steps."""
     cosim = Cosim("baseline", {**CONFIGS["baseline"], "dot": "fma", "accumulators": 1},
                   build_root=build_cache / "cosim", optimize=OPTIMIZE)
-    for op in OPS.values():
+    for op in OPS:
         layer = _layer(cosim_trace, op)
         report = cosimulate(cosim, layer, cosim_trace.load(layer.name, cosim_trace.steps[-1]), op, count=PASSES,
                             chunk=5)
@@ -107,7 +107,7 @@ def test_fma_lanes_trace_passes_agree(cosim_trace, build_cache):
         assert report.mapper_cycles == report.rtl_cycles == report.dense_steps > 0
 
 
-@pytest.mark.parametrize("op", list(OPS.values()))
+@pytest.mark.parametrize("op", list(OPS))
 def test_dilated_layer_agrees(op, cosims):
     """A dilated, strided convolution (no bundled network has one): RTL equals golden and mapper on its passes."""
     cosim = cosims("tensordash")
@@ -117,7 +117,7 @@ def test_dilated_layer_agrees(op, cosims):
     assert report.mapper_cycles == report.rtl_cycles > 0
 
 
-@pytest.mark.parametrize("op", list(OPS.values()))
+@pytest.mark.parametrize("op", list(OPS))
 def test_transposed_layer_agrees(op, cosims):
     """A strided, grouped transposed convolution with an output padding: its passes (its convolution's mirrored
     operations, ``mapping.dataflow.MIRRORED``) on the RTL equal the golden model and the mapper's cycles."""
@@ -147,7 +147,7 @@ def test_cli_cosimulates_a_recorded_transposed_layer(cosims, build_cache, tmp_pa
 def test_conv1d_and_matmul_agree(design, case, cosims):
     """The new layer kinds on the RTL: every operation's passes equal the golden model and the mapper's cycles."""
     layer, tensors, _ = make_layer(**case)
-    for op in OPS.values():
+    for op in OPS:
         report = cosimulate(cosims(design), layer, tensors, op, count=PASSES, chunk=6)
         assert report.passes == PASSES and report.ok, "\n".join(report.problems)
         assert report.mapper_cycles == report.rtl_cycles > 0
@@ -269,7 +269,7 @@ def allocator_cosim(build_cache):
 
 
 @pytest.mark.slow  # a fourth Verilator build; the quick cocotb cases check the allocators' RTL against their model
-@pytest.mark.parametrize("op", list(OPS.values()))
+@pytest.mark.parametrize("op", list(OPS))
 def test_allocator_trace_passes_agree(op, allocator_cosim, cosim_trace):
     """The allocator's tile on real passes: outputs equal the golden model's, cycles the mapper's (its own
     reference), and over all passes no more than the dense steps."""

@@ -64,14 +64,14 @@ def test_two_thread_window_has_no_rtl_yet(tmp_path, monkeypatch, capsys):
 
 
 def test_cosim_has_the_size_guard_before_building(tmp_path, monkeypatch, capsys):
-    """A 2x2 tile of 1,024-lane PEs ran 487 s before an Amaranth assertion: refused at once, exit 2."""
+    """A tile of 1,024-lane PEs ran 487 s before an Amaranth assertion: refused at once, exit 2."""
     from dashraker.trace import record
 
     trace = record("mlp", "digits", [1], 1, tmp_path / "t", batch_size=4, progress=False, threads=1)
     monkeypatch.setattr("dashraker.sim.cosim.Cosim.__init__", lambda *a, **k: pytest.fail("built"))
     assert main(["cosim", str(trace), "--layer", "fcs.0", "--op", "fwd", "--design", "fpraker", "--lanes", "1024",
                  "--no-progress"]) == 2
-    _one_line(capsys, "fpraker: a 2x2 tile of 1024-lane PEs counts as 4,096 lanes, estimated 14 CPU minutes to "
+    _one_line(capsys, "fpraker: a 1x1 tile of 1024-lane PEs counts as 1,024 lanes, estimated 3 CPU minutes to "
                       "generate (limit 512 lanes); pass --force-size to go ahead")
 
 
