@@ -7,7 +7,7 @@ from pathlib import Path
 from dashraker.errors import CliError, renamed_option
 from dashraker.outputs import path_argument
 
-__all__ = ["register", "run", "check_trace", "check_sizes", "warn_unrecorded", "design_list"]
+__all__ = ["register", "run", "check_trace", "check_sizes", "warn_unrecorded", "design_list", "design_configs"]
 
 
 def register(subparsers):
@@ -112,7 +112,6 @@ def is_map_output(path):
 
 
 def run(args):
-    from dashraker.mapping.config import ConfigError, load_config
     from dashraker.mapping.report import summary_table, write_reports
     from dashraker.mapping.runner import totals
     from dashraker.outputs import OutputFolder
@@ -123,12 +122,7 @@ def run(args):
     if args.jobs is not None and args.dask:
         raise CliError("--jobs and --dask exclude each other: the cluster's workers are the jobs")
     steps = step_list("--step", args.step)
-    try:
-        configs = [override(load_config(args.config, design, args.device), args)
-                   for design in design_list(args.design)]
-    except ConfigError as error:
-        raise CliError(str(error)) from None
-    check_tools(configs, args.asic_cache)
+    configs = design_configs(args)
     check_sizes(configs, args.area_cache, args.asic_cache, args.force_size)
     if not args.trace.is_dir():
         raise CliError(f"{args.trace}: not a trace folder")
@@ -159,6 +153,19 @@ def run(args):
                 isoarea.plot(staging / isoarea.PLOT, iso_area["designs"], iso_area["unit"])
                 names.append(isoarea.PLOT)
     print("\nwrote " + ", ".join(str(out.path / name) for name in names))
+
+
+def design_configs(args):
+    """The configuration of each design ``--design`` names (``design_list``), with the command's overrides
+    (``override``), its library's tools checked: ``CliError`` for a bad one, before any work."""
+    from dashraker.mapping.config import ConfigError, load_config
+
+    try:
+        configs = [override(load_config(args.config, design, args.device), args) for design in design_list(args.design)]
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    check_tools(configs, args.asic_cache)
+    return configs
 
 
 def override(config, args):

@@ -219,20 +219,17 @@ def _part_lines(entry, result, named, designs):
     """Per operation and per step in every accounting, per layer in the first."""
     models, scenarios = result["silicon_models"], entry["scenarios"]
     head = "| speedup (cycles) | speedup (time) | energy eff. |"
-    lines = ["", "### Per operation", "", f"| accounting | silicon | design | operation {head}", "|---|---|---|---|---|---|---|"]
-    for scenario in (*SCENARIOS, CREDITED):
-        for name in designs:
-            for model in models:
-                for op, f in scenarios[model][scenario.key][name]["ops"].items():
-                    lines.append(f"| {scenario.label} | {named[model]} | {name} | {OP_NAMES[op]} | "
-                                 f"{_ci(f, 'speedup')} | {_ci(f, 'time_speedup')} | {_ci(f, 'energy_efficiency')} |")
-    lines += ["", "### Per step", "", f"| accounting | silicon | design | step {head}", "|---|---|---|---|---|---|---|"]
-    for scenario in (*SCENARIOS, CREDITED):
-        for name in designs:
-            for model in models:
-                for step, f in scenarios[model][scenario.key][name]["steps"].items():
-                    lines.append(f"| {scenario.label} | {named[model]} | {name} | {step} | {_ci(f, 'speedup')} | "
-                                 f"{_ci(f, 'time_speedup')} | {_ci(f, 'energy_efficiency')} |")
+    lines = []
+    tables = (("ops", "Per operation", "operation", OP_NAMES.__getitem__), ("steps", "Per step", "step", str))
+    for key, title, column, label in tables:
+        lines += ["", f"### {title}", "", f"| accounting | silicon | design | {column} {head}",
+                  "|---|---|---|---|---|---|---|"]
+        for scenario in (*SCENARIOS, CREDITED):
+            for name in designs:
+                for model in models:
+                    for part, f in scenarios[model][scenario.key][name][key].items():
+                        lines.append(f"| {scenario.label} | {named[model]} | {name} | {label(part)} | "
+                                     f"{_ci(f, 'speedup')} | {_ci(f, 'time_speedup')} | {_ci(f, 'energy_efficiency')} |")
     first, model = SCENARIOS[0], models[0]
     lines += ["", f"### Per layer ({first.label}, {named[model]})", "",
               f"| layer | operation | design {head}", "|---|---|---|---|---|---|"]

@@ -183,8 +183,7 @@ def _write(folder, rows, meta):
 
 
 def run(args):
-    from dashraker.mapping.cli import check_tools, design_list, override, with_silicon
-    from dashraker.mapping.config import ConfigError, load_config
+    from dashraker.mapping.cli import design_configs, with_silicon
     from dashraker.mapping.runner import map_trace
     from dashraker.outputs import OutputFolder, check_output_folder
 
@@ -198,12 +197,7 @@ def run(args):
     except RecordError as error:
         raise CliError(f"--record-device: {error}") from None
     workloads = load_suite(args.suite)
-    try:
-        configs = [override(load_config(args.config, design, args.device), args)
-                   for design in design_list(args.design)]
-    except ConfigError as error:
-        raise CliError(str(error)) from None
-    check_tools(configs, args.asic_cache)
+    configs = design_configs(args)
     traces = args.traces or Path("build/suite") / _suite_path(args.suite).stem
     check_output_folder(traces, "--traces")
     out = OutputFolder(args.out, "--out", lambda path: {p.name for p in Path(path).iterdir()} <= set(REPORTS),

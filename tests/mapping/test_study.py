@@ -184,7 +184,9 @@ def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(sma
     for line in ("## Clocks", "| tensordash | 500 MHz | its tile's static timing | 500 MHz on nangate45 | "
                  "tensordash.a -> tensordash.b | 800 MHz |", "### nangate45 library",
                  "ours (transistor estimate) | verdict | ours (nangate45 library) | verdict",
-                 "| transistor estimate -> nangate45 library | silicon model (iso-area, compute scope, dense memory) |"):
+                 "| transistor estimate -> nangate45 library | silicon model (iso-area, compute scope, dense memory) |",
+                 "### Per operation", "| accounting | silicon | design | operation | speedup (cycles) |",
+                 "### Per step", "| accounting | silicon | design | step | speedup (cycles) |", "| weight gradient |"):
         assert line in text, line
     assert (out / "study.png").read_bytes()[:4] == b"\x89PNG" and b"<svg" in (out / "study.svg").read_bytes()[:500]
     characterised.clear()
