@@ -57,5 +57,6 @@ def register_files(record, silicon):
     replaced = sum(m["um2"] * m["count"] for m in moved)
     leakage = sum(m["leakage_nw"] * m["count"] for m in moved)
     return {"um2": record["um2"] - replaced + bits * per_bit, "register_files": sum(m["count"] for m in moved),
-            "bits": bits, "replaced_um2": replaced, "replaced_leakage_nw": leakage, "um2_per_bit": per_bit,
+            "bits": bits, "replaced_um2": replaced, "replaced_leakage_nw": leakage,
+            "replaced_flip_flops": sum(m["flip_flops"] * m["count"] for m in moved), "um2_per_bit": per_bit,
             "min_bits": silicon["register_file_min_bits"]}

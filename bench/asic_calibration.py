@@ -1,51 +1,80 @@
-"""How far an energy table reproduces the gate-level energy it was fitted to: per design, the table's core energy of
-the passes ``dashraker asic`` simulated (the mapper's action counts of each pass times the table's entries) beside
-the gate-level energy of the same passes (leakage left out, as ``--calibrate`` fits), and each design's energy
-efficiency over the reference under both.
+"""How far energy tables reproduce the gate-level energy of the passes ``dashraker asic`` simulated: per design, the
+gate-level energy (leakage left out, as ``--calibrate`` fits) beside what each table charges the same passes, as the
+mapper charges them (the mapper's action counts of each pass times the table's entries, plus the tile's flip-flops
+times the passes' cycles times its ``flip_flop_clock``), and each design's energy efficiency over the reference under
+each. Then the same with the table refitted with each layer left out in turn and charged on that layer's passes
+alone (``mapping.calibration.fit_table``): how the fit does on passes it was not fitted to.
 
     .venv/bin/python bench/asic_calibration.py build/cal/baseline build/cal/tensordash build/cal/fpraker \\
-        --table build/cal/nangate45-gate.yaml
+        --table build/cal/nangate45-gate.yaml [--table horowitz45]
 """
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
 
-def _energies(folder, table):
-    """(design, gate-level pJ without leakage, the table's core pJ, MAC slots) of an ``asic.json`` record."""
-    from dashraker.mapping.components import MEMORY
-    from dashraker.mapping.config import load_config
-    from dashraker.mapping.engine import energy_pj
+def _per_design(runs, charge):
+    """{design: (gate-level pJ, charged pJ, MAC slots)} of ``runs``, each run charged ``charge(run)`` pJ."""
+    sums = {}
+    for run in runs:
+        gate, charged, slots = sums.get(run.design, (0.0, 0.0, 0))
+        sums[run.design] = (gate + run.energy_pj, charged + charge(run), slots + run.macs)
+    return sums
 
-    record = json.loads((Path(folder) / "asic.json").read_text())
-    config = dataclasses.replace(load_config(None, record["design"]), params=record["params"], energy=table)
-    gate = table_pj = slots = 0.0
-    for run in record["energy"]["runs"]:
-        gate += (run["fj"] - run["total"]["leakage"]) / 1e3
-        table_pj += sum(pj for name, pj in energy_pj(run["counts"], config).items() if name not in MEMORY)
-        slots += run["macs"]
-    return record["design"], gate, table_pj, slots
+
+def _print(title, sums):
+    """A Markdown table of ``sums`` (``_per_design``'s; the reference first)."""
+    ref_gate, ref_charged, _ = next(iter(sums.values()))
+    print(f"\n{title}\n")
+    print("| design | gate-level pJ per MAC slot | charged pJ per MAC slot | charged / gate level "
+          "| efficiency over the reference: gate level | charged |")
+    print("|---|---|---|---|---|---|")
+    for design, (gate, charged, slots) in sums.items():
+        print(f"| {design} | {gate / slots:.2f} | {charged / slots:.2f} | {charged / gate:.2f} "
+              f"| {ref_gate / gate:.3f}x | {ref_charged / charged:.3f}x |")
+
+
+def _held_out(runs, fmt):
+    """Each layer's runs charged by the table fitted to the other layers' runs."""
+    from dashraker.mapping.calibration import fit_table, table_energy_pj
+
+    charged = {}
+    for layer in dict.fromkeys(run.layer for run in runs):
+        fit = fit_table([run for run in runs if run.layer != layer], fmt)
+        for run in runs:
+            if run.layer == layer:
+                charged[id(run)] = table_energy_pj(run, {**dict.fromkeys(_used(run, fmt), 0.0), **fit.entries}, fmt)
+    return _per_design(runs, lambda run: charged[id(run)])
+
+
+def _used(run, fmt):
+    """The entries ``run`` charges (an action that the other layers' runs never had is charged nothing by their fit)."""
+    from dashraker.mapping.calibration import action_entries
+    from dashraker.mapping.components import CLOCK_ENTRY
+
+    return [*action_entries(run.counts, fmt), CLOCK_ENTRY]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reports", nargs="+", help="dashraker asic --out folders of the same passes, reference first")
-    parser.add_argument("--table", default="horowitz45", help="energy table: packaged name or YAML path")
+    parser.add_argument("--table", action="append", default=None,
+                        help="energy table: packaged name or YAML path (repeatable; default horowitz45)")
     args = parser.parse_args()
+    from dashraker.mapping.calibration import table_energy_pj
     from dashraker.mapping.config import load_energy_table
+    from dashraker.sim.asic_cli import gate_runs
 
-    table = load_energy_table(args.table)
-    rows = [_energies(folder, table) for folder in args.reports]
-    _, ref_gate, ref_table, _ = rows[0]
-    print(f"table {table.name} ({table.path})")
-    print("| design | gate-level pJ per MAC slot | table pJ per MAC slot | table / gate level "
-          "| efficiency over the reference: gate level | table |")
-    print("|---|---|---|---|---|---|")
-    for design, gate, table_pj, slots in rows:
-        print(f"| {design} | {gate / slots:.2f} | {table_pj / slots:.2f} | {table_pj / gate:.2f} "
-              f"| {ref_gate / gate:.2f}x | {ref_table / table_pj:.2f}x |")
+    records = [json.loads((Path(folder) / "asic.json").read_text()) for folder in args.reports]
+    runs, fmt = gate_runs(records), records[0]["params"]["fmt"]
+    print("tiles' flip-flops: " + ", ".join(f"{r['design']} {r['area']['flip_flops']:,}" for r in records))
+    for name in args.table or ["horowitz45"]:
+        table = load_energy_table(name)
+        print(f"\ntable {table.name} ({table.path}): flip_flop_clock {table.entries['flip_flop_clock'] * 1e3:.3g} fJ")
+        _print("Charged with the table", _per_design(runs, lambda run: table_energy_pj(run, table.entries, fmt)))
+    _print("Each layer charged by the table fitted to the other layers (non-negative least squares)",
+           _held_out(runs, fmt))
 
 
 if __name__ == "__main__":

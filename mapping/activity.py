@@ -275,9 +275,9 @@ def activity_ratios(samples):
 
 def activity_energy_pj(sums, design, ratios, core_only=False):
     """A design's energy over all its operations with each operation's core energy (the mapper's ``sums``, as
-    ``mapping.runner.totals`` gives them) scaled by its activity/table ratio (``activity_ratios``); memory and
-    leakage as the table has them (left out with ``core_only``). Refuses (``KeyError``) an operation with no
-    ratio."""
+    ``mapping.runner.totals`` gives them) scaled by its activity/table ratio (``activity_ratios``), the table's
+    clocking replaced by the activity's own (the ratio's activity includes it); memory and leakage as the table has
+    them (left out with ``core_only``). Refuses (``KeyError``) an operation with no ratio."""
     total = 0.0
     for (name, op), figures in sums.items():
         if name != design or op == "all":
@@ -285,7 +285,8 @@ def activity_energy_pj(sums, design, ratios, core_only=False):
         if (design, op) not in ratios:
             raise KeyError(f"{design} {op}: no activity sample of this operation (dashraker energy --design {design})")
         core = figures["core_energy_pj"]
-        total += ratios[design, op] * core + (0.0 if core_only else figures["energy_pj"] - core)
+        actions = core - figures["energy_breakdown_pj"].get("clock", 0.0)
+        total += ratios[design, op] * actions + (0.0 if core_only else figures["energy_pj"] - core)
     return total
 
 

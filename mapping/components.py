@@ -6,7 +6,7 @@ components are the shared compute actions, the registered designs' own in regist
 order, then the memory system's: the order of the report's energy columns.
 """
 
-__all__ = ["SHARED", "MEMORY_ACTIONS", "MEMORY", "STATIC", "components", "required_entries"]
+__all__ = ["SHARED", "MEMORY_ACTIONS", "MEMORY", "CLOCK", "CLOCK_ENTRY", "STATIC", "components", "required_entries"]
 
 # Compute actions of every design -> energy-table entry (None: the multiplier of the operand format, mul_bf16 or
 # mul_fp32).
@@ -14,8 +14,13 @@ SHARED = {"mul": None, "add_fp32": "add_fp32", "add_int32": "add_int32"}
 # The memory system's actions -> entry (None: the SRAM of the configured buffer's size).
 MEMORY_ACTIONS = {"tile_sram_words": None, "global_sram_words": None, "dram_words": "dram_64b",
                   "zvc_encodes": "zvc_encode", "zvc_decodes": "zvc_decode"}
-# Components of the memory system; the others but STATIC make up the core (PEs, schedulers, encoders).
+# Components of the memory system; the others but STATIC make up the core (PEs, schedulers, encoders,
+# their clocking).
 MEMORY = tuple(MEMORY_ACTIONS)
+# The tiles' clocking (not a count of actions, part of the core): every flip-flop of every tile over every cycle of
+# the operation's run time, at the table's ``flip_flop_clock`` (``mapping.silicon.clock_pj``).
+CLOCK = ("clock",)
+CLOCK_ENTRY = "flip_flop_clock"
 # Static energy (not a count of actions): the configured silicon's leakage over the operation's run time.
 STATIC = ("leakage",)
 
@@ -46,7 +51,7 @@ def components(designs=None):
 
 def required_entries(designs=None):
     """The energy-table entries the components need (the SRAM's sized entry apart): a multiplier per operand format
-    of ``designs`` and every named entry."""
+    of ``designs``, every named entry and the clocking's."""
     designs = list(_designs(designs))
     multipliers = {f"mul_{fmt}" for design in designs for fmt in design.formats}
-    return multipliers | {entry for entry in components(designs).values() if entry is not None}
+    return multipliers | {CLOCK_ENTRY} | {entry for entry in components(designs).values() if entry is not None}

@@ -339,8 +339,12 @@ def _plan_figures(config, layer, op, op_plan, arrays):
 
 
 def _energy_figures(config, counts, baseline_counts, time_s, dense_time_s):
-    """The row's energy figures of the design and of the dense baseline, leakage over their run times included."""
+    """The row's energy figures of the design and of the dense baseline, the tiles' clocking and leakage over their
+    run times included (each at its own clock)."""
     energy, baseline_energy = energy_pj(counts, config), energy_pj(baseline_counts, config)
+    clock = silicon.clock_pj(config, config.tile, time_s, config.clock_mhz)
+    baseline_clock = silicon.clock_pj(config, config.reference_tile, dense_time_s, config.reference_clock_mhz)
+    energy["clock"], baseline_energy["clock"] = clock or 0.0, baseline_clock or 0.0
     leakage = silicon.leakage_pj(config, config.tile, time_s)
     baseline_leakage = silicon.leakage_pj(config, config.reference_tile, dense_time_s)
     energy["leakage"], baseline_energy["leakage"] = leakage or 0.0, baseline_leakage or 0.0
@@ -352,6 +356,7 @@ def _energy_figures(config, counts, baseline_counts, time_s, dense_time_s):
         "silicon": config.silicon,
         "library": config.library if config.uses_library else None,
         "silicon_area": None if config.tile is None else silicon.silicon_area(config, config.tile),
+        "clock_pj": clock,
         "leakage_pj": leakage,
         "energy_pj": total,
         "baseline_energy_pj": baseline_total,

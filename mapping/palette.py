@@ -20,12 +20,12 @@ def design_colour(name):
 
 
 def component_colour(name):
-    """An energy component's colour, by its place among every design's components and the leakage."""
+    """An energy component's colour, by its place among every design's components, the clocking and the leakage."""
     from matplotlib import colormaps
 
-    from dashraker.mapping.components import STATIC, components
+    from dashraker.mapping.components import CLOCK, STATIC, components
 
-    return _colour((*components(), *STATIC), name, colormaps["tab20"].colors)
+    return _colour((*components(), *CLOCK, *STATIC), name, colormaps["tab20"].colors)
 
 
 def operation_colour(op):

@@ -19,7 +19,7 @@ _SCALAR_FIELDS = (
     "problems", "passes", "values_scheduled", "dense_cycles", "cycles", "speedup", "clock_mhz", "clock_source",
     "compute_s", "dram_s", "time_s", "dense_time_s", "memory_bound", "time_speedup", "dram_bytes", "energy_pj", "baseline_energy_pj", "energy_efficiency",
     "core_energy_pj", "baseline_core_energy_pj", "core_energy_efficiency", "compression", "area_scope",
-    "area_estimate", "silicon", "library", "silicon_area", "leakage_pj",
+    "area_estimate", "silicon", "library", "silicon_area", "clock_pj", "leakage_pj",
 )  # fmt: skip
 
 
@@ -27,7 +27,7 @@ def summary_table(rows, sums):
     """A fixed-width table per design: per layer and operation, then the totals per operation."""
     lines = []
     header = f"{'layer':<28} {'op':<10} {'sched':>5} {'dense cyc':>12} {'cycles':>12} {'speedup':>8} " \
-             f"{'time spd':>8} {'energy uJ':>10} {'leak uJ':>8} {'eff':>6} {'core eff':>8} {'bound':>7}"  # fmt: skip
+             f"{'time spd':>8} {'energy uJ':>10} {'clock uJ':>8} {'leak uJ':>8} {'eff':>6} {'core eff':>8} {'bound':>7}"  # fmt: skip
     for design in dict.fromkeys(row["design"] for row in rows):
         first = next(r for r in rows if r["design"] == design)
         lines += ["", f"== {design} == memory {first['compression']}, {first['area_scope']} scope, {_silicon(first)}; "
@@ -37,7 +37,7 @@ def summary_table(rows, sums):
             lines.append(
                 f"{name[:28]:<28} {r['op']:<10} {r['scheduled']:>5} {r['dense_cycles']:>12,} {r['cycles']:>12,} "
                 f"{r['speedup']:>7.2f}x {r['time_speedup']:>7.2f}x {r['energy_pj'] / 1e6:>10.2f} "
-                f"{(r.get('leakage_pj') or 0) / 1e6:>8.2f} {r['energy_efficiency']:>5.2f}x "
+                f"{(r.get('clock_pj') or 0) / 1e6:>8.2f} {(r.get('leakage_pj') or 0) / 1e6:>8.2f} {r['energy_efficiency']:>5.2f}x "
                 f"{r['core_energy_efficiency']:>7.2f}x {'DRAM' if r['memory_bound'] else 'comp':>7}"
             )
         lines.append("-" * len(header))
@@ -47,6 +47,7 @@ def summary_table(rows, sums):
                 lines.append(
                     f"{'total':<28} {op:<10} {'':>5} {t['dense_cycles']:>12,} {t['cycles']:>12,} "
                     f"{t['speedup']:>7.2f}x {t['time_speedup']:>7.2f}x {t['energy_pj'] / 1e6:>10.2f} "
+                    f"{t['energy_breakdown_pj'].get('clock', 0) / 1e6:>8.2f} "
                     f"{t['energy_breakdown_pj'].get('leakage', 0) / 1e6:>8.2f} {t['energy_efficiency']:>5.2f}x "
                     f"{t['core_energy_efficiency']:>7.2f}x {t['memory_bound_ops']:>3}/{t['ops']:<3}"
                 )
@@ -55,9 +56,9 @@ def summary_table(rows, sums):
 
 
 def _silicon(row):
-    """What a design's leakage is charged on, as its rows say."""
+    """What a design's clocking and leakage are charged on, as its rows say."""
     if row["silicon_area"] is None:
-        return "leakage not modelled (tile area unknown)"
+        return "clocking and leakage not modelled (tile area unknown)"
     cells = f" of {row['library']} cells" if row["silicon"] == "liberty" else ""
     return f"leakage of {row['silicon_area']:,.0f} {UNITS[row['silicon']]}{cells} ({row['area_estimate']} area estimate)"
 

@@ -20,13 +20,17 @@ operation's run time.
 
 A tile is timed (OpenSTA on its library cells, ``timing.worst``) where its clock is the timing's (``clock_mhz: sta``
 or ``common``, ``clocked``), under either model.
+
+Each tile also has its flip-flops (the same synthesis's count; under ``area_estimate: asic`` less those of the memories
+held in register files), which the clock drives every cycle: ``clock_pj`` charges them the table's ``flip_flop_clock``
+per cycle of an operation's run time, no clock gating (SPEC section 7).
 """
 
 import dataclasses
 import os
 
-__all__ = ["UNITS", "SiliconError", "Tile", "estimates", "tile_transistors", "transistor_tile", "liberty_tile",
-           "measure", "sram_transistors", "sram_area", "chip_parts", "silicon_area", "leakage_nw", "leakage_pj",
+__all__ = ["UNITS", "SiliconError", "Tile", "estimates", "tile_estimate", "transistor_tile", "liberty_tile",
+           "measure", "sram_transistors", "sram_area", "chip_parts", "silicon_area", "leakage_nw", "leakage_pj", "clock_pj",
            "reference_params", "check_tools", "unmeasured", "clocked", "resolve_all"]
 
 UNITS = {"transistors": "CMOS transistors", "liberty": "um2"}  # a tile's area under each silicon model
@@ -39,11 +43,12 @@ class SiliconError(Exception):
 @dataclasses.dataclass(frozen=True)
 class Tile:
     """One tile as the configuration's silicon model measures it: its ``area`` (``UNITS``), its static power
-    (``leakage_nw``) and, where it was timed, the clock its worst register-to-register path allows (``fmax_mhz``)
-    and that path (``path``: its start and end registers in the design's names)."""
+    (``leakage_nw``), its clocked ``flip_flops`` and, where it was timed, the clock its worst register-to-register
+    path allows (``fmax_mhz``) and that path (``path``: its start and end registers in the design's names)."""
 
     area: float
     leakage_nw: float
+    flip_flops: float
     fmax_mhz: float = None
     path: str = None
 
@@ -52,6 +57,8 @@ class Tile:
             raise ValueError(f"a tile's area must be positive, not {self.area!r}")
         if not self.leakage_nw >= 0:
             raise ValueError(f"a tile's leakage must be at least 0 nW, not {self.leakage_nw!r}")
+        if not self.flip_flops >= 0:
+            raise ValueError(f"a tile's flip-flops must be at least 0, not {self.flip_flops!r}")
         if self.fmax_mhz is not None and not self.fmax_mhz > 0:
             raise ValueError(f"a tile's clock must be positive, not {self.fmax_mhz!r}")
 
@@ -66,13 +73,12 @@ def estimates(record, table):
             "generated": {key: record[key] for key in ("transistors", "gates", "flip_flops")}}
 
 
-def tile_transistors(config, design, params, area_root="build/area", progress=True):
-    """Transistors of ``design``'s tile of ``params`` under ``config.area_estimate`` (cached ``dashraker area``
-    figures, synthesised if missing); raises ``fpga.area.AreaError``."""
+def tile_estimate(config, design, params, area_root="build/area", progress=True):
+    """``design``'s tile of ``params`` under ``config.area_estimate`` (``estimates``' figures: its ``transistors`` and
+    ``flip_flops``; cached ``dashraker area`` figures, synthesised if missing); raises ``fpga.area.AreaError``."""
     from dashraker.fpga.area import design_area
 
-    return estimates(design_area(design, params, area_root, progress), config.energy)[config.area_estimate][
-        "transistors"]
+    return estimates(design_area(design, params, area_root, progress), config.energy)[config.area_estimate]
 
 
 def _logic_nw_per_um2(config):
@@ -80,10 +86,10 @@ def _logic_nw_per_um2(config):
     return config.energy.silicon["leakage_nw"] / config.energy.silicon["transistor_um2"]
 
 
-def transistor_tile(config, transistors, timed=None):
-    """The ``Tile`` of ``transistors`` of logic, leaking the table's static power per transistor; ``timed``: the
-    tile's ``asic.tile.characterise`` record, for its clock."""
-    return Tile(transistors, transistors * config.energy.silicon["leakage_nw"], *_timing(timed))
+def transistor_tile(config, transistors, flip_flops, timed=None):
+    """The ``Tile`` of ``transistors`` of logic and ``flip_flops``, leaking the table's static power per transistor;
+    ``timed``: the tile's ``asic.tile.characterise`` record, for its clock."""
+    return Tile(transistors, transistors * config.energy.silicon["leakage_nw"], flip_flops, *_timing(timed))
 
 
 def liberty_tile(config, record):
@@ -92,11 +98,11 @@ def liberty_tile(config, record):
     from dashraker.asic.tile import register_files
 
     if config.area_estimate == "generated":
-        return Tile(record["um2"], record["leakage_nw"], *_timing(record))
+        return Tile(record["um2"], record["leakage_nw"], record["flip_flops"], *_timing(record))
     held = register_files(record, config.energy.silicon)
     register_file_um2 = held["bits"] * held["um2_per_bit"]
     leakage = record["leakage_nw"] - held["replaced_leakage_nw"] + register_file_um2 * _logic_nw_per_um2(config)
-    return Tile(held["um2"], leakage, *_timing(record))
+    return Tile(held["um2"], leakage, record["flip_flops"] - held["replaced_flip_flops"], *_timing(record))
 
 
 def _timing(record):
@@ -125,7 +131,8 @@ def measure(config, design, params, area_root="build/area", asic_root="build/asi
                                    f"from (clock_mhz: {config.clock_source}); give clock_mhz a number")
         if config.silicon == "liberty":
             return liberty_tile(config, record)
-        return transistor_tile(config, tile_transistors(config, design, params, area_root, progress), record)
+        estimate = tile_estimate(config, design, params, area_root, progress)
+        return transistor_tile(config, estimate["transistors"], estimate["flip_flops"], record)
     except (AreaError, SynthesisError, TimingError, LibraryError) as error:
         raise SiliconError(str(error)) from None
 
@@ -178,6 +185,17 @@ def leakage_pj(config, tile, seconds):
     if tile is None:
         return None
     return leakage_nw(config, tile) * seconds * 1e3  # nW x s = 1e-9 J = 1e3 pJ
+
+
+def clock_pj(config, tile, seconds, clock_mhz):
+    """Clocking energy (pJ) of the configuration's tiles over ``seconds`` at ``clock_mhz``: each tile's flip-flops
+    times the cycles (stalls included: no clock gating) times the table's ``flip_flop_clock``; None while the tile is
+    not measured."""
+    if tile is None:
+        return None
+    from dashraker.mapping.components import CLOCK_ENTRY
+
+    return config.tiles * tile.flip_flops * seconds * clock_mhz * 1e6 * config.energy.entries[CLOCK_ENTRY]
 
 
 def reference_params(config):

@@ -395,16 +395,18 @@ def scenario_figures(scenario, sums, configs, tiles, reference, part="all"):
     """Per design, its figures in ``scenario`` against the reference's in the same accounting: speedup (cycles and
     time), energy efficiency with and without leakage, core (compute) energy efficiency, areas, throughput (compute
     time: the cycles at each design's clock) per area, of ``part`` of the totals ``sums`` (keys ``(design,
-    part)``: "all", an operation, or a (layer, operation)). The leakage ``sums`` were mapped with is charged again, of
-    ``configs``' tiles (their silicon model) in the scenario's scope."""
+    part)``: "all", an operation, or a (layer, operation)). The leakage and the clocking ``sums`` were mapped with are
+    charged again, of ``configs``' tiles (their silicon model) in the scenario's scope."""
     from dashraker.mapping import silicon
 
     def energy(name):
         config = dataclasses.replace(configs[name], area_scope=scenario.scope, tiles=tiles[name])
         total = sums[name, part]
-        mapped_leak = total["energy_breakdown_pj"].get("leakage", 0.0)
+        mapped_leak, mapped_clock = (total["energy_breakdown_pj"].get(key, 0.0) for key in ("leakage", "clock"))
         leak = silicon.leakage_pj(config, config.tile, total["time_s"])
-        return total["energy_pj"] - mapped_leak + leak, total["energy_pj"] - mapped_leak, total["core_energy_pj"], leak
+        clock = silicon.clock_pj(config, config.tile, total["time_s"], config.clock_mhz) - mapped_clock
+        dynamic = total["energy_pj"] - mapped_leak + clock
+        return dynamic + leak, dynamic, total["core_energy_pj"] + clock, leak
 
     ref = sums[reference, part]
     ref_energy, ref_dynamic, ref_core, _ = energy(reference)

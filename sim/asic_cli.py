@@ -18,7 +18,7 @@ from dashraker.errors import CliError, renamed_choices
 from dashraker.mapping.ops import OPS, RENAMED_OPS
 from dashraker.outputs import path_argument
 
-__all__ = ["register", "REPORTS", "RANDOM_STEPS"]
+__all__ = ["register", "REPORTS", "RANDOM_STEPS", "gate_runs"]
 
 REPORTS = ("asic.json", "asic.md")
 RANDOM_STEPS = 16  # steps of each random pass (--random)
@@ -188,8 +188,7 @@ def _characterise(args, design, params, lib, liberty, step, work, out, earlier):
               "register_files": register_files(record, table.silicon), "energy_table": table.name,
               "timing": record["timing"]}
     if work:
-        report["energy"] = _energy(args, design, params, lib, liberty, Path(record["folder"]), work,
-                                   record["timing"], step, config)
+        report["energy"] = _energy(args, design, params, lib, liberty, record, work, step, config)
     text = describe(report)
     print(text)
     disagree = [run for run in report.get("energy", {}).get("runs", ())
@@ -198,8 +197,8 @@ def _characterise(args, design, params, lib, liberty, step, work, out, earlier):
         print(f"DISAGREE: {len(disagree)} layer operations' passes differ from the RTL's; no energy table written",
               file=sys.stderr)
     elif args.calibrate is not None:
-        fitted = _calibrate(args.calibrate, [report, *earlier], table)
-        print(f"wrote {args.calibrate}: " + ", ".join(f"{name} {pj:.4g} pJ" for name, (pj, *_) in fitted.items()))
+        fit = _calibrate(args.calibrate, [report, *earlier], table)
+        print(f"wrote {args.calibrate}: " + ", ".join(f"{name} {pj:.4g} pJ" for name, pj in fit.entries.items()))
     if out is not None:
         from dashraker.trace.store import save_json
 
@@ -210,18 +209,19 @@ def _characterise(args, design, params, lib, liberty, step, work, out, earlier):
     return 1 if disagree else 0
 
 
-def _energy(args, design, params, lib, liberty, folder, work, timed, step, config):
-    """Each layer operation's passes on the gate-level netlist beside the RTL: checks and energy by part."""
+def _energy(args, design, params, lib, liberty, record, work, step, config):
+    """Each layer operation's passes on the gate-level netlist (of the mapped tile ``record``) beside the RTL: checks
+    and energy by part, and the table's core energy of the same passes (their actions and the tile's clocking)."""
     from dashraker.progress import bar as progress_bar
 
     from dashraker.asic import TARGET_NS
     from dashraker.asic.netlist import NetlistError
     from dashraker.asic.synthesis import SynthesisError
-    from dashraker.mapping.components import MEMORY
-    from dashraker.mapping.engine import energy_pj
+    from dashraker.mapping.calibration import Run, table_energy_pj
     from dashraker.sim import gates
     from dashraker.sim.cosim import Cosim, CosimBuildError
 
+    folder, timed = Path(record["folder"]), record["timing"]
     period = args.clock_ns or (timed["worst"]["delay_ns"] if timed["worst"] else TARGET_NS)
     total = sum(len(group[0]) for *_, groups in work for group in groups)
     rows = []
@@ -240,8 +240,9 @@ def _energy(args, design, params, lib, liberty, folder, work, timed, step, confi
             rows.append({"layer": layer, "op": op, "passes": run.passes, "pass_cycles": run.pass_cycles,
                          "sim_cycles": run.sim_cycles, "macs": run.macs, "useful_macs": run.useful_macs,
                          "output_mismatches": run.output_mismatches, "cycle_mismatches": run.cycle_mismatches,
-                         "counts": run.counts, "table_core_fj": 1e3 * sum(
-                             pj for name, pj in energy_pj(run.counts, config).items() if name not in MEMORY),
+                         "counts": run.counts, "table_core_fj": 1e3 * table_energy_pj(
+                             Run(design.name, layer, op, None, run.counts, run.pass_cycles, record["flip_flops"]),
+                             config.energy.entries, params["fmt"]),
                          **energy.as_dict()})
     return {"trace": str(args.trace) if args.trace else None, "step": step, "period_ns": period,
             "clock": "given" if args.clock_ns else "timing", "runs": rows}
@@ -271,20 +272,39 @@ def read_report(folder, trace, step, design):
     return record
 
 
-def _calibrate(path, records, table):
-    """The energy table fitted to the energy per part of the records' runs (``asic.json`` records of distinct designs
-    on the same passes; leakage left out: the mapper charges it apart)."""
-    from dashraker.mapping.activity import Sample
-    from dashraker.sim.energy_cli import project_commit, write_calibrated
+def gate_runs(records):
+    """``mapping.calibration.Run``s of the runs of ``asic.json`` records: each run's gate-level energy with its
+    leakage left out (the mapper charges leakage apart), the cycles of its passes and the mapped tile's
+    flip-flops."""
+    from dashraker.mapping.calibration import Run
 
-    samples = [Sample(record["design"], run["layer"], run["op"], passes=run["passes"], macs=run["macs"],
-                      useful_macs=run["useful_macs"], counts=run["counts"],
-                      parts={part: {"energy_pj": (sum(f.values()) - f["leakage"]) / 1e3}
-                             for part, f in run["parts"].items()})
-               for record in records for run in record["energy"]["runs"]]
-    designs = [(find_design(record["design"]), record["params"]) for record in records]
-    return write_calibrated(path, table, samples, designs, records[0]["energy"]["trace"], project_commit(),
-                            GATE_LEVEL)
+    return [Run(record["design"], run["layer"], run["op"], (run["fj"] - run["total"]["leakage"]) / 1e3, run["counts"],
+                run["cycles"], record["area"]["flip_flops"], run["macs"])
+            for record in records for run in record["energy"]["runs"]]
+
+
+def _calibrate(path, records, table):
+    """The energy table fitted jointly (``mapping.calibration.fit_table``) to the gate-level energy of the records'
+    runs (``asic.json`` records of distinct designs on the same passes), written to ``path``; returns the fit."""
+    from dashraker.mapping.calibration import fit_table
+    from dashraker.sim.energy_cli import project_commit, write_table
+
+    runs = gate_runs(records)
+    designs = ", ".join(record["design"] for record in records)
+    try:
+        fit = fit_table(runs, records[0]["params"]["fmt"])
+    except ValueError as error:
+        raise CliError(f"--calibrate: {error}") from None
+    worst = max(abs(fit.residual(run)) for run in runs)
+    how = (f"non-negative least squares over {len(runs)} runs of {designs} (gate-level energy, leakage left out, "
+           f"against the mapper's action counts and each tile's flip-flops x cycles: {fit.identified} of "
+           f"{len(fit.entries)} entries' directions fixed by the runs; the worst run off by {worst:.1%}; "
+           f"{GATE_LEVEL[3]})")
+    entries = {name: (pj, how) for name, pj in fit.entries.items()}
+    source, measured, fitted_to, command = GATE_LEVEL
+    method = (source, f"{measured} on {records[0]['library']['title']}", fitted_to, command)
+    write_table(path, table, entries, records[0]["energy"]["trace"], project_commit(), method)
+    return fit
 
 
 def describe(report):
@@ -331,7 +351,7 @@ def _energy_lines(energy, unparted):
     lines = ["", f"Energy of passes of {source} on the gate-level netlist at {1e3 / energy['period_ns']:,.0f} MHz "
              f"({clock}; clock and leakage over the passes' own cycles):", "",
              "| layer | operation | passes | outputs / cycles as the RTL's | mW | pJ per pass | pJ per MAC slot | "
-             "pJ per useful MAC | " + " | ".join(CATEGORIES) + " | the table's core pJ per MAC slot |",
+             "pJ per useful MAC | " + " | ".join(CATEGORIES) + " | the table's core pJ per MAC slot (actions and clocking) |",
              "|---|---|---|---|---|---|---|---|" + "---|" * (len(CATEGORIES) + 1)]
     for run in energy["runs"]:
         agree = "yes" if not run["output_mismatches"] and not run["cycle_mismatches"] else \

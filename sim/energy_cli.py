@@ -16,7 +16,7 @@ from pathlib import Path
 from dashraker.errors import CliError
 from dashraker.outputs import path_argument
 
-__all__ = ["register", "REPORTS", "RTL_ACTIVITY", "write_calibrated", "project_commit"]
+__all__ = ["register", "REPORTS", "RTL_ACTIVITY", "write_calibrated", "write_table", "project_commit"]
 
 REPORTS = ("energy.json", "energy.md")
 SYNTHETIC_STEPS = 16  # steps of each synthetic pass (--synthetic)
@@ -417,13 +417,8 @@ RTL_ACTIVITY = ("rtl_activity", "RTL activity", "the generated RTL's switching a
 
 def write_calibrated(path, table, samples, designs, trace, commit, method=RTL_ACTIVITY):
     """Write the energy table ``table`` with the entries ``activity.calibrated_entries`` fits from the trace samples
-    (the synthetic ones left out), atomically; returns the fitted entries. ``method``: what the samples measured
-    (``RTL_ACTIVITY``, or the gate-level netlist's: ``sim.asic_cli``)."""
-    source, measured, fitted_to, command = method
-    import yaml
-
+    (the synthetic ones left out), atomically; returns the fitted entries. ``method``: what the samples measured."""
     from dashraker.mapping import activity
-    from dashraker.outputs import atomic_write
 
     fmt = next((params["fmt"] for _, params in designs if params), None)  # earlier reports' may have no params
     if fmt is None:
@@ -432,21 +427,34 @@ def write_calibrated(path, table, samples, designs, trace, commit, method=RTL_AC
                                          {design.name: design.energy_parts for design, _ in designs}, fmt)
     if not fitted:
         raise CliError("--calibrate: no part of these designs performs an action the mapper counts")
-    data = yaml.safe_load(Path(table.path).read_text())
-    data["name"] = f"{data.get('name', 'table')}-{source.replace('_', '-')}"
-    data.setdefault("sources", {})[source] = f"measured from {measured}, {trace}, {commit}"
+    entries = {}
     for entry, (pj, energy, count, names) in fitted.items():
         parts = sorted({part for design, _ in designs if design.name in names
                         for part, component in design.energy_parts.items()
                         if activity.table_entry(component, fmt) == entry})
+        entries[entry] = (pj, f"activity energy of the parts {', '.join(parts)} of {', '.join(names)} "
+                              f"({energy:,.1f} pJ) over the mapper's {count:,} actions, sampled passes of every layer "
+                              f"operation ({method[3]})")
+    write_table(path, table, entries, trace, commit, method)
+    return fitted
+
+
+def write_table(path, table, entries, trace, commit, method):
+    """Write the energy table ``table`` with ``entries`` ({entry: (pJ, derivation)}) measured by ``method`` on
+    ``trace`` at ``commit``, atomically."""
+    source, measured, fitted_to, command = method
+    import yaml
+
+    from dashraker.outputs import atomic_write
+
+    data = yaml.safe_load(Path(table.path).read_text())
+    data["name"] = f"{data.get('name', 'table')}-{source.replace('_', '-')}"
+    data.setdefault("sources", {})[source] = f"measured from {measured}, {trace}, {commit}"
+    for entry, (pj, derivation) in entries.items():
         data["entries"][entry] = {
             **{key: value for key, value in data["entries"].get(entry, {}).items() if key in ("per", "node")},
-            "pj": float(f"{pj:.6g}"), "source": source,
-            "derivation": f"activity energy of the parts {', '.join(parts)} of {', '.join(names)} "
-                          f"({energy:,.1f} pJ) over the mapper's {count:,} actions, sampled passes of every layer "
-                          f"operation ({command})"}
+            "pj": float(f"{pj:.6g}"), "source": source, "derivation": derivation}
         data["entries"][entry].setdefault("node", data.get("node", "unknown node"))
     text = f"# Energy per action fitted to {fitted_to} ({command}).\n"
     text += yaml.safe_dump(data, sort_keys=False, width=100)
     atomic_write(path, lambda file: file.write(text.encode()))
-    return fitted

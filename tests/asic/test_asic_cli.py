@@ -79,10 +79,12 @@ def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
     table = load_energy_table(str(tmp_path / "table.yaml"))  # the mapper takes it as its energy_table
     data = yaml.safe_load((tmp_path / "table.yaml").read_text())
     fitted = {name: entry for name, entry in data["entries"].items() if entry.get("source") == "gate_level"}
-    assert {"mul_bf16", "add_fp32", "term_shift", "term_encode"} <= set(fitted)
-    assert all(table.entries[name] > 0 for name in fitted)
-    assert "of baseline" in fitted["mul_bf16"]["derivation"] and "of fpraker" in fitted["term_shift"]["derivation"]
-    assert "gate_level" in data["sources"] and f"wrote {tmp_path / 'table.yaml'}" in done.stdout
+    assert {"mul_bf16", "add_fp32", "term_shift", "term_encode", "flip_flop_clock"} <= set(fitted)
+    assert all(table.entries[name] >= 0 for name in fitted) and table.entries["flip_flop_clock"] > 0
+    assert all("non-negative least squares over 6 runs of fpraker, baseline" in entry["derivation"]
+               for entry in fitted.values())  # three operations' passes of each design
+    assert "gate-level switching on " in data["sources"]["gate_level"]
+    assert f"wrote {tmp_path / 'table.yaml'}" in done.stdout
     other_step = tmp_path / "other_step"
     other_step.mkdir()
     (other_step / "asic.json").write_text(json.dumps({**record, "energy": {**record["energy"], "step": 99}}))

@@ -1,4 +1,4 @@
-"""Leakage, chip-scope SRAM area and zero-value compressed traffic, counted by hand on small cases."""
+"""Leakage, clocking, chip-scope SRAM area and zero-value compressed traffic, counted by hand on small cases."""
 
 import dataclasses
 
@@ -34,7 +34,7 @@ def test_sram_area_of_a_small_buffer_by_hand(tmp_path):
     assert parts["tile_buffers"]["transistors"] == pytest.approx(4 * 5668.864 / UM2_PER_TRANSISTOR, rel=1e-4)
     assert parts["chip"]["transistors"] == pytest.approx(2000 + 8 * 5668.864 / UM2_PER_TRANSISTOR, rel=1e-4)
     chip = dataclasses.replace(config, area_scope="chip")
-    tile = silicon.transistor_tile(config, 1000)
+    tile = silicon.transistor_tile(config, 1000, 0)
     assert silicon.silicon_area(config, tile) == 2000  # compute scope: the tiles' logic
     assert silicon.silicon_area(chip, tile) == pytest.approx(parts["chip"]["transistors"])
     assert silicon.leakage_nw(chip, tile) == pytest.approx(parts["chip"]["transistors"] * NW_PER_TRANSISTOR, rel=1e-4)
@@ -49,7 +49,7 @@ def test_leakage_of_a_small_run_by_hand(tmp_path, scope):
                          **{"memory.tile_buffer_kib": 1, "memory.global_buffer_kib": 4, "memory.dram_gbps": 25.6})
     result = map_op(config, layer, tensors, "fwd")
     assert result["leakage_pj"] is None and result["energy_breakdown_pj"]["leakage"] == 0.0  # tile not measured
-    tile = silicon.transistor_tile(config, 1000)
+    tile = silicon.transistor_tile(config, 1000, 0)  # no flip-flops: no clocking
     config = dataclasses.replace(config, tile=tile, reference_tile=tile)
     result = map_op(config, layer, tensors, "fwd")
     seconds = 518 / 25.6e9
@@ -61,6 +61,29 @@ def test_leakage_of_a_small_run_by_hand(tmp_path, scope):
     assert result["energy_pj"] == pytest.approx(sum(result["energy_breakdown_pj"].values()))
     assert result["core_energy_pj"] == pytest.approx(
         result["energy_breakdown_pj"]["mul"] + result["energy_breakdown_pj"]["add_fp32"])  # leakage apart
+
+
+def test_clocking_of_a_small_run_by_hand(tmp_path):
+    """Every flip-flop of every tile over every cycle of the run time, stalls included: the run above, memory-bound,
+    lasts 20.234 ns, 20.234 cycles at 1 GHz of which 4 compute; 2 tiles of 300 flip-flops at the table's 5.36 fJ. The
+    dense comparison is charged the reference tile's 500 flip-flops over its own run time alike."""
+    layer, tensors = linear(np.ones((1, 64)), np.ones((3, 64)))
+    config = config_file(tmp_path, "baseline", tiles=2, **{"memory.dram_gbps": 25.6})
+    assert map_op(config, layer, tensors, "fwd")["clock_pj"] is None  # tile not measured
+    config = dataclasses.replace(config, tile=silicon.transistor_tile(config, 1000, 300),
+                                 reference_tile=silicon.transistor_tile(config, 1000, 500))
+    result = map_op(config, layer, tensors, "fwd")
+    seconds = 518 / 25.6e9
+    assert result["cycles"] == 4 and result["memory_bound"] and result["time_s"] == pytest.approx(seconds)
+    expected_pj = 2 * 300 * (seconds * 1e9) * 0.00536  # tiles x flip-flops x cycles x pJ per flip-flop per cycle
+    assert result["clock_pj"] == pytest.approx(expected_pj, rel=1e-6)
+    breakdown = result["energy_breakdown_pj"]
+    assert breakdown["clock"] == result["clock_pj"]
+    assert result["core_energy_pj"] == pytest.approx(breakdown["mul"] + breakdown["add_fp32"] + expected_pj)
+    assert result["energy_pj"] == pytest.approx(sum(breakdown.values()))
+    baseline_clock = 2 * 500 * (result["dense_time_s"] * 1e9) * 0.00536
+    actions = breakdown["mul"] + breakdown["add_fp32"]  # the dense run's actions are the same here
+    assert result["baseline_core_energy_pj"] == pytest.approx(actions + baseline_clock)
 
 
 def test_zvc_bytes_of_a_small_tensor_by_hand():

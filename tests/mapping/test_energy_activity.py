@@ -212,7 +212,7 @@ def test_iso_area_verdicts_by_hand():
         out = {}
         for design, core in (("baseline", base_core), ("tensordash", td_core)):
             for op in ("fwd", "bwd_weight"):
-                out[design, op] = {"core_energy_pj": core[op], "energy_pj": core[op] + other}
+                out[design, op] = {"core_energy_pj": core[op], "energy_pj": core[op] + other, "energy_breakdown_pj": {}}
             out[design, "all"] = {key: sum(out[design, op][key] for op in ("fwd", "bwd_weight"))
                                   for key in ("core_energy_pj", "energy_pj")}
         return out
@@ -230,6 +230,10 @@ def test_iso_area_verdicts_by_hand():
     assert verdict["activity_iso"] == pytest.approx(800 / (660 + 300))
     assert verdict["activity_equal"] == pytest.approx((3 * 200 + 200) / 860)
     assert verdict["activity_core_iso"] == pytest.approx(600 / 660)  # the table favours it; the activity does not
+    # the table's clocking (30 pJ of fwd's core) gives way to the activity's own, which its ratio includes
+    clocked = {**equal, ("tensordash", "fwd"): {"core_energy_pj": 80.0, "energy_pj": 180.0,
+                                                "energy_breakdown_pj": {"clock": 30.0}}}
+    assert activity_energy_pj(clocked, "tensordash", ratios) == pytest.approx(10 * 50 + 2 * 80 + 200)
     with pytest.raises(KeyError, match="tensordash bwd_input"):
         energy_verdicts({**equal, ("tensordash", "bwd_input"): {"core_energy_pj": 1.0, "energy_pj": 1.0}}, equal,
                         ratios, "baseline")

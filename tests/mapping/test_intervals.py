@@ -72,8 +72,8 @@ def test_a_per_sample_mapping_of_a_real_trace_resamples_without_remapping(tmp_pa
     configs = {}
     for name in (reference().name, "tensordash"):
         config = load_config(small, name)
-        configs[name] = dataclasses.replace(config, tile=silicon.transistor_tile(config, 1000),
-                                            reference_tile=silicon.transistor_tile(config, 1000))
+        configs[name] = dataclasses.replace(config, tile=silicon.transistor_tile(config, 1000, 0),
+                                            reference_tile=silicon.transistor_tile(config, 1000, 0))
     rows = map_trace(trace, list(configs.values()), jobs=1, progress=False, groups=16)
     assert {row["group"] for row in rows} == set(range(16)) and {row["samples"] for row in rows} == {1}
     tiles = {name: 2 for name in configs}

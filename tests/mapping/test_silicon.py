@@ -162,7 +162,9 @@ def test_area_prints_and_writes_both_estimates(tmp_path, capsys):
 
 FMAX = {"baseline": 800.0, "tensordash": 500.0, "fpraker": 100.0}  # MHz of each design's fake tile
 UM2_PER_LANE = {"baseline": 10_000.0, "tensordash": 11_000.0, "fpraker": 6_000.0}  # and its cells' area
-RF_BITS, RF_CELLS_UM2, RF_CELLS_NW = 2048, 5_000.0, 300.0  # a queue the asic estimate holds in a register file
+RF_BITS, RF_CELLS_UM2, RF_CELLS_NW, RF_FLIP_FLOPS = 2048, 5_000.0, 300.0, 2048  # a queue the asic estimate holds in
+# a register file
+FLIP_FLOPS_PER_LANE = 100
 
 
 def _characterised(design, params, library="nangate45", target_ns=1.0, root="build/asic", progress=True,
@@ -174,9 +176,9 @@ def _characterised(design, params, library="nangate45", target_ns=1.0, root="bui
              "end_register": f"{design.name}.b"}
     return {"design": design.name, "params": params, "library": library, "target_ns": target_ns,
             "um2": UM2_PER_LANE[design.name] * lanes, "leakage_nw": 4 * UM2_PER_LANE[design.name] * lanes,
-            "folder": "fake",
+            "flip_flops": RF_FLIP_FLOPS + FLIP_FLOPS_PER_LANE * lanes, "folder": "fake",
             "memories": [{"instance": "queue", "count": 1, "bits": RF_BITS, "um2": RF_CELLS_UM2,
-                          "leakage_nw": RF_CELLS_NW}],
+                          "leakage_nw": RF_CELLS_NW, "flip_flops": RF_FLIP_FLOPS}],
             "timing": {"period_ns": target_ns, "worst": worst, "paths": []}}
 
 
@@ -284,8 +286,10 @@ def test_a_liberty_tile_holds_its_large_memories_in_register_files(tmp_path):
     assert tile.area == pytest.approx(160_000 - RF_CELLS_UM2 + rf_um2)
     assert tile.leakage_nw == pytest.approx(640_000 - RF_CELLS_NW + rf_um2 * 4.1777 / 0.17733)
     assert tile.fmax_mhz == 800.0 and tile.path == "baseline.a -> baseline.b"
+    assert tile.flip_flops == FLIP_FLOPS_PER_LANE * config.params["lanes"]  # the queue's flip-flops went with it
     generated = silicon.liberty_tile(dataclasses.replace(config, area_estimate="generated"), record)
     assert (generated.area, generated.leakage_nw) == (160_000, 640_000)
+    assert generated.flip_flops == RF_FLIP_FLOPS + FLIP_FLOPS_PER_LANE * config.params["lanes"]
 
 
 @pytest.mark.real_area  # resolve_all itself, its characterise faked
@@ -316,6 +320,10 @@ def test_sta_clocks_change_the_time_never_the_cycles(clock, tmp_path, no_synthes
         dense_s = after["dense_cycles"] / (config.reference_clock_mhz * 1e6)
         assert after["time_speedup"] == pytest.approx(dense_s / after["time_s"])
         assert after["leakage_pj"] == pytest.approx(config.tile.leakage_nw * after["time_s"] * 1e3)
+        # clocking: the library tile's flip-flops (its register-file queue's gone) every cycle, at any clock
+        assert config.tile.flip_flops == FLIP_FLOPS_PER_LANE * 16
+        assert after["clock_pj"] == pytest.approx(config.tile.flip_flops * after["cycles"]
+                                                  * config.energy.entries["flip_flop_clock"])
         assert after["clock_mhz"] == want[name] and after["clock_source"] == clock
         assert after["silicon_area"] == config.tile.area and after["library"] == "nangate45"
 

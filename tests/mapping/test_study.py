@@ -118,8 +118,8 @@ def test_scenario_figures_by_hand(tmp_path):
     configs = {}
     for name, t in (("baseline", 1000), ("fpraker", 250)):
         config = load_config(None, name)
-        configs[name] = dataclasses.replace(config, tiles=2, tile=silicon.transistor_tile(config, t),
-                                            reference_tile=silicon.transistor_tile(config, 1000))
+        configs[name] = dataclasses.replace(config, tiles=2, tile=silicon.transistor_tile(config, t, 0),
+                                            reference_tile=silicon.transistor_tile(config, 1000, 0))
     nw = configs["baseline"].energy.silicon["leakage_nw"]
     leak = {name: 2 * t * nw * 1e-9 * 1e-6 * 1e12 for name, t in (("baseline", 1000), ("fpraker", 250))}  # 1 us
     sums = {(name, "all"): {"cycles": cycles, "compute_s": cycles * 1e-9, "time_s": 1e-6,
@@ -211,8 +211,8 @@ def _resolved(config_path):
     from dashraker.mapping.study import _configs
 
     (configs,) = _configs(config_path).values()
-    return [dataclasses.replace(c, tile=silicon.transistor_tile(c, 1000), reference_tile=silicon.transistor_tile(c, 1000))
-            for c in configs]
+    return [dataclasses.replace(c, tile=silicon.transistor_tile(c, 1000, 0),
+                                reference_tile=silicon.transistor_tile(c, 1000, 0)) for c in configs]
 
 
 def test_the_reports_assumptions_come_from_the_configuration_it_describes(tmp_path):
