@@ -10,6 +10,7 @@ alone (``mapping.calibration.fit_table``): how the fit does on passes it was not
 """
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -61,6 +62,10 @@ def main():
     parser.add_argument("reports", nargs="+", help="dashraker asic --out folders of the same passes, reference first")
     parser.add_argument("--table", action="append", default=None,
                         help="energy table: packaged name or YAML path (repeatable; default horowitz45)")
+    parser.add_argument("--register-files", action="store_true",
+                        help="charge the clocking of each tile's flip-flops less those of its memories the mapper's "
+                             "asic area estimate holds in register files (of at least the table's "
+                             "register_file_min_bits), as the mapper's default configuration does")
     args = parser.parse_args()
     from dashraker.mapping.calibration import table_energy_pj
     from dashraker.mapping.config import load_energy_table
@@ -68,11 +73,19 @@ def main():
 
     records = [json.loads((Path(folder) / "asic.json").read_text()) for folder in args.reports]
     runs, fmt = gate_runs(records), records[0]["params"]["fmt"]
-    print("tiles' flip-flops: " + ", ".join(f"{r['design']} {r['area']['flip_flops']:,}" for r in records))
+    flip_flops = {r["design"]: r["area"]["flip_flops"] for r in records}
+    if args.register_files:
+        bits = load_energy_table("horowitz45").silicon["register_file_min_bits"]
+        flip_flops = {r["design"]: flip_flops[r["design"]]
+                      - sum(m["flip_flops"] * m["count"] for m in r["area"]["memories"] if m["bits"] >= bits)
+                      for r in records}
+    print("tiles' flip-flops charged: " + ", ".join(f"{name} {count:,}" for name, count in flip_flops.items()))
+    charged = [dataclasses.replace(run, flip_flops=flip_flops[run.design]) for run in runs]
     for name in args.table or ["horowitz45"]:
         table = load_energy_table(name)
         print(f"\ntable {table.name} ({table.path}): flip_flop_clock {table.entries['flip_flop_clock'] * 1e3:.3g} fJ")
-        _print("Charged with the table", _per_design(runs, lambda run: table_energy_pj(run, table.entries, fmt)))
+        _print("Charged with the table",
+               _per_design(charged, lambda run: table_energy_pj(run, table.entries, fmt)))
     _print("Each layer charged by the table fitted to the other layers (non-negative least squares)",
            _held_out(runs, fmt))
 
