@@ -393,8 +393,9 @@ def _ratios(figures):
 
 def scenario_figures(scenario, sums, configs, tiles, reference, part="all"):
     """Per design, its figures in ``scenario`` against the reference's in the same accounting: speedup (cycles and
-    time), energy efficiency with and without leakage, core (compute) energy efficiency, areas, throughput (compute
-    time: the cycles at each design's clock) per area, of ``part`` of the totals ``sums`` (keys ``(design,
+    time), energy efficiency with and without leakage, core (compute) energy efficiency (clocking included), the
+    clocking and leakage, areas, throughput (compute time: the cycles at each design's clock) per area, of ``part``
+    of the totals ``sums`` (keys ``(design,
     part)``: "all", an operation, or a (layer, operation)). The leakage and the clocking ``sums`` were mapped with are
     charged again, of ``configs``' tiles (their silicon model) in the scenario's scope."""
     from dashraker.mapping import silicon
@@ -404,24 +405,24 @@ def scenario_figures(scenario, sums, configs, tiles, reference, part="all"):
         total = sums[name, part]
         mapped_leak, mapped_clock = (total["energy_breakdown_pj"].get(key, 0.0) for key in ("leakage", "clock"))
         leak = silicon.leakage_pj(config, config.tile, total["time_s"])
-        clock = silicon.clock_pj(config, config.tile, total["time_s"], config.clock_mhz) - mapped_clock
-        dynamic = total["energy_pj"] - mapped_leak + clock
-        return dynamic + leak, dynamic, total["core_energy_pj"] + clock, leak
+        clock = silicon.clock_pj(config, config.tile, total["time_s"], config.clock_mhz)
+        dynamic = total["energy_pj"] - mapped_leak - mapped_clock + clock
+        return dynamic + leak, dynamic, total["core_energy_pj"] - mapped_clock + clock, leak, clock
 
     ref = sums[reference, part]
-    ref_energy, ref_dynamic, ref_core, _ = energy(reference)
+    ref_energy, ref_dynamic, ref_core, *_ = energy(reference)
     ref_area = _area(configs[reference], scenario.scope, tiles[reference])
     out = {}
     for name in configs:
         total = sums[name, part]
-        joules, dynamic, core, leak = energy(name)
+        joules, dynamic, core, leak, clock = energy(name)
         area = _area(configs[name], scenario.scope, tiles[name])
         speedup = ref["cycles"] / total["cycles"] if total["cycles"] else math.inf
         throughput = ref["compute_s"] / total["compute_s"] if total["compute_s"] else math.inf
         out[name] = {
             "tiles": tiles[name], "clock_mhz": configs[name].clock_mhz, "cycles": total["cycles"],
             "time_s": total["time_s"], "compute_s": total["compute_s"], "energy_pj": joules, "leakage_pj": leak,
-            "dynamic_energy_pj": dynamic, "core_energy_pj": core, "speedup": speedup,
+            "clock_pj": clock,            "dynamic_energy_pj": dynamic, "core_energy_pj": core, "speedup": speedup,
             "time_speedup": ref["time_s"] / total["time_s"], "energy_efficiency": ref_energy / joules,
             "energy_efficiency_no_leakage": ref_dynamic / dynamic, "core_energy_efficiency": ref_core / core,
             "area": area, "area_overhead": area / ref_area - 1 if tiles[name] == tiles[reference] else None,

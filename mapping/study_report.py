@@ -201,8 +201,8 @@ def _trace_lines(entry, result, named, designs):
              *sampling_lines(entry, result), "", *_claim_lines(entry, result, named), "",
              "### Every accounting", "",
              "| accounting | silicon | design | tiles | time | speedup (cycles) | speedup (time) | energy eff. | "
-             "without leakage | compute energy eff. | perf/area | leakage share |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "without leakage | compute energy eff. | perf/area | clocking share | leakage share |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for scenario in (*SCENARIOS, CREDITED):
         for name in designs:
             for model in models:
@@ -210,7 +210,8 @@ def _trace_lines(entry, result, named, designs):
                 lines.append(f"| {scenario.label} | {named[model]} | {name} | {f['tiles']} | {_seconds(f['time_s'])} | "
                              f"{_ci(f, 'speedup')} | {_ci(f, 'time_speedup')} | {_ci(f, 'energy_efficiency')} | "
                              f"{_ci(f, 'energy_efficiency_no_leakage')} | {_ci(f, 'core_energy_efficiency')} | "
-                             f"{_ci(f, 'throughput_per_area')} | {f['leakage_pj'] / f['energy_pj']:.1%} |")
+                             f"{_ci(f, 'throughput_per_area')} | {f['clock_pj'] / f['energy_pj']:.1%} | "
+                             f"{f['leakage_pj'] / f['energy_pj']:.1%} |")
     lines += _part_lines(entry, result, named, designs) + _gap_lines(entry, result, named, designs)
     return lines + _breakdown_lines(entry)
 

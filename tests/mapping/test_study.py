@@ -139,6 +139,14 @@ def test_scenario_figures_by_hand(tmp_path):
     f = scenario_figures(chip, sums, configs, {"baseline": 2, "fpraker": 2}, "baseline")["fpraker"]
     assert f["leakage_pj"] == pytest.approx((500 + sram * per_bit) * nw * 1e-9 * 1e-6 * 1e12)
     assert f["area_overhead"] == pytest.approx((500 + sram * per_bit) / (2000 + sram * per_bit) - 1)
+    # clocking, charged again like leakage: FPRaker's 2 tiles of 40 flip-flops over 1 us at 1 GHz (the sums' none)
+    configs["fpraker"] = dataclasses.replace(configs["fpraker"],
+                                             tile=silicon.transistor_tile(configs["fpraker"], 250, 40))
+    f = scenario_figures(equal, sums, configs, {"baseline": 2, "fpraker": 2}, "baseline")["fpraker"]
+    clock = 2 * 40 * 1000 * configs["fpraker"].energy.entries["flip_flop_clock"]
+    assert f["clock_pj"] == pytest.approx(clock) and f["energy_pj"] == pytest.approx(100 + leak["fpraker"] + clock)
+    assert f["core_energy_efficiency"] == pytest.approx(40 / (20 + clock))
+    assert f["energy_efficiency_no_leakage"] == pytest.approx(100 / (100 + clock))
 
 
 @pytest.mark.real_area  # resolve_all itself, on hand-made area records and a faked library
