@@ -37,24 +37,17 @@ def _print(title, sums):
 
 
 def _held_out(runs, fmt):
-    """Each layer's runs charged by the table fitted to the other layers' runs."""
+    """Each layer's runs charged by the table fitted to the other layers' runs (an entry those never use: 0)."""
     from dashraker.mapping.calibration import fit_table, table_energy_pj
 
+    every = fit_table(runs, fmt).entries
     charged = {}
     for layer in dict.fromkeys(run.layer for run in runs):
-        fit = fit_table([run for run in runs if run.layer != layer], fmt)
+        entries = {**dict.fromkeys(every, 0.0), **fit_table([run for run in runs if run.layer != layer], fmt).entries}
         for run in runs:
             if run.layer == layer:
-                charged[id(run)] = table_energy_pj(run, {**dict.fromkeys(_used(run, fmt), 0.0), **fit.entries}, fmt)
+                charged[id(run)] = table_energy_pj(run, entries, fmt)
     return _per_design(runs, lambda run: charged[id(run)])
-
-
-def _used(run, fmt):
-    """The entries ``run`` charges (an action that the other layers' runs never had is charged nothing by their fit)."""
-    from dashraker.mapping.calibration import action_entries
-    from dashraker.mapping.components import CLOCK_ENTRY
-
-    return [*action_entries(run.counts, fmt), CLOCK_ENTRY]
 
 
 def main():

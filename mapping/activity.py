@@ -15,8 +15,10 @@ adder's activity of one toggle per net bit every other operation). A part (a des
 ``area_parts``) is the sum of its instances with their submodules, as in ``dashraker area``.
 
 The table-based figure of the same passes comes from the mapper's own cost model
-(``Design.cost``) and ``mapping.engine.energy_pj``, the core's components only: the RTL has
-no buffers or DRAM.
+(``Design.cost``) and ``mapping.engine.energy_pj``, the core's components only (the RTL has
+no buffers or DRAM), with the tile's clocking as the mapper charges it: its flip-flops over the
+passes' cycles at the same ``flip_flop_clock`` (so the two models' clocking is equal, and they
+differ in the rest).
 """
 
 import dataclasses
@@ -26,7 +28,7 @@ import numpy as np
 
 from dashraker.designs.descriptor import Operands
 from dashraker.hw.verilog import place
-from dashraker.mapping.components import MEMORY, components
+from dashraker.mapping.components import CLOCK, CLOCK_ENTRY, MEMORY, components
 from dashraker.mapping.engine import energy_pj
 
 __all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "macs", "Sample", "run_passes",
@@ -191,7 +193,8 @@ def run_passes(cosim, area, config, groups, layer, op, progress=None, prime=Fals
     # each call overlaps the next passes in a stream, and is left out
     energies = instance_energy(area, cosim.toggle_counts(), sample.rtl_cycles, config.energy)
     sample.parts = part_energy(energies, design.area_parts)
-    sample.table_pj = energy_pj(sample.counts, config)
+    sample.table_pj = {**energy_pj(sample.counts, config),
+                       CLOCK[0]: area["flip_flops"] * sample.rtl_cycles * config.energy.entries[CLOCK_ENTRY]}
     return sample
 
 
@@ -275,9 +278,9 @@ def activity_ratios(samples):
 
 def activity_energy_pj(sums, design, ratios, core_only=False):
     """A design's energy over all its operations with each operation's core energy (the mapper's ``sums``, as
-    ``mapping.runner.totals`` gives them) scaled by its activity/table ratio (``activity_ratios``), the table's
-    clocking replaced by the activity's own (the ratio's activity includes it); memory and leakage as the table has
-    them (left out with ``core_only``). Refuses (``KeyError``) an operation with no ratio."""
+    ``mapping.runner.totals`` gives them) scaled by its activity/table ratio (``activity_ratios``); memory and
+    leakage as the table has them (left out with ``core_only``). Refuses (``KeyError``) an operation with no
+    ratio."""
     total = 0.0
     for (name, op), figures in sums.items():
         if name != design or op == "all":
@@ -285,8 +288,7 @@ def activity_energy_pj(sums, design, ratios, core_only=False):
         if (design, op) not in ratios:
             raise KeyError(f"{design} {op}: no activity sample of this operation (dashraker energy --design {design})")
         core = figures["core_energy_pj"]
-        actions = core - figures["energy_breakdown_pj"].get("clock", 0.0)
-        total += ratios[design, op] * actions + (0.0 if core_only else figures["energy_pj"] - core)
+        total += ratios[design, op] * core + (0.0 if core_only else figures["energy_pj"] - core)
     return total
 
 

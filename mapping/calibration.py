@@ -20,7 +20,7 @@ import numpy as np
 
 from dashraker.mapping.components import CLOCK_ENTRY, MEMORY, components
 
-__all__ = ["Run", "Fit", "action_entries", "fit_table", "table_energy_pj"]
+__all__ = ["Run", "Fit", "action_entries", "charged_pj", "fit_table", "table_energy_pj"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,13 +64,20 @@ def action_entries(counts, fmt):
     return per_entry
 
 
-def _row(run, fmt):
-    return {**action_entries(run.counts, fmt), CLOCK_ENTRY: run.flip_flops * run.cycles}
+def _row(counts, cycles, flip_flops, fmt):
+    """{entry: what it is charged for}: the actions of ``counts`` and ``flip_flops`` x ``cycles`` of clocking."""
+    return {**action_entries(counts, fmt), CLOCK_ENTRY: flip_flops * cycles}
+
+
+def charged_pj(counts, cycles, flip_flops, entries, fmt):
+    """The core energy a table of ``entries`` ({entry: pJ}) charges passes of the mapper's action ``counts`` that
+    clocked a tile of ``flip_flops`` for ``cycles``: their actions and their clocking, as the mapper charges them."""
+    return sum(value * entries[name] for name, value in _row(counts, cycles, flip_flops, fmt).items())
 
 
 def table_energy_pj(run, entries, fmt):
-    """The energy a table of ``entries`` ({entry: pJ}) charges ``run``: its actions and its clocking."""
-    return sum(value * entries[name] for name, value in _row(run, fmt).items())
+    """``charged_pj`` of a ``Run``."""
+    return charged_pj(run.counts, run.cycles, run.flip_flops, entries, fmt)
 
 
 def fit_table(runs, fmt):
@@ -79,7 +86,7 @@ def fit_table(runs, fmt):
     from scipy.optimize import nnls
 
     runs = tuple(runs)
-    rows = [_row(run, fmt) for run in runs]
+    rows = [_row(run.counts, run.cycles, run.flip_flops, fmt) for run in runs]
     names = sorted({name for row in rows for name, value in row.items() if value})
     if not runs or not names:
         raise ValueError("no measured run charges an action or a clocked flip-flop")

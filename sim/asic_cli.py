@@ -217,7 +217,7 @@ def _energy(args, design, params, lib, liberty, record, work, step, config):
     from dashraker.asic import TARGET_NS
     from dashraker.asic.netlist import NetlistError
     from dashraker.asic.synthesis import SynthesisError
-    from dashraker.mapping.calibration import Run, table_energy_pj
+    from dashraker.mapping.calibration import charged_pj
     from dashraker.sim import gates
     from dashraker.sim.cosim import Cosim, CosimBuildError
 
@@ -240,9 +240,8 @@ def _energy(args, design, params, lib, liberty, record, work, step, config):
             rows.append({"layer": layer, "op": op, "passes": run.passes, "pass_cycles": run.pass_cycles,
                          "sim_cycles": run.sim_cycles, "macs": run.macs, "useful_macs": run.useful_macs,
                          "output_mismatches": run.output_mismatches, "cycle_mismatches": run.cycle_mismatches,
-                         "counts": run.counts, "table_core_fj": 1e3 * table_energy_pj(
-                             Run(design.name, layer, op, None, run.counts, run.pass_cycles, record["flip_flops"]),
-                             config.energy.entries, params["fmt"]),
+                         "counts": run.counts, "table_core_fj": 1e3 * charged_pj(
+                             run.counts, run.pass_cycles, record["flip_flops"], config.energy.entries, params["fmt"]),
                          **energy.as_dict()})
     return {"trace": str(args.trace) if args.trace else None, "step": step, "period_ns": period,
             "clock": "given" if args.clock_ns else "timing", "runs": rows}
