@@ -290,8 +290,8 @@ def _iso_area(args, configs, steps, sums):
     entries = isoarea.compare(sums, iso_sums, budget.areas, {c.design.name: c.tiles for c in configs},
                               budget.tiles_iso, ref, budget.fixed)
     print("\n" + isoarea.iso_table(entries, budget))
-    print("energy counts every action of every tile and the leakage of all the configured silicon "
-          f"({budget.scope} scope); perf/area counts each design's cycles at its clock")
+    print("energy counts every action of every tile, every tile's clocked flip-flops and the leakage of all the "
+          f"configured silicon ({budget.scope} scope); perf/area counts each design's cycles at its clock")
     return {"measure": measure, "unit": budget.unit, "scope": budget.scope,
             "estimate": budget.estimate if measure == "asic" else None, "reference": ref,
             "fixed_area": budget.fixed, "designs": entries}

@@ -9,7 +9,7 @@ configured tile (rows x cols PEs of its lanes) and gets ``floor(budget / its til
 tiles; a design whose one tile exceeds the budget is refused. Speedup (cycles), energy efficiency
 and throughput per area (compute time: the cycles at each design's clock) are then against the
 reference as mapped in its own configuration. Energy counts every action of every tile (the extra
-tiles' too) and the leakage of all the configured silicon over the run time.
+tiles' too), every tile's clocking and the leakage of all the configured silicon over the run time.
 
 Area scope (``area_scope``, SPEC section 7b): ``compute`` counts the tiles' logic;
 ``chip`` also the SRAM the mapper configures, in the asic measure's unit (``mapping.silicon``):
