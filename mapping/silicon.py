@@ -181,12 +181,14 @@ def leakage_pj(config, tile, seconds):
 
 
 def reference_params(config):
-    """The reference (dense) design's parameters on ``config``'s array: its geometry and format, the rest default."""
+    """The reference (dense) design's parameters on ``config``'s array: its geometry and format, and its own as the
+    configuration gives them (``AcceleratorConfig.reference``: the reference design's section, SPEC section 7b)."""
     from dashraker.designs import reference
 
     ref = reference()
     names = {parameter.name for parameter in ref.parameters}
-    return ref.params(**{key: config.params[key] for key in ("rows", "cols", "lanes", "fmt") if key in names})
+    return ref.params(**{key: config.params[key] for key in ("rows", "cols", "lanes", "fmt") if key in names},
+                      **(config.reference or {}))
 
 
 def _tiles(config):

@@ -1,0 +1,98 @@
+"""``dashraker study``'s claims at iso-area judged against each dense baseline (``designs.baseline.BASELINES``: the
+fp32 tree, the fused dot product, the fused multiply-add lanes), each in turn the reference (SPEC section 7b), whatever
+the configuration's own reference is: every design gets as many tiles as fit that baseline's area.
+
+A design's own figures (cycles, energy, leakage, run time) do not depend on the reference, so its runs at a tile count
+are shared by every baseline whose budget gives it that count (``study._mapper``).
+"""
+
+import dataclasses
+
+from dashraker.designs import DESIGNS, reference
+from dashraker.designs.baseline import BASELINES
+from dashraker.errors import CliError
+from dashraker.mapping.accountings import SCENARIOS
+
+__all__ = ["BASELINES", "claims", "configure", "resolve", "figures"]
+
+
+def claims():
+    """(design name, claim, scenario) of every published claim judged at iso-area."""
+    by_key = {s.key: s for s in SCENARIOS}
+    return [(d.name, c, by_key[c.scenario]) for d in DESIGNS.values() for c in d.published
+            if c.scenario in by_key and by_key[c.scenario].tiles == "iso"]
+
+
+def configure(configs):
+    """Per baseline name, per silicon model of ``configs`` (``study._configs``' dict): every design's configuration
+    with that baseline as its reference (its section overridden through the file's checks), or, where the
+    configuration cannot have it (an fp32 array and the fma lanes), the one-line reason."""
+    from dashraker.mapping.config import ConfigError, apply_overrides
+
+    out = {}
+    for name, params in BASELINES.items():
+        fields = {f"{reference().name}.{key}": value for key, value in params.items()}
+        try:
+            out[name] = {model: [apply_overrides(c, fields) for c in scoped] for model, scoped in configs.items()}
+        except ConfigError as error:
+            out[name] = str(error)
+    return out
+
+
+def resolve(against, area_cache, progress, jobs, asic_cache):
+    """``against`` (``configure``'s) with each baseline's configurations' silicon resolved and, per silicon model,
+    the iso-area tiles each design gets under each scope the claims are judged in."""
+    from dashraker.mapping import isoarea
+    from dashraker.mapping.cli import with_silicon
+
+    scopes = list(dict.fromkeys(scenario.scope for _, _, scenario in claims()))
+    out = {}
+    for name, by_model in against.items():
+        if isinstance(by_model, str):
+            out[name] = by_model
+            continue
+        out[name] = {}
+        for model, configs in by_model.items():
+            configs = with_silicon(configs, area_cache, progress, jobs, asic_cache)
+            tiles = {}
+            for scope in scopes:
+                scoped = [dataclasses.replace(c, area_scope=scope) for c in configs]
+                try:
+                    tiles[scope] = isoarea.budget(scoped, "asic", area_cache, None, progress).tiles_iso
+                except isoarea.AreaMeasureError as error:
+                    raise CliError(f"the {name} baseline's budget: {error}") from None
+            out[name][model] = {"configs": configs, "tiles": tiles}
+    return out
+
+
+def summary(resolved):
+    """What the report says of each baseline: its parameters, or why it is not judged; per silicon model its tile's
+    area and the iso-area tiles."""
+    out = {}
+    for name, by_model in resolved.items():
+        out[name] = {"params": BASELINES[name], "refused": by_model if isinstance(by_model, str) else None,
+                     "silicon": {} if isinstance(by_model, str) else {
+                         model: {"tile_area": next(c.tile.area for c in e["configs"] if c.design.reference),
+                                 "tiles_iso": e["tiles"]} for model, e in by_model.items()}}
+    return out
+
+
+def figures(resolved, rows, whole, bootstrap):
+    """Per baseline, per silicon model, per claim's accounting: every design's figures against that baseline
+    (``whole(scenario, rows, configs, tiles, reference, bootstrap)``, of the rows ``rows(tiles, compression, label,
+    configs)`` maps)."""
+    scenarios = list(dict.fromkeys(scenario for _, _, scenario in claims()))
+    out = {}
+    for name, by_model in resolved.items():
+        if isinstance(by_model, str):
+            continue
+        out[name] = {}
+        for model, entry in by_model.items():
+            by_name = {c.design.name: c for c in entry["configs"]}
+            out[name][model] = {}
+            for scenario in scenarios:
+                tiles = entry["tiles"][scenario.scope]
+                mapped = rows(tiles, scenario.compression, f"{scenario.label}, the {name} baseline, {model}",
+                              entry["configs"])
+                out[name][model][scenario.key] = whole(scenario, mapped, by_name, tiles, reference().name, bootstrap)
+    return out
