@@ -1,6 +1,7 @@
 """``dashraker study``'s claims at iso-area judged against each dense baseline (``designs.baseline.BASELINES``: the
 fp32 tree, the fused dot product, the fused multiply-add lanes), each in turn the reference (SPEC section 7b), whatever
-the configuration's own reference is: every design gets as many tiles as fit that baseline's area.
+the configuration's own reference is: each design with such a claim gets as many tiles as fit that baseline's area
+(the other designs are not mapped again).
 
 A design's own figures (cycles, energy, leakage, run time) do not depend on the reference, so its runs at a tile count
 are shared by every baseline whose budget gives it that count (``study._mapper``).
@@ -10,10 +11,9 @@ import dataclasses
 
 from dashraker.designs import DESIGNS, reference
 from dashraker.designs.baseline import BASELINES
-from dashraker.errors import CliError
 from dashraker.mapping.accountings import SCENARIOS
 
-__all__ = ["BASELINES", "claims", "configure", "resolve", "figures"]
+__all__ = ["BASELINES", "claims", "configure", "resolve", "summary", "figures"]
 
 
 def claims():
@@ -24,16 +24,19 @@ def claims():
 
 
 def configure(configs):
-    """Per baseline name, per silicon model of ``configs`` (``study._configs``' dict): every design's configuration
-    with that baseline as its reference (its section overridden through the file's checks), or, where the
-    configuration cannot have it (an fp32 array and the fma lanes), the one-line reason."""
+    """Per baseline name, per silicon model of ``configs`` (``study._configs``' dict): the configurations of the
+    reference and of each design with a claim at iso-area, with that baseline as their reference (its section
+    overridden through the file's checks), or, where the configuration cannot have it (an fp32 array and the fma
+    lanes), the one-line reason."""
     from dashraker.mapping.config import ConfigError, apply_overrides
 
+    judged = {reference().name, *(name for name, _, _ in claims())}
     out = {}
     for name, params in BASELINES.items():
         fields = {f"{reference().name}.{key}": value for key, value in params.items()}
         try:
-            out[name] = {model: [apply_overrides(c, fields) for c in scoped] for model, scoped in configs.items()}
+            out[name] = {model: [apply_overrides(c, fields) for c in scoped if c.design.name in judged]
+                         for model, scoped in configs.items()}
         except ConfigError as error:
             out[name] = str(error)
     return out
@@ -41,7 +44,8 @@ def configure(configs):
 
 def resolve(against, area_cache, progress, jobs, asic_cache):
     """``against`` (``configure``'s) with each baseline's configurations' silicon resolved and, per silicon model,
-    the iso-area tiles each design gets under each scope the claims are judged in."""
+    the iso-area tiles each design gets under each scope the claims are judged in; a baseline whose budget a design's
+    one tile exceeds becomes the one-line reason."""
     from dashraker.mapping import isoarea
     from dashraker.mapping.cli import with_silicon
 
@@ -51,18 +55,21 @@ def resolve(against, area_cache, progress, jobs, asic_cache):
         if isinstance(by_model, str):
             out[name] = by_model
             continue
-        out[name] = {}
-        for model, configs in by_model.items():
-            configs = with_silicon(configs, area_cache, progress, jobs, asic_cache)
-            tiles = {}
-            for scope in scopes:
-                scoped = [dataclasses.replace(c, area_scope=scope) for c in configs]
-                try:
-                    tiles[scope] = isoarea.budget(scoped, "asic", area_cache, None, progress).tiles_iso
-                except isoarea.AreaMeasureError as error:
-                    raise CliError(f"the {name} baseline's budget: {error}") from None
-            out[name][model] = {"configs": configs, "tiles": tiles}
+        try:
+            out[name] = {model: _budgets(with_silicon(configs, area_cache, progress, jobs, asic_cache), scopes,
+                                         area_cache, progress) for model, configs in by_model.items()}
+        except isoarea.AreaMeasureError as error:
+            out[name] = str(error)
     return out
+
+
+def _budgets(configs, scopes, area_cache, progress):
+    """``configs`` (resolved) and the iso-area tiles of each under each of ``scopes``."""
+    from dashraker.mapping import isoarea
+
+    tiles = {scope: isoarea.budget([dataclasses.replace(c, area_scope=scope) for c in configs], "asic", area_cache,
+                                   None, progress).tiles_iso for scope in scopes}
+    return {"configs": configs, "tiles": tiles}
 
 
 def summary(resolved):

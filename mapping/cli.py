@@ -303,4 +303,5 @@ def _iso_area(args, configs, steps, sums):
           f"({budget.scope} scope); perf/area counts each design's cycles at its clock")
     return {"measure": measure, "unit": budget.unit, "scope": budget.scope,
             "estimate": budget.estimate if measure == "asic" else None, "reference": ref,
+            "reference_params": configs[0].reference,
             "fixed_area": budget.fixed, "designs": entries}

@@ -71,8 +71,9 @@ def test_an_unknown_preset_or_a_bad_reference_is_one_line_before_any_work(tmp_pa
     assert "accumulators must be at least 1" in capsys.readouterr().err
 
 
-def _hand_made_areas(root, config):
-    """Hand-made area records of every tile a study of ``config`` measures, each baseline's of its own size."""
+def _hand_made_areas(root, config, fpraker=100_000):
+    """Hand-made area records of every tile a study of ``config`` measures, each baseline's of its own size, FPRaker's
+    of ``fpraker`` transistors."""
     from test_silicon import _cached_record
 
     from dashraker.mapping import baselines, silicon
@@ -82,8 +83,8 @@ def _hand_made_areas(root, config):
     every = [c for scoped in configs.values() for c in scoped]
     every += [c for by_model in baselines.configure(configs).values() for scoped in by_model.values() for c in scoped]
     for design, params in silicon.unmeasured(every, root):
-        _cached_record(root, design, params, transistors=TRANSISTORS.get(params.get("dot"), 100_000)
-                       if design.reference else 100_000)
+        own = {"fpraker": fpraker}.get(design.name, 100_000)
+        _cached_record(root, design, params, transistors=TRANSISTORS[params["dot"]] if design.reference else own)
 
 
 @pytest.mark.real_area  # resolve_all itself, on hand-made records
@@ -138,3 +139,20 @@ def test_the_study_runs_under_each_preset_and_names_it(small_trace, tmp_path, pr
     text = (out / "report.md").read_text()
     assert f"(preset `{preset}`)" in text and "reference design: baseline (accumulators 0, dot tree)" in text
     assert text.count("| fpraker | faster than FP MAC units at iso-compute area | > 1x |") == 1 + 3
+
+
+@pytest.mark.real_area  # resolve_all itself, on hand-made records
+def test_a_baseline_whose_budget_a_tile_exceeds_is_a_row_saying_so(small_trace, tmp_path):
+    """FPRaker's tile larger than two tree tiles, within two fma tiles: the study runs against its fma reference, and
+    the tree baseline's rows say why they are not judged."""
+    config = tmp_path / "small.yaml"
+    config.write_text(yaml.safe_dump({**SMALL, "preset": "fpraker-paper"}))
+    _hand_made_areas(tmp_path / "area", config, fpraker=150_000)
+    out = tmp_path / "out"
+    assert main(["study", str(small_trace), "--config", str(config), "--out", str(out), "--area-cache",
+                 str(tmp_path / "area"), "--jobs", "1", "--no-progress"]) == 0
+    result = json.loads((out / "study.json").read_text())
+    assert "fpraker: one tile" in result["baselines"]["tree"]["refused"] and result["baselines"]["fma"]["refused"] is None
+    assert list(result["traces"][0]["baselines"]) == ["fused", "fma"]
+    text = (out / "report.md").read_text()
+    assert text.count("| tree (dot tree, accumulators 0) | - | - | - | - | not judged: fpraker: one tile") == 2
