@@ -200,9 +200,9 @@ def _baseline_lines(entry, result, named):
 
     ref, models = result["reference"], result["silicon_models"]
     lines = ["### The iso-area claims against each baseline", "",
-             f"Each dense baseline in turn is the reference: every design gets as many tiles as fit in the area of the "
-             f"{ref}'s configured tiles of that baseline (the budget), its verdict judged as above. The study's own "
-             f"reference is the {ref} of {_params(result['reference_params'])}.", "",
+             "Each dense baseline in turn is the reference: a design with a claim at iso-area gets as many tiles as fit "
+             f"in the budget, the area of the {ref}'s configured tiles with that baseline's parameters, and is judged as "
+             f"above. The study's own reference: {ref} ({_params(result['reference_params'])}).", "",
              "| design | claim | paper | baseline | accounting | silicon | budget | tiles | ours | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, claim, scenario in claims():
