@@ -59,7 +59,8 @@ def test_an_unknown_preset_or_a_bad_reference_is_one_line_before_any_work(tmp_pa
     bad = tmp_path / "bad.yaml"
     bad.write_text("baseline: {dot: fma, accumulators: 0}\n")
     commands = (["map", str(small_trace), "--out", str(tmp_path / "o")], ["study", str(small_trace), "--out",
-                str(tmp_path / "o")], ["sweep", str(small_trace), "--axis", "tiles=1,2", "--out", str(tmp_path / "o")])
+                str(tmp_path / "o")], ["sweep", str(small_trace), "--axis", "tiles=1,2", "--out", str(tmp_path / "o")],
+                ["suite", "small", "--traces", str(tmp_path / "traces"), "--out", str(tmp_path / "o")])
     for command in commands:
         for config, message in (("nope", "nope: no such configuration file nor preset"),
                                 (str(bad), "field 'baseline': dot 'fma' accumulates each lane in fp32")):
