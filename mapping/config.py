@@ -24,6 +24,7 @@ __all__ = [
     "default_config_path",
     "PRESETS",
     "config_path",
+    "reference_on",
     "load_config",
     "apply_overrides",
     "file_data",
@@ -462,10 +463,10 @@ def apply_overrides(config, overrides):
 
 def file_data(config):
     """The configuration file that ``_parse`` reads back as ``config`` (its silicon, device and path apart)."""
-    packaged = Path(str(importlib.resources.files("dashraker.mapping") / "energy"))
-    table = Path(config.energy.path).resolve()
     from dashraker.designs import reference
 
+    packaged = Path(str(importlib.resources.files("dashraker.mapping") / "energy"))
+    table = Path(config.energy.path).resolve()
     own = {p.name: p.key for p in config.design.parameters if p.key not in {*GEOMETRY, "dtype"}}
     ref = reference()
     keys = {p.name: p.key for p in ref.parameters}
@@ -506,13 +507,21 @@ def _reference(top, sections, params):
                 values[name] = parameter.check(section.data[parameter.key])
             except ValueError as error:
                 raise section.error(parameter.key, str(error)) from None
-    shared = {key: params[key] for key in ("rows", "cols", "lanes", "fmt") if key in params}
     try:
-        full = ref.params(**{key: value for key, value in shared.items() if key in {p.name for p in ref.parameters}},
-                          **values)
+        full = reference_on(params, values)
     except ValueError as error:
         raise top.error(ref.name, f"the reference on this array: {error}") from None
     return {name: full[name] for name in own}
+
+
+def reference_on(params, own):
+    """The reference design's parameters on the array and format of a design's ``params``, its own ``own`` (name ->
+    value; the rest its defaults), checked by the registry (``ValueError``)."""
+    from dashraker.designs import reference
+
+    ref = reference()
+    names = {parameter.name for parameter in ref.parameters}
+    return ref.params(**{key: params[key] for key in ("rows", "cols", "lanes", "fmt") if key in names}, **(own or {}))
 
 
 def _parse(path, data, design, device, given):

@@ -183,12 +183,9 @@ def leakage_pj(config, tile, seconds):
 def reference_params(config):
     """The reference (dense) design's parameters on ``config``'s array: its geometry and format, and its own as the
     configuration gives them (``AcceleratorConfig.reference``: the reference design's section, SPEC section 7b)."""
-    from dashraker.designs import reference
+    from dashraker.mapping.config import reference_on
 
-    ref = reference()
-    names = {parameter.name for parameter in ref.parameters}
-    return ref.params(**{key: config.params[key] for key in ("rows", "cols", "lanes", "fmt") if key in names},
-                      **(config.reference or {}))
+    return reference_on(config.params, config.reference)
 
 
 def _tiles(config):

@@ -185,7 +185,8 @@ def _mapper(trace, configs, steps, jobs, dask, progress, groups):
     """``rows(tiles, compression, label, designs=configs)``: the mapper's rows of ``trace`` (each step's samples in
     ``groups`` groups) for every one of the ``designs``' configurations at ``tiles[design]`` tiles, each (design, its
     parameters, tiles, compression) mapped once, whichever accounting, silicon model or reference asks (leakage is
-    charged again by ``scenario_figures``; a design's own figures do not depend on the reference)."""
+    charged again by ``scenario_figures``; the study reads a design's own figures alone, which do not depend on the
+    reference)."""
     from dashraker.mapping.executors import ClusterError
     from dashraker.mapping.runner import map_trace
     from dashraker.trace import TraceError
