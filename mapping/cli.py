@@ -7,7 +7,7 @@ from pathlib import Path
 from dashraker.errors import CliError, renamed_option
 from dashraker.outputs import path_argument
 
-__all__ = ["register", "run", "check_trace", "check_sizes", "warn_unrecorded", "design_list", "design_configs"]
+__all__ = ["register", "add_config_option", "run", "check_trace", "check_sizes", "warn_unrecorded", "design_list", "design_configs"]
 
 
 def register(subparsers):
@@ -22,7 +22,7 @@ def register(subparsers):
         "trace onto the configured accelerator; print a summary and write map.csv, map.json and plots.",
     )
     parser.add_argument("trace", type=path_argument, help="trace folder (dashraker trace record)")
-    parser.add_argument("--config", type=path_argument, help="accelerator configuration YAML (default: the packaged one)")
+    add_config_option(parser)
     parser.add_argument(
         "--design",
         action="append",
@@ -61,6 +61,15 @@ def register(subparsers):
     parser.add_argument("--fpga-reports", type=path_argument, help="folder searched for 'dashraker fpga' report.json files "
                         "of the mapped configurations (--area fpga)")
     parser.set_defaults(func=run)
+
+
+def add_config_option(parser):
+    """``--config FILE|PRESET``, for ``map``, ``study``, ``sweep`` and ``suite``: a configuration file or a packaged
+    preset's name (``config.config_path``)."""
+    from dashraker.mapping.config import PRESETS
+
+    parser.add_argument("--config", type=path_argument, help="accelerator configuration YAML, or a packaged preset: "
+                        f"{', '.join(PRESETS)} (docs/guides/cli-map.md, Presets) (default: {PRESETS[0]})")
 
 
 def add_dask_option(parser, more=""):
@@ -294,4 +303,5 @@ def _iso_area(args, configs, steps, sums):
           f"configured silicon ({budget.scope} scope); perf/area counts each design's cycles at its clock")
     return {"measure": measure, "unit": budget.unit, "scope": budget.scope,
             "estimate": budget.estimate if measure == "asic" else None, "reference": ref,
+            "reference_params": configs[0].reference,
             "fixed_area": budget.fixed, "designs": entries}

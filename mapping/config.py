@@ -22,6 +22,9 @@ __all__ = [
     "SILICON_MODELS",
     "CLOCK_SOURCES",
     "default_config_path",
+    "PRESETS",
+    "config_path",
+    "reference_on",
     "load_config",
     "apply_overrides",
     "file_data",
@@ -46,6 +49,9 @@ SILICON_MODELS = ("transistors", "liberty")
 # tile's static timing; the slowest of the run's tiles' (mapping.silicon.clocked)
 CLOCK_SOURCES = {"configured": "configured", "sta": "its tile's static timing",
                  "common": "the slowest static timing of the run's tiles"}
+# the packaged configurations a ``--config`` or a file's ``preset`` may name (mapping/configs/NAME.yaml, each figure
+# with where it comes from): the default, and the seed papers' own
+PRESETS = ("default", "tensordash-paper", "fpraker-paper")
 # the table's silicon figures
 SILICON = ("transistor_um2", "leakage_nw", "sram_bit_cell_um2", "sram_array_efficiency", "register_file_bit_cell_um2",
            "register_file_min_bits")
@@ -138,6 +144,10 @@ class AcceleratorConfig:
     tile: object = None
     reference_tile: object = None
     configured_params: dict = None  # ``params`` as the file gave them, before the dataflow preset's
+    # the reference (dense) design's own parameters (its section's: SPEC section 7b), which every design is compared
+    # with on its own array (``mapping.silicon.reference_params``); None: the registry's defaults
+    reference: dict = None
+    preset: str = PRESETS[0]  # the packaged configuration (``PRESETS``) the file is, or builds on
 
     def __post_init__(self):
         """The silicon model, clock source and library are checked; a dataflow preset fixes some design parameters
@@ -181,7 +191,8 @@ class AcceleratorConfig:
     def as_dict(self):
         tiles = {key: None if getattr(self, key) is None else dataclasses.asdict(getattr(self, key))
                  for key in ("tile", "reference_tile")}
-        return {"path": self.path, "design": self.design.name, **self.params, "rounding": self.rounding,
+        return {"path": self.path, "preset": self.preset, "design": self.design.name, **self.params,
+                "reference": self.reference or {}, "rounding": self.rounding,
                 "tiles": self.tiles, "clock_mhz": self.clock_mhz, "clock_source": self.clock_source,
                 "reference_clock_mhz": self.reference_clock_mhz,
                 "memory": dataclasses.asdict(self.memory),
@@ -192,9 +203,23 @@ class AcceleratorConfig:
                 "target_ns": self.target_ns if self.uses_library else None, **tiles}
 
 
-def default_config_path():
-    """The packaged default configuration file."""
-    return Path(str(importlib.resources.files("dashraker.mapping") / "configs" / "default.yaml"))
+def default_config_path(preset=PRESETS[0]):
+    """The packaged configuration file of ``preset`` (default: the default one)."""
+    return Path(str(importlib.resources.files("dashraker.mapping") / "configs" / f"{preset}.yaml"))
+
+
+def config_path(ref):
+    """The file of ``--config REF``: a packaged preset's where ``ref`` is a bare name of ``PRESETS`` (no folder, no
+    .yaml), else the path; None: the default. A bare name that is neither a file nor a preset is a ConfigError."""
+    if ref is None:
+        return default_config_path()
+    path = Path(ref)
+    if len(path.parts) == 1 and path.suffix not in (".yaml", ".yml"):
+        if path.name in PRESETS:
+            return default_config_path(path.name)
+        if not path.is_file():
+            raise ConfigError(f"{ref}: no such configuration file nor preset; presets: {', '.join(PRESETS)}")
+    return path
 
 
 def _read_yaml(path, what):
@@ -388,11 +413,21 @@ def load_config(path=None, design=None, device="cpu"):
     A design's section (named as the design) may override the geometry fields (tiles,
     rows, cols, lanes) and sets the design's own parameters, by their command-line
     names (``guard_bits`` for ``--guard-bits``); ``dtype`` is the operand format.
+
+    ``path`` may name a packaged preset (``config_path``); a file's ``preset`` field merges it over that preset
+    instead of the default (which the preset itself is merged over).
     """
+    path = config_path(path)
     defaults = _read_yaml(default_config_path(), "accelerator configuration")
-    path = Path(path) if path is not None else default_config_path()
     given = _read_yaml(path, "accelerator configuration")
-    return _parse(path, _merged(defaults, given), design, device, given.keys())
+    packaged = path.resolve().parent == default_config_path().resolve().parent and path.stem in PRESETS
+    preset = given.get("preset", path.stem if packaged else PRESETS[0])
+    if preset not in PRESETS or packaged and "preset" in given:
+        raise _Fields(path, given).error("preset", f"must be one of {list(PRESETS)}, not {preset!r}" if not packaged
+                                         else "a packaged preset builds on the default alone")
+    if not packaged and preset != PRESETS[0]:
+        defaults = _merged(defaults, _read_yaml(default_config_path(preset), "accelerator configuration"))
+    return _parse(path, {**_merged(defaults, given), "preset": preset}, design, device, given.keys())
 
 
 def apply_overrides(config, overrides):
@@ -428,10 +463,16 @@ def apply_overrides(config, overrides):
 
 def file_data(config):
     """The configuration file that ``_parse`` reads back as ``config`` (its silicon, device and path apart)."""
+    from dashraker.designs import reference
+
     packaged = Path(str(importlib.resources.files("dashraker.mapping") / "energy"))
     table = Path(config.energy.path).resolve()
     own = {p.name: p.key for p in config.design.parameters if p.key not in {*GEOMETRY, "dtype"}}
+    ref = reference()
+    keys = {p.name: p.key for p in ref.parameters}
     return {
+        "preset": config.preset,
+        ref.name: {keys[name]: value for name, value in (config.reference or {}).items()},
         "design": config.design.name, "dtype": config.configured_params["fmt"], "rounding": config.rounding,
         "tiles": config.tiles, **{key: config.configured_params[key] for key in GEOMETRY if key != "tiles"},
         "clock_mhz": config.clock_mhz if config.clock_source == "configured" else config.clock_source,
@@ -452,6 +493,37 @@ def field_value(config, key):
     return value
 
 
+def _reference(top, sections, params):
+    """The reference design's own parameters from its section (SPEC section 7b), checked on the array and format of
+    the mapped design's ``params`` (``mapping.silicon.reference_params``) with the registry's checks."""
+    from dashraker.designs import reference
+
+    ref, section = reference(), sections[reference().name]
+    own = {p.name: p for p in ref.parameters if p.key not in {*GEOMETRY, "dtype"}}
+    values = {}
+    for name, parameter in own.items():
+        if section.data.get(parameter.key) is not None:
+            try:
+                values[name] = parameter.check(section.data[parameter.key])
+            except ValueError as error:
+                raise section.error(parameter.key, str(error)) from None
+    try:
+        full = reference_on(params, values)
+    except ValueError as error:
+        raise top.error(ref.name, f"the reference on this array: {error}") from None
+    return {name: full[name] for name in own}
+
+
+def reference_on(params, own):
+    """The reference design's parameters on the array and format of a design's ``params``, its own ``own`` (name ->
+    value; the rest its defaults), checked by the registry (``ValueError``)."""
+    from dashraker.designs import reference
+
+    ref = reference()
+    names = {parameter.name for parameter in ref.parameters}
+    return ref.params(**{key: params[key] for key in ("rows", "cols", "lanes", "fmt") if key in names}, **(own or {}))
+
+
 def _parse(path, data, design, device, given):
     """The configuration of the file ``path`` whose (merged) mapping is ``data``; ``design`` overrides its own. The
     sections of the designs in ``given`` (the fields the file itself gives) are checked even where not mapped."""
@@ -460,7 +532,7 @@ def _parse(path, data, design, device, given):
     top = _Fields(path, data)
     if "operand_format" in top.data:
         raise top.error("operand_format", "renamed to 'dtype'")
-    top.unknown({"design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
+    top.unknown({"preset", "design", "dtype", "rounding", *GEOMETRY, "clock_mhz", *DESIGNS, "memory", "energy_table",
                  "compare", "area", "dataflow", "area_scope", "area_estimate", "silicon", "library"})
     name = design if design is not None else top.data.get("design")
     if name not in DESIGNS:
@@ -482,10 +554,13 @@ def _parse(path, data, design, device, given):
     memory = top.section("memory", required=True)
     memory.unknown({"tile_buffer_kib", "global_buffer_kib", "dram_gbps", "compression"})
     clock_mhz, clock_source = top.clock("clock_mhz")
+    params = _design_params(chosen, top, section)
     return AcceleratorConfig(
         path=str(path),
+        preset=top.choice("preset", PRESETS, PRESETS[0]),
         design=chosen,
-        params=_design_params(chosen, top, section),
+        params=params,
+        reference=_reference(top, sections, params),
         rounding=top.choice("rounding", ("nearest", "truncate"), "nearest"),
         tiles=geometry["tiles"],
         clock_mhz=clock_mhz,

@@ -7,7 +7,8 @@ column sets) or over both sides. Passes go to the tiles round robin in pass orde
 (row set by row set, column sets innermost); an operation lasts as long as its
 busiest tile (tiles run independently, each with its own buffers; a design may run a tile's
 passes other than one after another: ``Cost.stream``). Every operation is
-also costed on the reference (dense) design of the same array, for the speedups. Times are each
+also costed on the reference (dense) design of the same array, as the configuration sets it
+(``silicon.reference_params``: SPEC section 7b), for the speedups. Times are each
 tile's cycles at its own clock (``AcceleratorConfig.clock_mhz``, ``reference_clock_mhz``).
 """
 
@@ -224,7 +225,8 @@ def map_op(config, layer, tensors, op, plans=None, weight_share=1.0):
     counts.update(config.design.cost.pass_counts(config.params, arrays, value_bits))
     compressed = _compressed(config, plans, op_plan, set_bytes) if config.memory.compression == "zvc" else None
     traffic = memory.traffic(config, op_plan, arrays, compressed, weight_share)
-    baseline_counts = {**reference().cost.pass_counts(config.params, dense, value_bits), **traffic.counts}
+    baseline_counts = {**reference().cost.pass_counts(silicon.reference_params(config), dense, value_bits),
+                       **traffic.counts}
     counts.update(traffic.counts)
     cycles, dense_cycles, breakdown = _op_cycles(config, counts, arrays, dense)
     timing = memory.timing(config, cycles, traffic.dram_bytes)

@@ -199,12 +199,11 @@ def clock_pj(config, tile, seconds, clock_mhz):
 
 
 def reference_params(config):
-    """The reference (dense) design's parameters on ``config``'s array: its geometry and format, the rest default."""
-    from dashraker.designs import reference
+    """The reference (dense) design's parameters on ``config``'s array: its geometry and format, and its own as the
+    configuration gives them (``AcceleratorConfig.reference``: the reference design's section, SPEC section 7b)."""
+    from dashraker.mapping.config import reference_on
 
-    ref = reference()
-    names = {parameter.name for parameter in ref.parameters}
-    return ref.params(**{key: config.params[key] for key in ("rows", "cols", "lanes", "fmt") if key in names})
+    return reference_on(config.params, config.reference)
 
 
 def _tiles(config):

@@ -19,6 +19,9 @@ tiles' CMOS transistors, or their cells on a standard-cell library), or under bo
 asked). Each design runs at the configuration's clock: a number, or its tile's static timing
 (``clock_mhz: sta``, ``common``), which the report shows with its source.
 
+Each published claim at iso-area (FPRaker's) is also judged against each dense baseline in turn, the tree, the fused
+dot product and the fused multiply-add lanes (``mapping.baselines``), whichever the configuration's reference is.
+
 Each step's recorded samples are mapped in groups of ``--group-size`` samples (``runner.group_samples``), and every
 figure, whole, per operation, per layer and per step, comes with its confidence interval from a bootstrap over
 those groups (``mapping.intervals``); each paper's claim is judged against the interval.
@@ -31,18 +34,20 @@ from pathlib import Path
 
 from dashraker.designs import DESIGNS
 from dashraker.errors import CliError
+from dashraker.mapping import baselines
 from dashraker.mapping.accountings import AXES, CREDITED, SCENARIOS
 from dashraker.mapping.ops import OPS
 from dashraker.outputs import path_argument
 
-__all__ = ["SCENARIOS", "CREDITED", "AXES", "RATIOS", "register", "run", "study", "accounting", "scenario_figures"]
+__all__ = ["SCENARIOS", "CREDITED", "AXES", "RATIOS", "register", "run", "study", "accounting", "whole",
+           "scenario_figures"]
 
 REPORTS = ("report.md", "study.json", "study.png", "study.svg")
 BOTH = "both"  # --silicon: every silicon model, side by side
 
 
 def register(subparsers):
-    from dashraker.mapping.cli import add_dask_option, add_silicon_options
+    from dashraker.mapping.cli import add_config_option, add_dask_option, add_silicon_options
     from dashraker.mapping.config import AREA_ESTIMATES, SILICON_MODELS
     from dashraker.mapping.intervals import LEVEL
 
@@ -53,7 +58,7 @@ def register(subparsers):
         "papers' headline figures beside ours with confidence intervals, the gap attributed axis by axis, per "
         "operation, layer and step), study.json and study.png (and .svg).")
     parser.add_argument("traces", type=path_argument, nargs="+", metavar="TRACE", help="trace folders (dashraker trace record)")
-    parser.add_argument("--config", type=path_argument, help="accelerator configuration YAML (default: the packaged one)")
+    add_config_option(parser)
     parser.add_argument("--out", type=path_argument, default=Path("build/study"), help="report folder (replaced whole at the "
                         "end; a folder holding anything else is refused; default build/study)")
     parser.add_argument("--step", action="append", help="recorded step(s) to map, repeatable or comma-separated "
@@ -122,6 +127,8 @@ def run(args):
     steps = step_list("--step", args.step)
     configs = _configs(args.config, args.area_estimate, args.silicon, args.asic_cache)  # bad input before the work
     every = [c for scoped in configs.values() for c in scoped]
+    every += [c for by_model in baselines.configure(configs).values() if not isinstance(by_model, str)
+              for scoped in by_model.values() for c in scoped]
     check_sizes(every, args.area_cache, args.asic_cache, args.force_size)
     given = {}
     for trace in args.traces:  # every trace checked before the first one's study
@@ -175,19 +182,24 @@ def _configs(config_path, area_estimate=None, silicon=None, asic_cache="build/as
 
 
 def _mapper(trace, configs, steps, jobs, dask, progress, groups):
-    """``rows(tiles, compression, label)``: the mapper's rows of ``trace`` (each step's samples in ``groups`` groups)
-    for every one of ``configs``' designs at ``tiles[design]`` tiles, each (design, tiles, compression) mapped once,
-    whichever accounting or silicon model asks (leakage is charged again by ``scenario_figures``)."""
+    """``rows(tiles, compression, label, designs=configs)``: the mapper's rows of ``trace`` (each step's samples in
+    ``groups`` groups) for every one of the ``designs``' configurations at ``tiles[design]`` tiles, each (design, its
+    parameters, tiles, compression) mapped once, whichever accounting, silicon model or reference asks (leakage is
+    charged again by ``scenario_figures``; the study reads a design's own figures alone, which do not depend on the
+    reference)."""
     from dashraker.mapping.executors import ClusterError
     from dashraker.mapping.runner import map_trace
     from dashraker.trace import TraceError
 
-    done = {}  # (design, tiles, compression) -> rows
+    done = {}  # (design, parameters, tiles, compression) -> rows
 
-    def rows(tiles, compression, label):
+    def key(config, tiles, compression):
+        return config.design.name, repr(sorted(config.params.items())), tiles[config.design.name], compression
+
+    def rows(tiles, compression, label, designs=configs):
         todo = [dataclasses.replace(c, tiles=tiles[c.design.name],
                                     memory=dataclasses.replace(c.memory, compression=compression))
-                for c in configs if (c.design.name, tiles[c.design.name], compression) not in done]
+                for c in designs if key(c, tiles, compression) not in done]
         if todo:
             if progress:
                 print(f"study {trace}: {label}: mapping {', '.join(c.design.name for c in todo)}", flush=True)
@@ -196,9 +208,8 @@ def _mapper(trace, configs, steps, jobs, dask, progress, groups):
             except (TraceError, ValueError, ClusterError) as error:
                 raise CliError(str(error)) from None
             for config in todo:
-                done[config.design.name, config.tiles, compression] = [
-                    row for row in mapped if row["design"] == config.design.name]
-        return [row for name in tiles for row in done[name, tiles[name], compression]]
+                done[key(config, tiles, compression)] = [row for row in mapped if row["design"] == config.design.name]
+        return [row for c in designs for row in done[key(c, tiles, compression)]]
 
     return rows
 
@@ -237,7 +248,8 @@ def _setup(models, ref):
     mapped = next(iter(models.values()))
     first = mapped[0]
     timed = {c.design.name: c.tile for resolved in models.values() for c in resolved if c.tile.fmax_mhz is not None}
-    return {"config": first.path, "reference": ref, "energy_table": first.energy.path,
+    return {"config": first.path, "preset": first.preset, "reference": ref,
+            "reference_params": first.reference, "energy_table": first.energy.path,
             "energy_models": [f"the energy table ({first.energy.name})"], "area_estimate": first.area_estimate,
             "silicon_models": list(models), "memory": dataclasses.asdict(first.memory),
             "table_silicon": dict(first.energy.silicon),
@@ -262,21 +274,25 @@ def study(traces, configs, steps=None, jobs=None, dask=None, area_cache="build/a
     ref = reference().name
     models = {model: with_silicon(scoped, area_cache, progress, jobs, asic_cache) for model, scoped in configs.items()}
     tiles = _tile_counts(models, area_cache, progress)
+    against = baselines.resolve(baselines.configure(configs), area_cache, progress, jobs, asic_cache)
     groups = _groups(traces, group_size)
     result = {**_setup(models, ref), "confidence": level or LEVEL, "group_size": group_size,
               "silicon": {model: _silicon(resolved, tiles[model]) for model, resolved in models.items()},
-              "traces": []}
+              "baselines": baselines.summary(against), "traces": []}
     for trace, count in zip(traces, groups):
-        result["traces"].append(_trace_figures(trace, models, tiles, ref, steps, jobs, dask, progress, count,
-                                               result["confidence"]))
+        result["traces"].append(_trace_figures(trace, (models, against), tiles, ref, steps, jobs, dask, progress,
+                                               count, result["confidence"]))
     return result
 
 
-def _trace_figures(trace, models, tiles, ref, steps, jobs, dask, progress, groups, level):
-    """One trace's figures in every accounting under every silicon model, with their intervals."""
+def _trace_figures(trace, configured, tiles, ref, steps, jobs, dask, progress, groups, level):
+    """One trace's figures in every accounting under every silicon model, with their intervals, and its iso-area
+    claims' against each baseline; ``configured``: the resolved configurations, per silicon model, and per baseline
+    (``baselines.resolve``)."""
     from dashraker.mapping.intervals import Intervals
     from dashraker.trace import open_trace
 
+    models, against = configured
     mapped = next(iter(models.values()))
     opened = open_trace(trace)
     manifest = opened.manifest
@@ -295,8 +311,8 @@ def _trace_figures(trace, models, tiles, ref, steps, jobs, dask, progress, group
         credited += [r for r in rows(counts["equal"], "none", CREDITED.label) if r["design"] == ref]
         figures[CREDITED.key] = accounting(CREDITED, credited, by_name, counts["equal"], ref, bootstrap)
         scenarios[model] = figures
-    whole = _parts(equal)
-    breakdown = {c.design.name: {op: t["cycle_breakdown"] for (d, op), t in whole.items()
+    equal_sums = _parts(equal)
+    breakdown = {c.design.name: {op: t["cycle_breakdown"] for (d, op), t in equal_sums.items()
                                  if d == c.design.name and op in (*OPS, "all") and "cycle_breakdown" in t}
                  for c in mapped}
     samples = {}
@@ -305,7 +321,8 @@ def _trace_figures(trace, models, tiles, ref, steps, jobs, dask, progress, group
     return {"trace": str(trace), "model": manifest["model"], "data": manifest.get("data"), "steps": steps,
             "groups": dict(bootstrap.groups),
             "samples": {step: sum(by_group.values()) for step, by_group in samples.items()},
-            "scenarios": scenarios, "cycle_breakdown": {k: v for k, v in breakdown.items() if v},
+            "scenarios": scenarios, "baselines": baselines.figures(against, rows, whole, bootstrap),
+            "cycle_breakdown": {k: v for k, v in breakdown.items() if v},
             "unrecorded_layers": [{"name": name, "type": kind} for name, kind in opened.unrecorded]}
 
 
@@ -350,28 +367,43 @@ def _intervals(point, pieces, bootstrap, reference):
     return point
 
 
+def _units(rows, bootstrap):
+    """The rows of each of ``bootstrap``'s units (step, group), and each unit's totals (``_parts``) in its order."""
+    units = {}
+    for row in rows:
+        units.setdefault((row["step"], row["group"]), []).append(row)
+    return units, [_parts(units[unit]) for unit in bootstrap.units]
+
+
+def _figures(scenario, sums, pieces, compared, part, resampled):
+    """``scenario_figures`` of ``part`` of ``sums`` with their intervals from the per-unit ``pieces``; ``compared``:
+    (configs, tiles, reference)."""
+    point = scenario_figures(scenario, sums, *compared, part)
+    return _intervals(point, [scenario_figures(scenario, p, *compared, part) for p in pieces], resampled, compared[2])
+
+
+def whole(scenario, rows, configs, tiles, reference, bootstrap):
+    """Per design, its figures in ``scenario`` over all of ``rows`` (``scenario_figures``) with their intervals."""
+    return _figures(scenario, _parts(rows), _units(rows, bootstrap)[1], (configs, tiles, reference), "all", bootstrap)
+
+
 def accounting(scenario, rows, configs, tiles, reference, bootstrap):
     """Per design, its figures in ``scenario`` (``scenario_figures``) from the mapper's ``rows``, with their
     intervals, and the same per operation (``ops``), per layer and operation (``layers``) and per step (``steps``,
     each step's groups resampled alone)."""
-    whole = _parts(rows)
-    units = {}
-    for row in rows:
-        units.setdefault((row["step"], row["group"]), []).append(row)
-    by_unit = [_parts(units[unit]) for unit in bootstrap.units]
+    sums = _parts(rows)
+    units, by_unit = _units(rows, bootstrap)
     names = list(configs)
 
     def figures(sums, pieces, part, resampled):
-        point = scenario_figures(scenario, sums, configs, tiles, reference, part)
-        return _intervals(point, [scenario_figures(scenario, p, configs, tiles, reference, part) for p in pieces],
-                          resampled, reference)
+        return _figures(scenario, sums, pieces, (configs, tiles, reference), part, resampled)
 
-    out = figures(whole, by_unit, "all", bootstrap)
-    parts = [part for (name, part) in whole if name == reference and part != "all"]
+    out = figures(sums, by_unit, "all", bootstrap)
+    parts = [part for (name, part) in sums if name == reference and part != "all"]
     for name in names:
         out[name].update(ops={}, layers={}, steps={})
     for part in parts:
-        point = figures(whole, by_unit, part, bootstrap)
+        point = figures(sums, by_unit, part, bootstrap)
         for name in names:
             if isinstance(part, tuple):
                 out[name]["layers"].setdefault(part[0], {})[part[1]] = _ratios(point[name])

@@ -52,6 +52,11 @@ def _seconds(value):
     return f"{value / 1e-9:,.3g} ns"
 
 
+def _params(params):
+    """A design's own parameters as the report names them: ``dot fma, accumulators 1``."""
+    return ", ".join(f"{name} {value}" for name, value in params.items())
+
+
 def _label(key):
     return next(s.label for s in (*SCENARIOS, CREDITED) if s.key == key)
 
@@ -68,8 +73,9 @@ def report(result):
     lines = ["# Study: the seed papers' comparison points on recorded traces", "",
              f"Made by `dashraker study` at commit {_commit()} on {platform.node()} ({platform.machine()}, "
              f"Python {platform.python_version()}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-             f"{result.get('wall_s', 0):.0f} s wall. Configuration `{result['config']}`, energy table "
-             f"`{result['energy_table']}`; reference design: {ref}; silicon: {' and '.join(named.values())}.", "",
+             f"{result.get('wall_s', 0):.0f} s wall. Configuration `{result['config']}` (preset "
+             f"`{result['preset']}`), energy table `{result['energy_table']}`; reference design: {ref} "
+             f"({_params(result['reference_params'])}); silicon: {' and '.join(named.values())}.", "",
              "## Clocks", "",
              "| design | clock | from | its tile's timing | worst register path | reference tile's clock |",
              "|---|---|---|---|---|---|"]
@@ -188,6 +194,33 @@ def _claim_lines(entry, result, named):
     return lines + ([""] + notes if notes else [])
 
 
+def _baseline_lines(entry, result, named):
+    """The claims at iso-area judged against each dense baseline in turn, with the area budget it sets."""
+    from dashraker.mapping.baselines import claims
+
+    ref, models = result["reference"], result["silicon_models"]
+    lines = ["### The iso-area claims against each baseline", "",
+             "Each dense baseline in turn is the reference: a design with a claim at iso-area gets as many tiles as fit "
+             f"in the budget, the area of the {ref}'s configured tiles with that baseline's parameters, and is judged as "
+             f"above. The study's own reference: {ref} ({_params(result['reference_params'])}).", "",
+             "| design | claim | paper | baseline | accounting | silicon | budget | tiles | ours | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, claim, scenario in claims():
+        for baseline, about in result["baselines"].items():
+            if about["refused"]:
+                lines.append(f"| {name} | {claim.claim} | {claim.figure} | {baseline} ({_params(about['params'])}) "
+                             f"| - | - | - | - | not judged: {about['refused']} | - |")
+                continue
+            for model in models:
+                f = entry["baselines"][baseline][model][scenario.key]
+                interval = f[name].get("intervals", {}).get(claim.metric) or [f[name][claim.metric]] * 2
+                lines.append(f"| {name} | {claim.claim} | {claim.figure} | {baseline} ({_params(about['params'])}) | "
+                             f"{scenario.label} | {named[model]} | {f[ref]['area']:,.0f} "
+                             f"({result['silicon'][model]['unit']}) | {f[name]['tiles']} | {_ci(f[name], claim.metric)} "
+                             f"| {claim.verdict(*interval)} |")
+    return lines
+
+
 def _trace_lines(entry, result, named, designs):
     """One trace's sections of the report."""
     from dashraker.trace.store import unrecorded_message
@@ -199,6 +232,7 @@ def _trace_lines(entry, result, named, designs):
              "alone.", ""] if unrecorded else []
     lines = [f"## {_title(entry)}", "", f"Trace `{entry['trace']}`, steps {steps}.", "", *whole,
              *sampling_lines(entry, result), "", *_claim_lines(entry, result, named), "",
+             *_baseline_lines(entry, result, named), "",
              "### Every accounting", "",
              "| accounting | silicon | design | tiles | time | speedup (cycles) | speedup (time) | energy eff. | "
              "without leakage | compute energy eff. | perf/area | clocking share | leakage share |",

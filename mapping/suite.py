@@ -223,7 +223,7 @@ def run(args):
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
-    from dashraker.mapping.cli import add_silicon_options
+    from dashraker.mapping.cli import add_config_option, add_silicon_options
     from dashraker.mapping.config import SILICON_MODELS
 
     packaged = ", ".join(sorted(p.stem for p in SUITES.glob("*.yaml")))
@@ -238,7 +238,7 @@ def register(subparsers):
                         "match (default build/suite/<suite name>)")
     parser.add_argument("--record-device", default="cpu", help="where traces are recorded: cpu or cuda[:N] "
                         "(default cpu)")
-    parser.add_argument("--config", type=Path, help="accelerator configuration YAML (default: the packaged one)")
+    add_config_option(parser)
     parser.add_argument("--design", action="append", help=f"design(s) to map, comma-separated or 'all' "
                         f"({', '.join(DESIGNS)}); default: the configuration's")
     parser.add_argument("--device", default="cpu", help="where the designs' cost models run: cpu or cuda[:N]")

@@ -310,7 +310,7 @@ def _axis_value(row, axis):
 
 def register(subparsers):
     from dashraker.designs import DESIGNS
-    from dashraker.mapping.cli import add_dask_option
+    from dashraker.mapping.cli import add_config_option, add_dask_option
 
     parser = subparsers.add_parser(
         "sweep", help="map a trace over values of configuration fields: speedups and efficiency per point",
@@ -325,7 +325,7 @@ def register(subparsers):
     mode.add_argument("--grid", action="store_true", help="every combination of the axes' values")
     mode.add_argument("--one-at-a-time", action="store_true", help="each value of each axis, the other fields as "
                       "configured (default)")
-    parser.add_argument("--config", type=Path, help="accelerator configuration YAML (default: the packaged one)")
+    add_config_option(parser)
     parser.add_argument("--design", action="append", help="design(s) mapped at each point, as 'map' "
                         f"({', '.join(DESIGNS)}, all); default: the configuration's")
     parser.add_argument("--out", required=True, help="folder for sweep.csv, sweep.json and the plots (replaced "

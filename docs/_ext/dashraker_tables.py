@@ -114,6 +114,7 @@ def config_keys(defaults, designs):
     from dashraker.mapping import config
 
     allowed = {
+        "preset": ", ".join(config.PRESETS) + " (the packaged configuration this file builds on)",
         "design": ", ".join(designs), "dtype": "the design's operand formats",
         "rounding": "nearest, truncate", "tiles": "an integer >= 1", "rows": "an integer >= 1",
         "cols": "an integer >= 1", "lanes": "an integer >= 1",

@@ -62,9 +62,15 @@ def test_fused_dot_is_charged_to_the_design_and_its_dense_reference(tmp_path, la
     assert result["counts"]["add_fp32"] == 0
     breakdown = result["energy_breakdown_pj"]
     assert breakdown["frame_adds"] == pytest.approx(pe_cycles * table["frame_add"])
+    # a design's dense reference is the configuration's (the baseline's section, SPEC section 7b), whatever its own
+    # step sum: TensorDash's fused PEs against the fused reference, and against the default tree
+    tensordash = map_op(config_file(tmp_path, "tensordash", tiles=3, rows=4, cols=4, lanes=16,
+                                    **{"tensordash.dot": "fused", "baseline.dot": "fused"}), layer, tensors, "fwd")
+    assert tensordash["baseline_energy_pj"] == pytest.approx(result["baseline_energy_pj"])
+    tree = map_op(config_file(tmp_path, "baseline", tiles=3, rows=4, cols=4, lanes=16), layer, tensors, "fwd")
     tensordash = map_op(config_file(tmp_path, "tensordash", tiles=3, rows=4, cols=4, lanes=16,
                                     **{"tensordash.dot": "fused"}), layer, tensors, "fwd")
-    assert tensordash["baseline_energy_pj"] == pytest.approx(result["baseline_energy_pj"])
+    assert tensordash["baseline_energy_pj"] == pytest.approx(tree["energy_pj"]) != result["baseline_energy_pj"]
 
 
 def test_fma_lanes_are_charged_their_registers_and_pass_end_sums(tmp_path, layer_case):
@@ -80,6 +86,9 @@ def test_fma_lanes_are_charged_their_registers_and_pass_end_sums(tmp_path, layer
     assert result["counts"]["lane_registers"] == pe_cycles * 16
     assert result["counts"]["add_fp32"] == pe_cycles * 16 + pe_passes * 15
     assert result["energy_breakdown_pj"]["lane_registers"] == pytest.approx(pe_cycles * 16 * table["register_fp32"])
+    fpraker = map_op(config_file(tmp_path, "fpraker", tiles=3, rows=4, cols=4, lanes=16,
+                                 **{"baseline.dot": "fma", "baseline.accumulators": 1}), layer, tensors, "fwd")
+    assert fpraker["baseline_energy_pj"] == pytest.approx(result["energy_pj"])  # the fma reference on its array
 
 
 @pytest.mark.parametrize(

@@ -194,7 +194,9 @@ def test_the_study_judges_both_silicon_models_side_by_side_at_the_sta_clocks(sma
                  "ours (transistor estimate) | verdict | ours (nangate45 library) | verdict",
                  "| transistor estimate -> nangate45 library | silicon model (iso-area, compute scope, dense memory) |",
                  "### Per operation", "| accounting | silicon | design | operation | speedup (cycles) |",
-                 "### Per step", "| accounting | silicon | design | step | speedup (cycles) |", "| weight gradient |"):
+                 "### Per step", "| accounting | silicon | design | step | speedup (cycles) |", "| weight gradient |",
+                 "(preset `default`)", "reference design: baseline (accumulators 0, dot tree)",
+                 "| fma (dot fma, accumulators 1) | iso-area, compute scope, dense memory | nangate45 library |"):
         assert line in text, line
     assert (out / "study.png").read_bytes()[:4] == b"\x89PNG" and b"<svg" in (out / "study.svg").read_bytes()[:500]
     characterised.clear()
