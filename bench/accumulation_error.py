@@ -146,7 +146,7 @@ def main(argv=None):
           f"{FUSED_GUARD_BITS} bits; fma: a fused multiply-add per lane, L = 1; FPRaker: guard bits 3")
     print()
     _table(table, [f"G={guard}" for guard in sorted({FUSED_GUARD_BITS, *guards})])
-    print(f"the fused dot product's error by the window's guard bits G (window 16 + G bits for bf16)")
+    print("the fused dot product's error by the window's guard bits G (window 16 + G bits for bf16)")
     print(f"({time.time() - start:.1f} s)")
     return 0
 

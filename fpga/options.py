@@ -1,8 +1,6 @@
 """The FPGA flow's command-line options, shared by ``dashraker fpga DESIGN`` and ``dashraker fpga compare``: added
 to a parser, checked once, and passed to ``run_flow``."""
 
-from pathlib import Path
-
 from dashraker.errors import CliError
 from dashraker.outputs import path_argument
 

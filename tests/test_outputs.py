@@ -76,7 +76,6 @@ def test_unusable_output_files(tmp_path, where, message):
 @pytest.mark.parametrize("error", [OSError(28, "No space left on device"), OSError("786432 requested and 256992 written")])
 def test_a_full_disk_names_the_file(tmp_path, error):
     """Python's ENOSPC has no file name, NumPy's short write not even an errno: both are raised naming the file."""
-    from dashraker.cli import main
 
     def write(file):
         file.write(b"part")

@@ -258,10 +258,10 @@ def test_dnnsim_forward_and_input_gradient_one_sample_per_pass(layer_case):
     assert windows == [1] * 6
     config = load_config(None, "baseline")
     rows, cols = config.rows, config.cols
-    for dataflow, passes in (("default", -(-6 // rows) * -(-9 // cols)), ("dnnsim", 6 * -(-9 // cols))):
+    for dataflow, count in (("default", -(-6 // rows) * -(-9 // cols)), ("dnnsim", 6 * -(-9 // cols))):
         tensors.input[:] = np.abs(tensors.input) + 1  # dense activations: the weights may go on the rows
         result = map_op(dataclasses.replace(config, dataflow=dataflow, tiles=1), layer, tensors, "fwd")
-        assert (result["passes"], result["dense_cycles"]) == (passes, passes * 3), dataflow
+        assert (result["passes"], result["dense_cycles"]) == (count, count * 3), dataflow
     bwd = plan(layer, tensors, "bwd_input", 16, dataflow="dnnsim")
     assert [p.label for p in bwd.problems] == [f"group 0 sample {s} phase (0,0)" for s in range(6)]
 

@@ -138,7 +138,7 @@ def test_papers_networks_at_published_shape(name, shape, classes, kind, options,
 def test_imagenet_cnns_take_any_resolution_from_32(name, size):
     net = build_model(name, (3, *size), 7, "tensors")
     assert net(torch.randn(2, 3, *size)).shape == (2, 7)
-    with pytest.raises(RecordError, match=rf"needs images \[channels, height, width\] of at least 32x32, not \[3, 31"):
+    with pytest.raises(RecordError, match=r"needs images \[channels, height, width\] of at least 32x32, not \[3, 31"):
         build_model(name, (3, 31, 64), 7, "tensors")
 
 
