@@ -19,20 +19,20 @@ class ReservedQueue(wiring.Component):
     spans the whole tile. Instead the pipeline runs freely and what it makes waits here:
     work is accepted only with ``room``, and its acceptance reserves an entry
     (``reserve``), so every push finds one free. The storage is therefore written on
-    every push: its write enable is the pipeline's ``push.valid`` alone, a register, not
-    gated by a comparison of the queue's level as a FIFO's is (on ECP5 such a gate,
+    every push: its write enable is the pipeline's ``push.valid`` alone (a register in
+    every tile), not gated by a comparison of the queue's level as a FIFO's is (on ECP5 such a gate,
     fanned out to the write enables of the distributed RAM, was the 2x2x8 baseline
     tile's critical path). One counter holds the entries reserved and not yet popped;
     ``room`` is a register (a copy per consumer of it, marked ``keep`` when there are
-    several), compared from the counter's next value, so that the pipeline's handshake
-    starts at a register.
+    several), compared from the counter's next value (from its value with
+    ``room_late``), so that the pipeline's handshake starts at a register.
 
     The depth is the sum of named terms: ``in_flight + latency + room_late + spare``.
     With a consumer that is always ready and an acceptance every cycle, ``in_flight``
     entries are reserved but not pushed, ``latency`` are pushed but not yet out, and
     the ``room_late`` cycles by which ``room`` follows the counter cost as many more: so
-    many entries never throttle the pipeline (``late`` cancels: a reservation counted
-    late is also freed late). ``spare`` entries more let the pipeline run further ahead
+    many entries never throttle the pipeline (``late`` cancels: the counter misses the
+    last ``late`` reservations and keeps as many entries free for them). ``spare`` entries more let the pipeline run further ahead
     of a stalled consumer.
 
     Parameters

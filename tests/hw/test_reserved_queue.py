@@ -33,14 +33,6 @@ def test_a_layout_is_required():
         ReservedQueue(16, in_flight=2)
 
 
-def test_latency_and_depth_terms():
-    buffered, unbuffered = ReservedQueue(ENTRY, in_flight=3, late=1, spare=3), ReservedQueue(
-        ENTRY, in_flight=4, room_late=1, buffered=False)
-    assert (buffered.latency, unbuffered.latency) == (QUEUE_LATENCY, STORAGE_EDGES) == (
-        STORAGE_EDGES + OUTPUT_EDGES, STORAGE_EDGES)
-    assert (buffered.depth, unbuffered.depth) == (3 + QUEUE_LATENCY + 3, 4 + STORAGE_EDGES + 1)
-
-
 def _run(dut, ready, cycles, pipeline, seed=1):
     """Work offered every cycle, accepted with ``room``, reserved ``late`` cycles after, pushed ``pipeline`` edges
     after its acceptance; ``ready(cycle, rng)`` the consumer's. Checks that entries leave in order, none lost,
@@ -95,9 +87,12 @@ def test_entries_leave_in_order_under_stalls(in_flight, late, room_late, spare, 
 
 @pytest.mark.parametrize("in_flight, late, room_late, spare, buffered", CASES)
 def test_always_ready_consumer_never_throttles(in_flight, late, room_late, spare, buffered):
-    """With no spare entry the depth's terms let work be accepted every cycle and every entry leave ``latency``
-    edges after its push; a pipeline one edge longer than ``in_flight`` says is throttled."""
+    """With no spare entry the depth's terms (``in_flight + latency + room_late``) let work be accepted every cycle
+    and every entry leave ``latency`` edges after its push; a pipeline one edge longer than ``in_flight`` says is
+    throttled."""
     dut = ReservedQueue(ENTRY, in_flight=in_flight, late=late, room_late=room_late, buffered=buffered)
+    assert dut.latency == (QUEUE_LATENCY if buffered else STORAGE_EDGES) == STORAGE_EDGES + OUTPUT_EDGES * buffered
+    assert dut.depth == in_flight + dut.latency + room_late
     refused, entries = _run(dut, lambda cycle, rng: True, 80, in_flight - 1)
     assert refused == [] and all(pop - push == dut.latency for push, pop in entries)
     dut = ReservedQueue(ENTRY, in_flight=in_flight, late=late, room_late=room_late, buffered=buffered)
