@@ -87,8 +87,8 @@ class FrontEnd(wiring.Component):
     Each PE has its own queue and stream (each PE has its own sequencer), so that no
     queue's pointers or read enable reach across the tile; the PEs' streams must be
     taken in lockstep (the sequencers are identical), and the first PE's ``room``
-    gates the tile's ``steps``. The queues are ``ReservedQueue``s without an output
-    register (each PE registers its step).
+    gates the tile's ``steps``. The queues are reserved queues (``ReservedQueue``)
+    without an output register (each PE registers its step).
 
     Attributes
     ----------
