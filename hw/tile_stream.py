@@ -11,7 +11,7 @@ from amaranth.lib import data
 
 from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout
 
-__all__ = ["CYCLE_BITS", "step_layout", "result_layout", "payload_layout"]
+__all__ = ["CYCLE_BITS", "step_layout", "result_layout", "push_results", "payload_layout"]
 
 CYCLE_BITS = 32  # width of a pass's cycle count in a result
 
@@ -32,6 +32,15 @@ def result_layout(rows, cols, cycles=False):
     if cycles:
         fields["cycles"] = CYCLE_BITS
     return data.StructLayout(fields)
+
+
+def push_results(m, push, units):
+    """Every unit's fp32 ``result`` [row][col] into ``push``'s ``outputs``, pushed when the first unit's
+    ``result_valid`` says (the units run in lockstep)."""
+    for r, row in enumerate(units):
+        for c, unit in enumerate(row):
+            m.d.comb += push.payload.outputs[r][c].eq(unit.result)
+    m.d.comb += push.valid.eq(units[0][0].result_valid)
 
 
 def payload_layout(tile, port):

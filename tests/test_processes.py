@@ -10,6 +10,7 @@ import time
 import pytest
 
 from dashraker.sim.cosim import _remove_stale_builds
+from process_checks import alive
 
 # A parent running a tool through ``run_group`` whose own child (as make's compiler) writes its pid and sleeps.
 PARENT = """
@@ -19,14 +20,6 @@ from dashraker.processes import run_group
 signal.signal(signal.SIGTERM, _terminate)
 run_group(["sh", "-c", f"sleep 60 & echo $! > {sys.argv[1]}; wait"])
 """
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as file:
-            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _grandchild(tmp_path, parent):
@@ -40,9 +33,9 @@ def _grandchild(tmp_path, parent):
 
 def _gone(pid, seconds=10):
     deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])

@@ -7,8 +7,8 @@ from amaranth.lib.wiring import In, Out
 from dashraker.formats import float_format
 from dashraker.hw.checks import check_count
 from dashraker.hw.numerics import MacUnit, mac_latency
-from dashraker.hw.result_queue import QUEUE_LATENCY, ResultQueue
-from dashraker.hw.tile_stream import result_layout, step_layout
+from dashraker.hw.reserved_queue import QUEUE_LATENCY, ReservedQueue
+from dashraker.hw.tile_stream import push_results, result_layout, step_layout
 
 __all__ = ["Tile"]
 
@@ -71,24 +71,21 @@ class Tile(wiring.Component):
         # The queue counts a pass's end from a registered copy of the acceptance, a cycle late, so that the
         # producer's ``valid`` ends at that register rather than running on into the queue's counter (on ECP5 the
         # FPGA wrapper's handshake to the counter took 11.5 ns of routing in the 2x2 tile).
-        m.submodules.queue = queue = ResultQueue(result_layout(self.rows, self.cols), self.pipeline_latency + 1,
-                                                 late=1)
-        wiring.connect(m, queue.results, wiring.flipped(self.results))
+        # Three spare results let the PEs run that much further ahead of a stalled consumer.
+        m.submodules.queue = queue = ReservedQueue(result_layout(self.rows, self.cols),
+                                                   in_flight=self.pipeline_latency + 1, late=1, spare=3)
+        wiring.connect(m, queue.pop, wiring.flipped(self.results))
         step = self.steps.payload
         accept = self.steps.valid & queue.room
         accepted_last = Signal()
         m.d.sync += accepted_last.eq(accept & step.last)
-        m.d.comb += [self.steps.ready.eq(queue.room), queue.accepted_last.eq(accepted_last)]
+        m.d.comb += [self.steps.ready.eq(queue.room), queue.reserve.eq(accepted_last)]
+        pes = [[MacUnit(self.lanes, self.format, self.accumulators, self.dot) for _ in range(self.cols)]
+               for _ in range(self.rows)]
         for row in range(self.rows):
             for col in range(self.cols):
-                pe = m.submodules[f"pe{row}_{col}"] = MacUnit(self.lanes, self.format, self.accumulators, self.dot)
-                m.d.comb += [
-                    pe.valid.eq(accept),
-                    pe.last.eq(step.last),
-                    pe.a.eq(step.rows[row]),
-                    pe.b.eq(step.cols[col]),
-                    queue.push.payload.outputs[row][col].eq(pe.result),
-                ]
-                if row == col == 0:
-                    m.d.comb += queue.push.valid.eq(pe.result_valid)
+                pe = m.submodules[f"pe{row}_{col}"] = pes[row][col]
+                m.d.comb += [pe.valid.eq(accept), pe.last.eq(step.last), pe.a.eq(step.rows[row]),
+                             pe.b.eq(step.cols[col])]
+        push_results(m, queue.push, pes)
         return m

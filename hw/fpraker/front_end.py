@@ -5,7 +5,6 @@ from functools import reduce
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import FPRAKER_MAX_TERMS as MAX_TERMS
@@ -13,6 +12,7 @@ from dashraker.hw.checks import check_count
 from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS, Bounds, bounded_lane_layout, frame_layout, lane_more_cycles
 from dashraker.hw.fpraker.decoder import EXPONENT_BITS, Decoder, decoded_layout, operands_layout, specials_layout
 from dashraker.hw.fpraker.exponent_unit import ExponentUnit, maximum
+from dashraker.hw.reserved_queue import STORAGE_EDGES, ReservedQueue
 from dashraker.hw.tile_stream import step_layout
 
 __all__ = ["front_end_stages", "pe_step_layout", "pe_scheduled_layout", "FrontEnd"]
@@ -28,7 +28,7 @@ DECODE_EDGES = 3  # the operands taken, their second copy, decoded
 ALIGN_EDGES = 1  # after the running exponent
 BOUND_EDGES = 1  # after the bounds
 LENGTH_EDGES = 2  # after the lanes' lengths and after the PE's (beside two more registers of the bounded step)
-QUEUE_EDGES = 1  # the queue's write
+QUEUE_EDGES = STORAGE_EDGES  # the queues' write (they have no output register)
 
 
 def front_end_stages(lanes):
@@ -86,9 +86,9 @@ class FrontEnd(wiring.Component):
     stages and itself take to pass one, so a steady input gives a steady output.
     Each PE has its own queue and stream (each PE has its own sequencer), so that no
     queue's pointers or read enable reach across the tile; the PEs' streams must be
-    taken in lockstep (the sequencers are identical), and the free entries are
-    counted on the first PE's. The queues have no output register (each PE registers
-    its step).
+    taken in lockstep (the sequencers are identical), and the first PE's ``room``
+    gates the tile's ``steps``. The queues are reserved queues (``ReservedQueue``)
+    without an output register (each PE registers its step).
 
     Attributes
     ----------
@@ -114,7 +114,8 @@ class FrontEnd(wiring.Component):
             check_count(name, value)
         check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
         self.rows, self.cols, self.lanes, self.guard_bits = rows, cols, lanes, guard_bits
-        self.depth = front_end_stages(lanes) + 1  # an entry's round trip: through the stages and out, then free again
+        self._queues = {(r, c): self._pe_queue() for r, c in self._pes()}
+        self.depth = self._queues[0, 0].depth
         super().__init__({
             "steps": In(stream.Signature(step_layout(rows, cols, lanes, "bf16"))),
             "scheduled": Out(stream.Signature(pe_scheduled_layout(lanes))).array(rows, cols),
@@ -229,18 +230,22 @@ class FrontEnd(wiring.Component):
         for hop in range(LENGTH_EDGES):
             flags, _ = self._stage(m, flags, None, f"flags{hop}")
             carried, carried_valid = self._stage(m, carried, carried_valid, f"carried{hop}")
+        taken = self.steps.valid & self.steps.ready
         for r, c in self._pes():
-            written = Signal(pe_scheduled_layout(self.lanes), name=f"written{r}_{c}")
+            queue = m.submodules[f"queue{r}_{c}"] = self._queues[r, c]
+            written = queue.push.payload
             m.d.comb += [written.step.eq(carried[r][c]), Cat(written.any_live, written.last).eq(flags),
-                         written.more.eq(reduce(operator.or_, lengths))]
-            out = self.scheduled[r][c]
-            queue = m.submodules[f"queue{r}_{c}"] = SyncFIFO(width=len(written.as_value()), depth=self.depth)
-            m.d.comb += [queue.w_en.eq(carried_valid), queue.w_data.eq(written), out.payload.eq(queue.r_data),
-                         out.valid.eq(queue.r_rdy), queue.r_en.eq(out.valid & out.ready)]
-        first = self.scheduled[0][0]
-        free = Signal(range(self.depth + 1), init=self.depth)
-        m.d.sync += free.eq(free - (self.steps.valid & self.steps.ready) + (first.valid & first.ready))
-        m.d.comb += self.steps.ready.eq(free != 0)
+                         written.more.eq(reduce(operator.or_, lengths)), queue.push.valid.eq(carried_valid),
+                         queue.reserve.eq(taken)]
+            wiring.connect(m, queue.pop, wiring.flipped(self.scheduled[r][c]))
+            if r == c == 0:
+                m.d.comb += self.steps.ready.eq(queue.room)
+
+    def _pe_queue(self):
+        """A PE's queue: a step's entry is reserved as the step is taken, and pushed ``front_end_stages(lanes) -
+        QUEUE_EDGES`` edges later."""
+        return ReservedQueue(pe_scheduled_layout(self.lanes), in_flight=front_end_stages(self.lanes) - QUEUE_EDGES + 1,
+                             buffered=False)
 
     def _stage(self, m, value, valid, name):
         """``value`` and its ``valid`` (if any: a register on the steps' way, counted) registered."""

@@ -1,8 +1,7 @@
 """The FPRaker tile's output stage: a pass's accumulators rounded to fp32, queued and streamed out."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from dashraker.hw.checks import check_count
@@ -10,25 +9,24 @@ from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS
 from dashraker.hw.fpraker.pe import pe_latency
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY, Rounder, accumulator_layout
 from dashraker.hw.numerics.pipeline import delayed
-from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
+from dashraker.hw.reserved_queue import ReservedQueue
+from dashraker.hw.tile_stream import CYCLE_BITS, push_results, result_layout
 
-__all__ = ["QUEUE_LATENCY", "OutputStage"]
-
-QUEUE_LATENCY = 2  # clock edges through the result queue: its memory, then its output register
+__all__ = ["OutputStage"]
 
 
 class OutputStage(wiring.Component):
     """The pass's accumulators, taken at ``capture``, through one ``Rounder`` per PE into a queue of results.
 
     Nothing here holds the PEs: the rounders always advance, and the sequencers end a
-    pass only with ``room``, a reservation of a queue entry (``reserve``) that the
-    result's leaving the queue returns. ``room`` is a register, a copy for each PE's
-    sequencer (no logic between the count and the sequencers, one net each): it says
-    whether two entries were free a cycle before, so that one is still free whatever
-    that cycle reserved. The queue holds as many entries as passes can be on their way
-    from the sequencers to ``results``, and one for that cycle, so passes run back to
-    back while ``results`` is taken at once. Results appear ``ROUNDER_LATENCY + QUEUE_LATENCY`` clock
-    edges after their capture at the earliest.
+    pass only with ``room``, a reservation of an entry of a ``ReservedQueue``
+    (``reserve``) that the result's leaving the queue returns. ``room`` is a register, a
+    copy for each PE's sequencer (no logic between the count and the sequencers, one net
+    each), compared from the count a cycle before (``room_late=1``: the sequencers'
+    ``pass_end`` and the consumer's ``ready`` stay off those registers): it says whether
+    two entries were free a cycle before, so that one is still free whatever that cycle
+    reserved. Passes run back to back while ``results`` is taken at once. Results appear
+    ``ROUNDER_LATENCY + QUEUE_LATENCY`` (``hw.reserved_queue``) clock edges after their capture at the earliest.
 
     Parameters
     ----------
@@ -65,8 +63,11 @@ class OutputStage(wiring.Component):
             check_count(name, value)
         check_count("guard_bits", guard_bits, 0, MAX_GUARD_BITS)
         self.rows, self.cols, self.guard_bits = rows, cols, guard_bits
-        # passes on their way, the queue's own latency, and the cycle by which ``room`` is late
-        self.depth = pe_latency(lanes) + ROUNDER_LATENCY + 5
+        # a pass reserves its entry as it ends; its result is pushed after the PEs' and the rounders' pipelines
+        self._queue = ReservedQueue(result_layout(rows, cols, cycles=True),
+                                    in_flight=pe_latency(lanes) + ROUNDER_LATENCY + 1, room_late=1, spare=1,
+                                    copies=rows * cols)
+        self.depth = self._queue.depth
         super().__init__({
             "accumulators": In(data.ArrayLayout(data.ArrayLayout(accumulator_layout(), cols), rows)),
             "cycles": In(CYCLE_BITS),
@@ -78,32 +79,17 @@ class OutputStage(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        results = self.results
-        payload = Signal(results.payload.shape())
-        m.submodules.queue = queue = SyncFIFOBuffered(width=len(payload.as_value()), depth=self.depth)
-        rounders = []
+        m.submodules.queue = queue = self._queue
+        rounders = [[Rounder(self.guard_bits) for _ in range(self.cols)] for _ in range(self.rows)]
         for r in range(self.rows):
             for c in range(self.cols):
-                rounder = m.submodules[f"rounder{r}_{c}"] = Rounder(self.guard_bits)
+                rounder = m.submodules[f"rounder{r}_{c}"] = rounders[r][c]
                 m.d.comb += [rounder.valid.eq(self.capture), rounder.accumulator.eq(self.accumulators[r][c]),
-                             payload.outputs[r][c].eq(rounder.result)]
-                rounders.append(rounder)
+                             self.room[r][c].eq(queue.room[r * self.cols + c])]
+        push_results(m, queue.push, rounders)
         m.d.comb += [
-            payload.cycles.eq(delayed(m, self.cycles, ROUNDER_LATENCY, "rounding_cycles")),
-            queue.w_en.eq(rounders[0].result_valid),
-            queue.w_data.eq(payload),
-            results.valid.eq(queue.r_rdy),
-            results.payload.eq(queue.r_data),
-            queue.r_en.eq(results.ready),
+            queue.push.payload.cycles.eq(delayed(m, self.cycles, ROUNDER_LATENCY, "rounding_cycles")),
+            queue.reserve.eq(self.reserve),
         ]
-
-        # reservations: free entries, counted where passes end and where results leave
-        free = Signal(range(self.depth + 1), init=self.depth)
-        taken = results.valid & results.ready
-        m.d.sync += free.eq(free - self.reserve + taken)
-        for r in range(self.rows):
-            for c in range(self.cols):
-                room = Signal(init=1, name=f"room{r}_{c}", attrs={"keep": 1})
-                m.d.sync += room.eq(free >= 2)
-                m.d.comb += self.room[r][c].eq(room)
+        wiring.connect(m, queue.pop, wiring.flipped(self.results))
         return m

@@ -7,12 +7,12 @@ from amaranth.lib.wiring import In, Out
 from dashraker.hw.checks import check_count
 from dashraker.hw.fpraker.bounds import MAX_GUARD_BITS
 from dashraker.hw.fpraker.front_end import FrontEnd, front_end_stages
-
-from dashraker.hw.fpraker.output import QUEUE_LATENCY, OutputStage
+from dashraker.hw.fpraker.output import OutputStage
 from dashraker.hw.fpraker.pe import PE, pe_latency
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.fpraker.sequencer import Sequencer
 from dashraker.hw.numerics.pipeline import delayed
+from dashraker.hw.reserved_queue import QUEUE_LATENCY
 from dashraker.hw.tile_stream import result_layout, step_layout
 
 __all__ = ["tile_fill", "Tile"]

@@ -8,11 +8,11 @@ from dashraker.formats import float_format
 from dashraker.hw.checks import check_count
 from dashraker.hw.numerics import mac_latency
 from dashraker.hw.numerics.pipeline import delayed
-from dashraker.hw.result_queue import QUEUE_LATENCY, ResultQueue
+from dashraker.hw.reserved_queue import QUEUE_LATENCY, ReservedQueue
 from dashraker.hw.tensordash.pe import PE
 from dashraker.hw.tensordash.scheduler import check_parameters
 from dashraker.hw.tensordash.window import StagingWindow, chunk_layout
-from dashraker.hw.tile_stream import CYCLE_BITS, result_layout
+from dashraker.hw.tile_stream import CYCLE_BITS, push_results, result_layout
 
 __all__ = ["Tile"]
 
@@ -29,7 +29,7 @@ class Tile(wiring.Component):
     scheduled cycles, counted here and reported with its result. A producer that
     offers H+1 steps per transfer keeps the window full, so passes run back to back
     with no idle cycle. Only the window's decisions wait: the PEs run every cycle and
-    their results wait in a ``ResultQueue``, which holds the decisions back while it
+    their results wait in a ``ReservedQueue``, which holds the decisions back while it
     could fill.
     The schedule uses only the scheduled (row) operand.
 
@@ -92,11 +92,12 @@ class Tile(wiring.Component):
             self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format, self.scheduler)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
         # The queue counts a pass's end from the window's registered decision, a cycle late, so that the
-        # scheduler's end-of-pass logic stays off its counter.
-        m.submodules.queue = queue = ResultQueue(result_layout(self.rows, self.cols, cycles=True),
-                                                 self.pipeline_latency + 1, late=1)
-        wiring.connect(m, queue.results, wiring.flipped(self.results))
-        m.d.comb += [window.en.eq(queue.room), queue.accepted_last.eq(window.valid & window.last)]
+        # scheduler's end-of-pass logic stays off its counter; three spare results let the PEs run that much
+        # further ahead of a stalled consumer.
+        m.submodules.queue = queue = ReservedQueue(result_layout(self.rows, self.cols, cycles=True),
+                                                   in_flight=self.pipeline_latency + 1, late=1, spare=3)
+        wiring.connect(m, queue.pop, wiring.flipped(self.results))
+        m.d.comb += [window.en.eq(queue.room), queue.reserve.eq(window.valid & window.last)]
 
         # Cycles of the pass so far (counted on the window's registered decisions), delayed beside the PE pipelines.
         count = Signal(CYCLE_BITS)
@@ -105,18 +106,12 @@ class Tile(wiring.Component):
         pe_delay = mac_latency(self.lanes, self.format, self.accumulators, self.dot)
         m.d.comb += queue.push.payload.cycles.eq(delayed(m, (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
 
+        pes = [[PE(self.lanes, self.lookahead, self.pattern, self.format, self.accumulators, self.dot)
+                for _ in range(self.cols)] for _ in range(self.rows)]
         for r in range(self.rows):
             for c in range(self.cols):
-                pe = m.submodules[f"pe{r}_{c}"] = PE(self.lanes, self.lookahead, self.pattern, self.format,
-                                                     self.accumulators, self.dot)
-                m.d.comb += [
-                    pe.valid.eq(window.valid),
-                    pe.last.eq(window.last),
-                    pe.picks.eq(window.row_picks[r]),
-                    pe.a.eq(window.row_operands[r]),
-                    pe.b.eq(window.col_window[c]),
-                    queue.push.payload.outputs[r][c].eq(pe.result),
-                ]
-                if r == c == 0:
-                    m.d.comb += queue.push.valid.eq(pe.result_valid)
+                pe = m.submodules[f"pe{r}_{c}"] = pes[r][c]
+                m.d.comb += [pe.valid.eq(window.valid), pe.last.eq(window.last), pe.picks.eq(window.row_picks[r]),
+                             pe.a.eq(window.row_operands[r]), pe.b.eq(window.col_window[c])]
+        push_results(m, queue.push, pes)
         return m

@@ -26,7 +26,7 @@ from dashraker.hw.fpraker.bounds import MOVE_LIMIT, lane_more_cycles
 from dashraker.hw.fpraker.decoder import NO_EXPONENT
 from dashraker.hw.fpraker.front_end import front_end_stages
 from dashraker.hw.fpraker.lane import LANE_LATENCY
-from dashraker.hw.fpraker.output import QUEUE_LATENCY
+from dashraker.hw.reserved_queue import QUEUE_LATENCY
 from dashraker.hw.fpraker.rounder import ROUNDER_LATENCY
 from dashraker.hw.numerics.integer_rounder import IntegerRounder
 from dashraker.models.fpraker import tile as golden_tile

@@ -17,6 +17,7 @@ from dashraker.cli import main
 from dashraker.mapping.config import ConfigError, load_config
 from dashraker.mapping.runner import _map_task as REAL_TASK
 from dashraker.outputs import OutputFolder
+from process_checks import alive
 
 
 def _one_line(capsys, message):
@@ -178,14 +179,6 @@ def _children(pid):
         return [int(child) for child in file.read().split()]
 
 
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as file:
-            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 @pytest.mark.usefixtures("sigint_delivered")
 def test_a_signal_ends_the_workers_and_keeps_the_outputs(map_command, mobilenet_trace, tmp_path, signum, status):
@@ -203,7 +196,7 @@ def test_a_signal_ends_the_workers_and_keeps_the_outputs(map_command, mobilenet_
     _, err = run.communicate(timeout=60)
     assert run.returncode == status and len(err.splitlines()) == 1 and "outputs left as they were" in err, err
     time.sleep(0.5)
-    assert [pid for pid in workers if _alive(pid)] == []
+    assert [pid for pid in workers if alive(pid)] == []
     assert [p.name for p in out.iterdir()] == ["map.csv"] and (out / "map.csv").read_text() == "earlier\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
@@ -222,9 +215,9 @@ def test_sigkill_of_the_parent_ends_the_workers(map_command, mobilenet_trace, tm
     run.kill()
     run.wait(timeout=30)
     deadline = time.monotonic() + 10
-    while [pid for pid in workers if _alive(pid)] and time.monotonic() < deadline:
+    while [pid for pid in workers if alive(pid)] and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert [pid for pid in workers if _alive(pid)] == []
+    assert [pid for pid in workers if alive(pid)] == []
 
 
 def test_a_worker_whose_parent_is_already_gone_ends():
