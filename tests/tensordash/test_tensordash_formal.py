@@ -81,7 +81,7 @@ class WindowProof(wiring.Component):
     """Each cycle, the staging window moves values without loss or duplication (compared with the cycle before)."""
 
     def __init__(self, rows, lanes, lookahead, pattern, scheduler="greedy"):
-        self.dut = StagingWindow(rows, 1, lanes, lookahead, pattern, "bf16", scheduler)
+        self.dut = StagingWindow(rows, 1, lanes, lookahead, pattern, "bf16", scheduler, threads=1)
         super().__init__({
             "en": In(1),
             "steps": In(stream.Signature(chunk_layout(rows, 1, lanes, lookahead, "bf16"))),
@@ -99,7 +99,7 @@ class WindowProof(wiring.Component):
         # The buffer's steps in window order: slot j is the store's position head + j, as it is once the
         # registered write lands (a position the write enables hold the bank's write value; each value's copy of
         # the enable is checked by the positions the next cycle).
-        store = dut.store
+        store = dut.stores[0]
         landed = [Mux(store.write_enables[p][0], store.write_values[p % width], store.positions[p])
                   for p in range(depth)]
         slots = []
@@ -190,7 +190,7 @@ class WindowProof(wiring.Component):
                            "valid or last is not the decision of two cycles before")
         for j in range(width):
             m.d.comb += Assert(~dut.valid | (decided_occupancy <= j)
-                               | (dut.store.window[j].as_value() == decided_slots[j]),
+                               | (store.window[j].as_value() == decided_slots[j]),
                                f"window step {j} read other data than its decision saw")
         return m
 
