@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import float_format
 from dashraker.hw.numerics import FloatLayout
-from dashraker.hw.numerics.pipeline import Cuts, delayed
+from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.tile_stream import step_layout
 from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
@@ -105,11 +105,13 @@ class StagingWindow(wiring.Component):
         The state the next state is made from (``flags``, ``lasts``, ``occupancy``, ``head``,
         ``in_pass``, ``ends``, ``scheduled``, and the schedulers' ``remaining`` [step][row] and
         ``select`` [row]): with one thread the buffer state and the schedulers' outputs themselves,
-        with two their registered copies (made in ``elaborate``).
+        with two their registered copies (``context_*``), read by the formal harness.
     deciding : Signal
         The thread whose late context decides this cycle (0 with one thread).
     decision : Signal(decision_layout(rows, lanes, lookahead, pattern))
         This cycle's schedule (combinational), read by the formal harness.
+    schedulers : list of Scheduler
+        One per row.
     stores : list of StepStore
         The operand data, one store per thread.
 
@@ -157,7 +159,11 @@ class StagingWindow(wiring.Component):
         self.ends = Signal(lookahead + 1)
         self.scheduled = Signal()
         self.deciding = Signal() if threads > 1 else Const(0, 1)
-        self.late = None
+        self.schedulers = [Scheduler(lanes, lookahead, self.pattern, scheduler) for _ in range(rows)]
+        self._early = self._context()
+        self._late = self._early if threads == 1 else {
+            name: Signal(value.shape(), name=f"context_{name}") for name, value in self._early.items()}
+        self.late = self._namespace(self._late)
         self.decision = Signal(decision_layout(rows, lanes, lookahead, self.pattern))
         window = staging_layout(lanes, lookahead, self.format)
         chunks = In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format)))
@@ -182,10 +188,11 @@ class StagingWindow(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         decision = self.decision
-        schedulers = self._row_schedulers(m)
-        self.late = late = self._late_context(m, schedulers)
-        if self.threads > 1:
-            m.d.sync += self.deciding.eq(~self.deciding)
+        self._row_schedulers(m)
+        late = self.late
+        if self.threads > 1:  # the C-slow cut
+            m.d.sync += [self.deciding.eq(~self.deciding),
+                         *(self._late[name].eq(value) for name, value in self._early.items())]
         chunk, accepts = self._chunk_input(m, late)
         # The pass state of the window (which slots belong to the head's pass, which of them ends it, whether
         # this is a scheduled cycle) is registered beside the buffer it follows, so that the loop starts at
@@ -202,32 +209,32 @@ class StagingWindow(wiring.Component):
     def _row_schedulers(self, m):
         """A scheduler per row on the masked window (the slots of the head's pass, early context); they make the
         decision's selects."""
-        schedulers = []
-        for r in range(self.rows):
-            scheduler = m.submodules[f"scheduler{r}"] = Scheduler(self.lanes, self.lookahead, self.pattern,
-                                                                       self.scheduler)
+        for r, scheduler in enumerate(self.schedulers):
+            m.submodules[f"scheduler{r}"] = scheduler
             for j in range(self.lookahead + 1):
                 m.d.comb += scheduler.window[j].eq(Mux(self.in_pass[j], self.flags[j][r], 0))
-            schedulers.append(scheduler)
-        return schedulers
 
-    def _late_context(self, m, schedulers):
-        """The buffer state and the schedulers' outputs as the next state reads them: with two threads registered
-        again (the C-slow cut, named ``context_*``), with one as they are."""
+    def _context(self):
+        """The buffer state and the schedulers' outputs, by name, as the schedulers see and make them."""
         width, depth, rows = self.lookahead + 1, self.depth, self.rows
         values = {"occupancy": self.occupancy, "head": self.head, "in_pass": self.in_pass, "ends": self.ends,
                   "scheduled": self.scheduled}
         values.update({f"last{j}": self.lasts[j] for j in range(depth)})
         values.update({f"flags{j}_row{r}": self.flags[j][r] for j in range(depth) for r in range(rows)})
-        values.update({f"remaining{j}_row{r}": schedulers[r].remaining[j] for j in range(width) for r in range(rows)})
-        values.update({f"select_row{r}": schedulers[r].select for r in range(rows)})
-        crossed = dict(zip(values, Cuts(m, ["context"] if self.threads > 1 else []).cross("context", **values)))
+        values.update({f"remaining{j}_row{r}": self.schedulers[r].remaining[j] for j in range(width)
+                       for r in range(rows)})
+        values.update({f"select_row{r}": self.schedulers[r].select for r in range(rows)})
+        return values
+
+    def _namespace(self, context):
+        """A context's values by name as the ``late`` attribute holds them."""
+        width, depth, rows = self.lookahead + 1, self.depth, self.rows
         return SimpleNamespace(
-            **{name: crossed[name] for name in ("occupancy", "head", "in_pass", "ends", "scheduled")},
-            lasts=[crossed[f"last{j}"] for j in range(depth)],
-            flags=[[crossed[f"flags{j}_row{r}"] for r in range(rows)] for j in range(depth)],
-            remaining=[[crossed[f"remaining{j}_row{r}"] for r in range(rows)] for j in range(width)],
-            select=[crossed[f"select_row{r}"] for r in range(rows)])
+            **{name: context[name] for name in ("occupancy", "head", "in_pass", "ends", "scheduled")},
+            lasts=[context[f"last{j}"] for j in range(depth)],
+            flags=[[context[f"flags{j}_row{r}"] for r in range(rows)] for j in range(depth)],
+            remaining=[[context[f"remaining{j}_row{r}"] for r in range(rows)] for j in range(width)],
+            select=[context[f"select_row{r}"] for r in range(rows)])
 
     def _chunk_input(self, m, late):
         """The deciding thread's stream is ready while its buffer has room for H+1 steps; returns its chunk and
