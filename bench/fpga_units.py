@@ -101,7 +101,8 @@ class WindowLoop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.window = window = StagingWindow(1, 1, self.lanes, 2, T25_PATTERN, "bf16", self.scheduler)
+        m.submodules.window = window = StagingWindow(1, 1, self.lanes, 2, T25_PATTERN, "bf16", self.scheduler,
+                                                     threads=1)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
         selects = window.row_picks.as_value()
         folded = selects[:15]

@@ -24,11 +24,12 @@ SCHEDULER = Parameter(
     kind=str, choices=SCHEDULERS)
 
 # Window threads (SPEC section 3, amended 2026-12-06; models.tensordash.interleave): 2 interleaves two pass streams
-# through one window loop of two cycles per decision (C-slow), modelled by the mapper; no generator yet (issue 52).
+# through one window loop of two cycles per decision (C-slow), modelled by the mapper; its window has RTL
+# (hw.tensordash.StagingWindow), the tile not yet (issue 52).
 THREADS = Parameter(
     "threads", 1,
     "window threads. 2: two pass streams share one window loop of two cycles per decision (C-slow), for a faster "
-    "clock; the mapper models its cycles, no RTL yet (its silicon: the 1-thread tile's; dnnsim: always 1)",
+    "clock; the mapper models its cycles, no tile RTL yet (its silicon: the 1-thread tile's; dnnsim: always 1)",
     choices=(1, 2))
 
 
@@ -41,8 +42,8 @@ def _constraint(params):
 
 def _build(params):
     if params["threads"] != 1:
-        raise ValueError(f"threads {params['threads']}: the two-thread window has no RTL yet (issue 52); "
-                         "the mapper models its cycles")
+        raise ValueError(f"threads {params['threads']}: the two-thread tile has no RTL yet (issue 52: its window "
+                         "does, not the PEs' accumulator contexts); the mapper models its cycles")
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
                 pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"],
                 scheduler=params["scheduler"], dot=params["dot"])
@@ -59,7 +60,7 @@ def _golden(params, scheduled_bits, partner_bits):
 
 
 def _silicon_params(params):
-    """The two-thread window has no RTL yet: the mapper's silicon (area, leakage, clock) is the one-thread tile's,
+    """The two-thread tile has no RTL yet: the mapper's silicon (area, leakage, clock) is the one-thread tile's,
     without the second thread's window state, store and accumulator contexts (SPEC section 3)."""
     return {**params, "threads": 1}
 

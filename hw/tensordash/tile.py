@@ -89,7 +89,8 @@ class Tile(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.window = window = StagingWindow(
-            self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format, self.scheduler)
+            self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format, self.scheduler,
+            threads=1)
         wiring.connect(m, wiring.flipped(self.steps), window.steps)
         # The queue counts a pass's end from the window's registered decision, a cycle late, so that the
         # scheduler's end-of-pass logic stays off its counter; three spare results let the PEs run that much

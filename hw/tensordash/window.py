@@ -1,5 +1,7 @@
 """The TensorDash staging window: row schedulers, step skipping, operand store and row muxes (SPEC section 3)."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -12,7 +14,9 @@ from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
 from dashraker.hw.tensordash.store import ENTRIES, StepStore
 
-__all__ = ["StagingWindow", "chunk_layout", "decision_layout"]
+__all__ = ["StagingWindow", "chunk_layout", "decision_layout", "THREADS"]
+
+THREADS = (1, 2)  # window threads the generator builds (SPEC section 3)
 
 
 def chunk_layout(rows, cols, lanes, lookahead, fmt):
@@ -54,6 +58,17 @@ class StagingWindow(wiring.Component):
     in a choice among next values computed beside the schedulers, selected last by the
     steps' emptiness.
 
+    Two threads (``threads`` 2, SPEC section 3) C-slow that loop: it is cut after the
+    schedulers, where the buffer state and the schedulers' selects and remaining flags are
+    registered again (the late context, ``late``), so the loop has two cycles per decision and
+    holds two threads' states at once, one on each side of the cut. Each cycle the schedulers
+    work on one thread's state (the early context: the buffer registers) while the step
+    skipping and the next state are made from the other's late context, the thread
+    ``deciding``, which alternates every cycle (thread 0 first after reset). Each thread has its
+    own chunk stream (``steps[t]``, ready only in the thread's deciding cycles) and its own
+    ``StepStore``; every thread's passes take the decisions they take alone, a thread deciding
+    every other cycle. With one thread the late context is the early one.
+
     The operand data never moves: each step is written once into a ``StepStore``,
     whose tail follows the flag buffer's. The cycle's decision (``decision``: selects,
     end of pass and the head's store position) is registered, the selects one-hot;
@@ -65,12 +80,14 @@ class StagingWindow(wiring.Component):
     decision's steps are read the next cycle, before any chunk can overwrite them, and
     a tile's PEs need no enable. ``steps.ready`` needs
     room for H+1 steps; a producer offering H+1 steps per transfer keeps the window
-    full.
+    full (each thread's, with two).
 
     Parameters
     ----------
     rows, cols, lanes, lookahead, pattern, fmt, scheduler
         As ``Tile``.
+    threads : int
+        Pass streams sharing the loop, 1 or 2 (``THREADS``).
 
     Attributes
     ----------
@@ -78,15 +95,25 @@ class StagingWindow(wiring.Component):
         Buffer slots, 3(H+1).
     flags, lasts, occupancy, head : Signal
         The buffer state (per-row non-zero flags and end-of-pass bit per slot, steps held,
-        the store position of slot 0), read by the formal harness.
+        the store position of slot 0), read by the formal harness; with two threads, the
+        early context's.
     in_pass, ends, scheduled : Signal
         The window's pass state, registered (``_pass_state`` of the buffer state): which of its
         H+1 slots belong to the head's pass, which of them ends it, and whether the cycle is a
         scheduled one.
+    late : SimpleNamespace
+        The state the next state is made from (``flags``, ``lasts``, ``occupancy``, ``head``,
+        ``in_pass``, ``ends``, ``scheduled``, and the schedulers' ``remaining`` [step][row] and
+        ``select`` [row]): with one thread the buffer state and the schedulers' outputs themselves,
+        with two their registered copies (``context_*``), read by the formal harness.
+    deciding : Signal
+        The thread whose late context decides this cycle (0 with one thread).
     decision : Signal(decision_layout(rows, lanes, lookahead, pattern))
         This cycle's schedule (combinational), read by the formal harness.
-    store : StepStore
-        The operand data.
+    schedulers : list of Scheduler
+        One per row.
+    stores : list of StepStore
+        The operand data, one store per thread.
 
     Ports
     -----
@@ -94,11 +121,14 @@ class StagingWindow(wiring.Component):
         Take this cycle's decision (if it is a scheduled cycle): the buffer advances and
         the decision is issued. Low, nothing moves but the chunks coming in.
     steps : In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, fmt)))
-        Operand steps; ``count`` must be 1..H+1; every pass has at least one step.
+        Operand steps; ``count`` must be 1..H+1; every pass has at least one step. With two
+        threads an array of two such streams, one per thread.
     valid : Out(1)
         A decision was taken two cycles before.
     last : Out(1)
         That cycle ends its pass.
+    thread : Out(1)
+        That cycle's thread (two threads only).
     row_picks : Out(ArrayLayout(picks_layout(lanes, pattern), rows))
         That cycle's selects, every row's, one-hot (``OperandMux``). Not named ``picks``
         like the row muxes' port: Amaranth then named this register ``picks`` beside the
@@ -112,13 +142,15 @@ class StagingWindow(wiring.Component):
         ``valid``, ``row_picks`` and ``col_window``.
     """
 
-    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, scheduler):
+    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, scheduler, threads):
         self.pattern = check_parameters(lanes, lookahead, pattern)
-        self.scheduler = scheduler
+        if threads not in THREADS:
+            raise ValueError(f"TensorDash window threads must be one of {THREADS}, not {threads!r}")
+        self.scheduler, self.threads = scheduler, threads
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.format = float_format(fmt)
-        self.store = StepStore(rows, cols, lanes, lookahead, self.format)
-        self.depth = depth = self.store.depth
+        self.stores = [StepStore(rows, cols, lanes, lookahead, self.format) for _ in range(threads)]
+        self.depth = depth = self.stores[0].depth
         self.flags = [[Signal(lanes, name=f"flags{j}_row{r}") for r in range(rows)] for j in range(depth)]
         self.lasts = [Signal(name=f"last{j}") for j in range(depth)]
         self.occupancy = Signal(range(depth + 1))
@@ -126,64 +158,111 @@ class StagingWindow(wiring.Component):
         self.in_pass = Signal(lookahead + 1)
         self.ends = Signal(lookahead + 1)
         self.scheduled = Signal()
+        self.deciding = Signal() if threads > 1 else Const(0, 1)
+        self.schedulers = [Scheduler(lanes, lookahead, self.pattern, scheduler) for _ in range(rows)]
+        self._early = self._context()
+        self._late = self._early if threads == 1 else {
+            name: Signal(value.shape(), name=f"context_{name}") for name, value in self._early.items()}
+        self.late = self._namespace(self._late)
         self.decision = Signal(decision_layout(rows, lanes, lookahead, self.pattern))
         window = staging_layout(lanes, lookahead, self.format)
-        super().__init__({
+        chunks = In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format)))
+        ports = {
             "en": In(1),
-            "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
+            "steps": chunks if threads == 1 else chunks.array(threads),
             "valid": Out(1),
             "last": Out(1),
             "row_picks": Out(data.ArrayLayout(picks_layout(lanes, self.pattern), rows)),
             "col_window": Out(data.ArrayLayout(window, cols)),
             "row_operands": Out(data.ArrayLayout(data.ArrayLayout(FloatLayout(self.format), lanes), rows)),
-        })
+        }
+        if threads > 1:
+            ports["thread"] = Out(1)
+        super().__init__(ports)
+
+    @property
+    def chunk_streams(self):
+        """The chunk stream of each thread."""
+        return [self.steps] if self.threads == 1 else list(self.steps)
 
     def elaborate(self, platform):
         m = Module()
-        width, decision = self.lookahead + 1, self.decision
-        m.d.comb += self.steps.ready.eq(self.occupancy <= self.depth - width)
-        accept = self.steps.valid & self.steps.ready
+        decision = self.decision
+        self._row_schedulers(m)
+        late = self.late
+        if self.threads > 1:  # the C-slow cut
+            m.d.sync += [self.deciding.eq(~self.deciding),
+                         *(self._late[name].eq(value) for name, value in self._early.items())]
+        chunk, accepts = self._chunk_input(m, late)
         # The pass state of the window (which slots belong to the head's pass, which of them ends it, whether
         # this is a scheduled cycle) is registered beside the buffer it follows, so that the loop starts at
         # registers rather than at the occupancy's comparisons.
-        m.d.comb += [decision.valid.eq(self.scheduled), decision.head.eq(self.head)]
+        m.d.comb += [decision.valid.eq(late.scheduled), decision.head.eq(late.head),
+                     *(decision.select[r].eq(select) for r, select in enumerate(late.select))]
         fire = decision.valid & self.en
-        schedulers = self._row_schedulers(m)
-        consumed = self._step_skipping(m, schedulers)
+        consumed = self._step_skipping(m, late)
         advance = _advancer(fire, consumed)
-        self._flag_buffer(m, advance, schedulers, accept)
-        self._operand_data(m, accept, fire)
+        self._flag_buffer(m, advance, late, chunk, _any(accepts))
+        self._operand_data(m, accepts, fire)
         return m
 
     def _row_schedulers(self, m):
-        """A scheduler per row on the masked window (the slots of the head's pass); they make the decision's
-        selects."""
-        schedulers = []
-        for r in range(self.rows):
-            scheduler = m.submodules[f"scheduler{r}"] = Scheduler(self.lanes, self.lookahead, self.pattern,
-                                                                       self.scheduler)
+        """A scheduler per row on the masked window (the slots of the head's pass, early context); they make the
+        decision's selects."""
+        for r, scheduler in enumerate(self.schedulers):
+            m.submodules[f"scheduler{r}"] = scheduler
             for j in range(self.lookahead + 1):
                 m.d.comb += scheduler.window[j].eq(Mux(self.in_pass[j], self.flags[j][r], 0))
-            schedulers.append(scheduler)
-            m.d.comb += self.decision.select[r].eq(scheduler.select)
-        return schedulers
 
-    def _step_skipping(self, m, schedulers):
+    def _context(self):
+        """The buffer state and the schedulers' outputs, by name, as the schedulers see and make them."""
+        width, depth, rows = self.lookahead + 1, self.depth, self.rows
+        values = {"occupancy": self.occupancy, "head": self.head, "in_pass": self.in_pass, "ends": self.ends,
+                  "scheduled": self.scheduled}
+        values.update({f"last{j}": self.lasts[j] for j in range(depth)})
+        values.update({f"flags{j}_row{r}": self.flags[j][r] for j in range(depth) for r in range(rows)})
+        values.update({f"remaining{j}_row{r}": self.schedulers[r].remaining[j] for j in range(width)
+                       for r in range(rows)})
+        values.update({f"select_row{r}": self.schedulers[r].select for r in range(rows)})
+        return values
+
+    def _namespace(self, context):
+        """A context's values by name as the ``late`` attribute holds them."""
+        width, depth, rows = self.lookahead + 1, self.depth, self.rows
+        return SimpleNamespace(
+            **{name: context[name] for name in ("occupancy", "head", "in_pass", "ends", "scheduled")},
+            lasts=[context[f"last{j}"] for j in range(depth)],
+            flags=[[context[f"flags{j}_row{r}"] for r in range(rows)] for j in range(depth)],
+            remaining=[[context[f"remaining{j}_row{r}"] for r in range(rows)] for j in range(width)],
+            select=[context[f"select_row{r}"] for r in range(rows)])
+
+    def _chunk_input(self, m, late):
+        """The deciding thread's stream is ready while its buffer has room for H+1 steps; returns its chunk and
+        whether each thread's stream transfers."""
+        streams, room = self.chunk_streams, late.occupancy <= self.depth - (self.lookahead + 1)
+        for thread, chunks in enumerate(streams):
+            m.d.comb += chunks.ready.eq(room & (self.deciding == thread))
+        if self.threads == 1:
+            return streams[0].payload, [streams[0].valid & streams[0].ready]
+        chunk = Signal.like(streams[0].payload, name="deciding_chunk")
+        m.d.comb += chunk.eq(Mux(self.deciding, streams[1].payload, streams[0].payload))
+        return chunk, [chunks.valid & chunks.ready for chunks in streams]
+
+    def _step_skipping(self, m, late):
         """Step skipping: step j >= 1 is consumed while steps 1..j are empty in every row and the pass did not end
         before it. Returns, per amount 0..H, whether the window drops that many steps besides the first."""
         consumed = [Const(1, 1)]
         for j in range(1, self.lookahead + 1):
             empty = Signal(name=f"empty{j}")
-            m.d.comb += empty.eq(~_any(scheduler.remaining[j] != 0 for scheduler in schedulers))
-            consumed.append(consumed[-1] & empty & ~self.ends[j - 1])
-        m.d.comb += self.decision.last.eq(_any(end & take for end, take in zip(self.ends, consumed)))
+            m.d.comb += empty.eq(~_any(remaining != 0 for remaining in late.remaining[j]))
+            consumed.append(consumed[-1] & empty & ~late.ends[j - 1])
+        m.d.comb += self.decision.last.eq(_any(end & take for end, take in zip(late.ends, consumed)))
         return consumed
 
-    def _flag_buffer(self, m, advance, schedulers, accept):
+    def _flag_buffer(self, m, advance, late, chunk, accept):
         """Flag buffer: drop slots, append the accepted chunk's flags after the rest; the occupancy, head and pass
         state follow it. The chunk's flags are signals, made once per step: every slot's refill reads them."""
-        width, depth, occupancy = self.lookahead + 1, self.depth, self.occupancy
-        chunk = self.steps.payload
+        width, depth, occupancy = self.lookahead + 1, self.depth, late.occupancy
         incoming = []
         for i, step in enumerate(chunk.steps):
             step_flags = [Signal(self.lanes, name=f"incoming{i}_row{r}") for r in range(self.rows)]
@@ -192,7 +271,7 @@ class StagingWindow(wiring.Component):
             incoming.append((step.last, step_flags))
         nexts_last = []
         for j in range(depth):
-            nexts = [self._refill(j, j + amount, schedulers, self.in_pass, incoming) for amount in range(width + 1)]
+            nexts = [self._refill(j, j + amount, late, incoming) for amount in range(width + 1)]
             nexts_last.append([last for last, _ in nexts])
             m.d.sync += self.lasts[j].eq(advance(nexts_last[j]))
             for r in range(self.rows):
@@ -203,58 +282,71 @@ class StagingWindow(wiring.Component):
         pass_states = [_pass_state(after, [nexts_last[j][amount] for j in range(width)])
                        for amount, after in enumerate(occupancies)]
         m.d.sync += [
-            occupancy.eq(advance(occupancies)),
-            self.head.eq(advance([_wrap(self.head + amount, depth) for amount in range(width + 1)])),
+            self.occupancy.eq(advance(occupancies)),
+            self.head.eq(advance([_wrap(late.head + amount, depth) for amount in range(width + 1)])),
             self.in_pass.eq(advance([Cat(*state[0]) for state in pass_states])),
             self.ends.eq(advance([Cat(*state[1]) for state in pass_states])),
             self.scheduled.eq(advance([state[2] for state in pass_states])),
         ]
 
-    def _operand_data(self, m, accept, fire):
-        """Operand data: written once at the tail, read a cycle after the decision; the partner's window per column
-        and the scheduled values per row (its ``OperandMux``)."""
-        width, decision, chunk = self.lookahead + 1, self.decision, self.steps.payload
-        m.submodules.store = store = self.store
-        m.d.comb += [
-            store.write.eq(accept),
-            store.count.eq(chunk.count),
-            store.steps.eq(chunk.steps),
-            store.read.eq(1),
-            store.read_at.eq(decision.head),
-        ]
+    def _operand_data(self, m, accepts, fire):
+        """Operand data: written once at the tail of its thread's store, read a cycle after the decision; the
+        partner's window per column and the scheduled values per row (its ``OperandMux``)."""
+        width, decision = self.lookahead + 1, self.decision
+        for thread, (store, chunks, accept) in enumerate(zip(self.stores, self.chunk_streams, accepts)):
+            m.submodules["store" if self.threads == 1 else f"store{thread}"] = store
+            m.d.comb += [
+                store.write.eq(accept),
+                store.count.eq(chunks.payload.count),
+                store.steps.eq(chunks.payload.steps),
+                store.read.eq(1),
+                store.read_at.eq(decision.head),
+            ]
         # The decision waits a cycle beside the store's read register.
-        issued = delayed(m, Cat(fire, decision.last), 1, "issued")
+        decided, outputs = [fire, decision.last], [self.valid, self.last]
+        if self.threads > 1:
+            decided, outputs = [*decided, self.deciding], [*outputs, self.thread]
+        m.d.sync += [Cat(*outputs).eq(delayed(m, Cat(*decided), 1, "issued"))]
         decided_picks = Signal.like(self.row_picks, name="decided_picks")
-        m.d.sync += [Cat(self.valid, self.last).eq(issued), self.row_picks.eq(decided_picks)]
+        m.d.sync += self.row_picks.eq(decided_picks)
         for r in range(self.rows):
             for lane in range(self.lanes):
                 m.d.sync += decided_picks[r][lane].eq(picks(decision.select[r][lane], self.pattern))
+        window = self._store_window(m)
         for c in range(self.cols):
             for j in range(width):
-                m.d.comb += self.col_window[c][j].eq(store.window[j].cols[c])
+                m.d.comb += self.col_window[c][j].eq(window[j].cols[c])
         for r in range(self.rows):
             mux = m.submodules[f"row_mux{r}"] = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
             m.d.comb += [mux.picks.eq(self.row_picks[r]), self.row_operands[r].eq(mux.operands)]
             for j in range(width):
-                m.d.comb += mux.window[j].eq(store.window[j].rows[r])
+                m.d.comb += mux.window[j].eq(window[j].rows[r])
 
-    def _refill(self, j, source, schedulers, in_pass, incoming):
-        """The end-of-pass bit and per-row flags slot j takes from buffer slot ``source`` if the buffer holds
-        it, else from the incoming chunk's matching step (``incoming``: each step's end-of-pass bit and
-        per-row flags)."""
-        chunk_last, chunk_flags = self._from_chunk(source, incoming)
+    def _store_window(self, m):
+        """The window the store read for the issued cycle: with two threads, the issued thread's store's."""
+        if self.threads == 1:
+            return self.stores[0].window
+        window = Signal.like(self.stores[0].window, name="issued_window")
+        m.d.comb += window.eq(Mux(self.thread, self.stores[1].window.as_value(), self.stores[0].window.as_value()))
+        return window
+
+    def _refill(self, j, source, late, incoming):
+        """The end-of-pass bit and per-row flags slot j takes from buffer slot ``source`` (late context) if the
+        buffer holds it, else from the incoming chunk's matching step (``incoming``: each step's end-of-pass bit
+        and per-row flags)."""
+        chunk_last, chunk_flags = self._from_chunk(source, late, incoming)
         if source >= self.depth:
             return chunk_last, chunk_flags
-        held = self.occupancy > source
+        held = late.occupancy > source
         row_flags = []
         for r in range(self.rows):
-            kept = self.flags[source][r]
+            kept = late.flags[source][r]
             if source <= self.lookahead and source != j:  # a consumed window: issued values are gone
-                kept = Mux(in_pass[source], schedulers[r].remaining[source], kept)
+                kept = Mux(late.in_pass[source], late.remaining[source][r], kept)
             row_flags.append(Mux(held, kept, chunk_flags[r]))
-        return Mux(held, self.lasts[source], chunk_last), row_flags
+        return Mux(held, late.lasts[source], chunk_last), row_flags
 
-    def _from_chunk(self, source, incoming):
+    def _from_chunk(self, source, late, incoming):
         """The end-of-pass bit and per-row flags of step ``source - occupancy`` of the incoming chunk (garbage
         beyond its count is never used)."""
         held_values = range(max(0, source - self.lookahead), min(source, self.depth) + 1)
@@ -264,7 +356,7 @@ class StagingWindow(wiring.Component):
             if last is None:
                 last, row_flags = step_last, step_flags
             else:
-                hit = self.occupancy == held
+                hit = late.occupancy == held
                 last = Mux(hit, step_last, last)
                 row_flags = [Mux(hit, new, old) for new, old in zip(step_flags, row_flags)]
         return last, row_flags

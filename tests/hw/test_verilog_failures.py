@@ -56,10 +56,11 @@ def test_lookahead_has_an_upper_bound_and_the_size_guard_counts_the_window(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_two_thread_window_has_no_rtl_yet(tmp_path, monkeypatch, capsys):
+def test_two_thread_tile_has_no_rtl_yet(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["verilog", "tensordash", "--threads", "2", "-o", "x.v"]) == 2
-    _one_line(capsys, "tensordash: threads 2: the two-thread window has no RTL yet (issue 52)")
+    _one_line(capsys, "tensordash: threads 2: the two-thread tile has no RTL yet (issue 52: its window does, not the "
+                      "PEs' accumulator contexts)")
     assert list(tmp_path.iterdir()) == []
 
 
