@@ -11,6 +11,8 @@ from amaranth.sim import Simulator
 from dashraker.hw.numerics import FixedPointAccumulator
 from dashraker.models.baseline import fixed_point_accumulate
 
+from pass_bench import run_passes
+
 CANONICAL_NAN = 0x7FC00000
 EDGES = [0.0, -0.0, 2.0**-126, -2.0**-126, 2.0**-125, 3 * 2.0**-127, 2.0**62, -2.0**62, 2.0**63, -2.0**63, 2.0**127,
          3.4e38, -3.4e38, math.inf, -math.inf, math.nan, 1.0, 2.0**-24, 2.0**-25, 3 * 2.0**-25, (2**24 - 1) * 2.0**-149]
@@ -43,39 +45,11 @@ def test_unit_matches_the_model():
     expected = [bits(value) if not math.isnan(value) else CANONICAL_NAN
                 for value in (fixed_point_accumulate(torch.tensor([sums]))[0].item() for sums in stimulus)]
     dut = FixedPointAccumulator()
-    results, lasts, finished = [], [], []  # results, cycle of each pass's last sum and of its result
     rng = random.Random(seed)
-
-    async def bench(ctx):
-        cycle = 0
-
-        async def tick(valid, value=0.0, last=False):
-            nonlocal cycle
-            ctx.set(dut.valid, valid)
-            ctx.set(dut.sum.as_value(), bits(value))
-            ctx.set(dut.last, last)
-            if ctx.get(dut.result_valid):
-                results.append(ctx.get(dut.result.as_value()))
-                finished.append(cycle)
-            if valid and last:
-                lasts.append(cycle)
-            cycle += 1
-            await ctx.tick()
-
-        for sums in stimulus:
-            for index, value in enumerate(sums):
-                while rng.random() < 0.2:  # idle cycles between sums, their sum and last ignored
-                    await tick(False, rng.choice(EDGES), rng.random() < 0.5)
-                await tick(True, value, index == len(sums) - 1)
-        for _ in range(dut.latency + 1):
-            await tick(False)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    results, latencies = run_passes(dut, stimulus, lambda ctx, value: ctx.set(dut.sum.as_value(), bits(value)),
+                                    lambda: rng.choice(EDGES), rng)
     assert results == expected
-    assert [done - last for last, done in zip(lasts, finished)] == [dut.latency] * len(stimulus)
+    assert latencies == [dut.latency] * len(stimulus)
 
 
 def test_latency_is_the_stages_registers():

@@ -6,11 +6,12 @@ import random
 
 import pytest
 import torch
-from amaranth.sim import Simulator
 
 from dashraker.hw.numerics import MacUnit
 from dashraker.models.baseline import fma_lanes
 from dashraker.models.numerics import bf16_bits_to_fp32, fp32_bits, to_bf16_bits
+
+from pass_bench import run_passes
 
 # bf16 operands: zeros, a subnormal (DAZ), specials, products beyond fp32's range and below it, ties at fp32's LSB.
 EDGES = [0.0, -0.0, 1e-40, math.inf, -math.inf, math.nan, 2.0**64, -(2.0**64), 2.0**-64, 3.0, 1.0, -1.0, 2.0**-24,
@@ -39,40 +40,17 @@ def test_fma_lanes_match_the_model(lanes, accumulators):
     expected = [fp32_bits(fma_lanes(bf16_bits_to_fp32(a)[None], bf16_bits_to_fp32(b)[None], accumulators))[0].item()
                 for a, b in stimulus]
     dut = MacUnit(lanes, "bf16", accumulators, "fma")
-    results, lasts, finished = [], [], []
     rng = random.Random(accumulators)
 
     def packed(row):
         return sum(int(value) << (16 * lane) for lane, value in enumerate(row))
 
-    async def bench(ctx):
-        cycle = 0
+    def drive(ctx, operands):
+        ctx.set(dut.a.as_value(), operands[0])
+        ctx.set(dut.b.as_value(), operands[1])
 
-        async def tick(valid, a=0, b=0, last=False):
-            nonlocal cycle
-            ctx.set(dut.valid, valid)
-            ctx.set(dut.a.as_value(), a)
-            ctx.set(dut.b.as_value(), b)
-            ctx.set(dut.last, last)
-            if ctx.get(dut.result_valid):
-                results.append(ctx.get(dut.result.as_value()))
-                finished.append(cycle)
-            if valid and last:
-                lasts.append(cycle)
-            cycle += 1
-            await ctx.tick()
-
-        for a, b in stimulus:
-            for step in range(len(a)):
-                while rng.random() < 0.2:  # idle cycles between steps, their operands and last ignored
-                    await tick(False, rng.getrandbits(16 * lanes), rng.getrandbits(16 * lanes), rng.random() < 0.5)
-                await tick(True, packed(a[step]), packed(b[step]), step == len(a) - 1)
-        for _ in range(dut.latency + 1):
-            await tick(False)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    steps = [[(packed(a[step]), packed(b[step])) for step in range(len(a))] for a, b in stimulus]
+    results, latencies = run_passes(dut, steps, drive,
+                                    lambda: (rng.getrandbits(16 * lanes), rng.getrandbits(16 * lanes)), rng)
     assert results == expected
-    assert [done - last for last, done in zip(lasts, finished)] == [dut.latency] * len(stimulus)
+    assert latencies == [dut.latency] * len(stimulus)
