@@ -28,11 +28,11 @@ import numpy as np
 
 from dashraker.designs.descriptor import Operands
 from dashraker.hw.verilog import place
-from dashraker.mapping.components import CLOCK, CLOCK_ENTRY, MEMORY, components
+from dashraker.mapping.components import CLOCK, CLOCK_ENTRY, MEMORY, table_entry
 from dashraker.mapping.engine import energy_pj
 
 __all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "macs", "Sample", "run_passes",
-           "sample_passes", "synthetic_passes", "table_entry", "calibrated_entries", "activity_ratios",
+           "sample_passes", "synthetic_passes", "calibrated_entries", "activity_ratios",
            "activity_energy_pj", "energy_verdicts"]
 
 ACTIVITY_ENTRIES = ("transistor_toggle", "flip_flop_clock")
@@ -236,11 +236,6 @@ def synthetic_passes(kind, rows, cols, lanes, passes, steps, fmt="bf16", seed=0)
                 for shape in ((passes, rows, steps, lanes), (passes, cols, steps, lanes)))
         a[a == 0], b[b == 0] = 1.0, 1.0
     yield a, b, np.full(passes, rows), np.full(passes, cols)
-
-
-def table_entry(component, fmt):
-    """The energy table's entry of a mapper component (the multiplier's by operand format)."""
-    return components()[component] or f"mul_{fmt}"
 
 
 def calibrated_entries(samples, energy_parts, fmt):

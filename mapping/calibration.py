@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 
-from dashraker.mapping.components import CLOCK_ENTRY, MEMORY, components
+from dashraker.mapping.components import CLOCK_ENTRY, MEMORY, components, table_entry
 
 __all__ = ["Run", "Fit", "action_entries", "charged_pj", "fit_table", "table_energy_pj"]
 
@@ -57,9 +57,9 @@ def action_entries(counts, fmt):
     """{entry: count} of the core actions (the memory system's left out) in the mapper's ``counts``, each at its
     energy-table entry (the multiplier's by operand format ``fmt``)."""
     per_entry = {}
-    for component, entry in components().items():
+    for component in components():
         if component not in MEMORY and counts.get(component):
-            name = entry or f"mul_{fmt}"
+            name = table_entry(component, fmt)
             per_entry[name] = per_entry.get(name, 0) + counts[component]
     return per_entry
 

@@ -6,7 +6,7 @@ components are the shared compute actions, the registered designs' own in regist
 order, then the memory system's: the order of the report's energy columns.
 """
 
-__all__ = ["SHARED", "MEMORY_ACTIONS", "MEMORY", "CLOCK", "CLOCK_ENTRY", "STATIC", "components", "required_entries"]
+__all__ = ["SHARED", "MEMORY_ACTIONS", "MEMORY", "CLOCK", "CLOCK_ENTRY", "STATIC", "components", "table_entry", "required_entries"]
 
 # Compute actions of every design -> energy-table entry (None: the multiplier of the operand format, mul_bf16 or
 # mul_fp32).
@@ -47,6 +47,11 @@ def components(designs=None):
             if action not in known:
                 own[action] = entry
     return {**SHARED, **own, **MEMORY_ACTIONS}
+
+
+def table_entry(component, fmt):
+    """The energy table's entry of a mapper component (the multiplier's by operand format ``fmt``)."""
+    return components()[component] or f"mul_{fmt}"
 
 
 def required_entries(designs=None):

@@ -419,6 +419,7 @@ def write_calibrated(path, table, samples, designs, trace, commit, method=RTL_AC
     """Write the energy table ``table`` with the entries ``activity.calibrated_entries`` fits from the trace samples
     (the synthetic ones left out), atomically; returns the fitted entries. ``method``: what the samples measured."""
     from dashraker.mapping import activity
+    from dashraker.mapping.components import table_entry
 
     fmt = next((params["fmt"] for _, params in designs if params), None)  # earlier reports' may have no params
     if fmt is None:
@@ -431,7 +432,7 @@ def write_calibrated(path, table, samples, designs, trace, commit, method=RTL_AC
     for entry, (pj, energy, count, names) in fitted.items():
         parts = sorted({part for design, _ in designs if design.name in names
                         for part, component in design.energy_parts.items()
-                        if activity.table_entry(component, fmt) == entry})
+                        if table_entry(component, fmt) == entry})
         entries[entry] = (pj, f"activity energy of the parts {', '.join(parts)} of {', '.join(names)} "
                               f"({energy:,.1f} pJ) over the mapper's {count:,} actions, sampled passes of every layer "
                               f"operation ({method[3]})")
