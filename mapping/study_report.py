@@ -31,6 +31,11 @@ def _x(value):
     return "-" if value is None else f"{value:.2f}x"
 
 
+def _interval(figures, metric):
+    """The interval of ``figures``' ``metric``, or the value alone (low = high) where it has none."""
+    return figures.get("intervals", {}).get(metric) or [figures[metric]] * 2
+
+
 def _ci(figures, metric):
     """A ratio with its interval: ``1.37x [1.30, 1.44]``."""
     interval = figures.get("intervals", {}).get(metric)
@@ -179,7 +184,7 @@ def _claim_lines(entry, result, named):
         for model in models:
             figures = scenarios[model][claim.scenario][name]
             value = figures[claim.metric]
-            interval = figures.get("intervals", {}).get(claim.metric) or [value, value]
+            interval = _interval(figures, claim.metric)
             verdict = claim.verdict(*interval)
             shown = f"{value:+.1%}" if claim.metric == "area_overhead" else _ci(figures, claim.metric)
             if claim.metric == "speedup":
@@ -213,11 +218,10 @@ def _baseline_lines(entry, result, named):
                 continue
             for model in models:
                 f = entry["baselines"][baseline][model][scenario.key]
-                interval = f[name].get("intervals", {}).get(claim.metric) or [f[name][claim.metric]] * 2
                 lines.append(f"| {name} | {claim.claim} | {claim.figure} | {baseline} ({_params(about['params'])}) | "
                              f"{scenario.label} | {named[model]} | {f[ref]['area']:,.0f} "
                              f"({result['silicon'][model]['unit']}) | {f[name]['tiles']} | {_ci(f[name], claim.metric)} "
-                             f"| {claim.verdict(*interval)} |")
+                             f"| {claim.verdict(*_interval(f[name], claim.metric))} |")
     return lines
 
 
@@ -367,8 +371,8 @@ def _panel(ax, entry, result, metric, colour):
         figures = [entry["scenarios"][model][s.key][name] for s in scenarios]
         xs = [i + (k - (len(bars) - 1) / 2) * width for i in range(len(scenarios))]
         values = [f[metric] for f in figures]
-        low = [v - (f.get("intervals", {}).get(metric) or [v, v])[0] for v, f in zip(values, figures)]
-        high = [(f.get("intervals", {}).get(metric) or [v, v])[1] - v for v, f in zip(values, figures)]
+        low = [v - _interval(f, metric)[0] for v, f in zip(values, figures)]
+        high = [_interval(f, metric)[1] - v for v, f in zip(values, figures)]
         label = f"{name} ({_model(result, model)})" if len(models) > 1 else name
         ax.bar(xs, values, width, yerr=[low, high], capsize=2, label=label, color=colour(name),
                hatch="//" if models.index(model) else None, edgecolor="white", linewidth=0.5)
