@@ -363,14 +363,19 @@ def _design_params(design, top, section):
     for parameter in design.parameters:
         fields = section if parameter.key in section.data else top
         if fields.data.get(parameter.key) is not None and (fields is section or parameter.key in {*GEOMETRY, "dtype"}):
-            try:
-                values[parameter.name] = parameter.check(fields.data[parameter.key])
-            except ValueError as error:
-                raise fields.error(parameter.key, str(error)) from None
+            values[parameter.name] = _checked(fields, parameter)
     try:
         return design.params(**values)
     except ValueError as error:
         raise top.error(design.name, str(error)) from None
+
+
+def _checked(fields, parameter):
+    """``parameter``'s value in ``fields``, checked by the descriptor; a refusal names the field."""
+    try:
+        return parameter.check(fields.data[parameter.key])
+    except ValueError as error:
+        raise fields.error(parameter.key, str(error)) from None
 
 
 def _merged(defaults, given):
@@ -503,10 +508,7 @@ def _reference(top, sections, params):
     values = {}
     for name, parameter in own.items():
         if section.data.get(parameter.key) is not None:
-            try:
-                values[name] = parameter.check(section.data[parameter.key])
-            except ValueError as error:
-                raise section.error(parameter.key, str(error)) from None
+            values[name] = _checked(section, parameter)
     try:
         full = reference_on(params, values)
     except ValueError as error:
