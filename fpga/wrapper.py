@@ -4,12 +4,23 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["StreamTop", "payload_bits", "words_per"]
+__all__ = ["StreamTop", "check_wrappable", "payload_bits", "words_per"]
 
 
 def payload_bits(port):
     """Width in bits of a stream port's payload."""
     return len(port.payload.as_value())
+
+
+def check_wrappable(design):
+    """``TypeError`` unless ``design`` is a component with ``steps`` and ``results`` stream ports; ``ValueError``
+    where ``steps`` is an array of ports (a two-thread TensorDash tile's): the wrapper feeds one stream."""
+    members = getattr(getattr(design, "signature", None), "members", {})
+    if "steps" not in members or "results" not in members:
+        raise TypeError(f"the design must be a component with 'steps' and 'results' stream ports, not {design!r}")
+    if members["steps"].dimensions:
+        raise ValueError(f"the FPGA wrapper feeds one steps stream; this tile has {members['steps'].dimensions[0]} "
+                         "(threads), not wrapped yet")
 
 
 def words_per(bits, word_bits):
@@ -67,9 +78,7 @@ class StreamTop(wiring.Component):
     def __init__(self, design, word_bits=16):
         if not isinstance(word_bits, int) or word_bits < 1:
             raise ValueError(f"word_bits must be a positive integer, not {word_bits!r}")
-        members = getattr(getattr(design, "signature", None), "members", {})
-        if "steps" not in members or "results" not in members:
-            raise TypeError(f"the design must be a component with 'steps' and 'results' stream ports, not {design!r}")
+        check_wrappable(design)
         self.design = design
         self.word_bits = word_bits
         self.step_bits = payload_bits(design.steps)

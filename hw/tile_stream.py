@@ -1,8 +1,10 @@
 """The stream contract every tile follows: one step of a pass in, one result per pass out.
 
 A tile's ``steps`` port carries ``step_layout`` (or a design's group of such steps,
-e.g. TensorDash's chunks) and its ``results`` port ``result_layout``: every PE's fp32
-output and, for designs whose pass cost depends on the data, the pass's ``cycles``.
+e.g. TensorDash's chunks; a two-thread TensorDash tile has a ``steps`` port per thread) and
+its ``results`` port ``result_layout``: every PE's fp32 output and, for designs whose pass
+cost depends on the data, the pass's ``cycles`` (and, where a tile has threads, the pass's
+``thread``).
 Testbenches and co-simulation encode and decode these payloads from the layouts
 themselves (``dashraker.sim.codec``).
 """
@@ -26,11 +28,14 @@ def step_layout(rows, cols, lanes, fmt):
     })
 
 
-def result_layout(rows, cols, cycles=False):
-    """One result per pass: ``outputs`` [row][col], every PE's fp32 value, and with ``cycles`` the pass's count."""
+def result_layout(rows, cols, cycles=False, threads=1):
+    """One result per pass: ``outputs`` [row][col], every PE's fp32 value, with ``cycles`` the pass's count, and
+    with ``threads`` 2 the pass's ``thread``."""
     fields = {"outputs": data.ArrayLayout(data.ArrayLayout(FP32_LAYOUT, cols), rows)}
     if cycles:
         fields["cycles"] = CYCLE_BITS
+    if threads > 1:
+        fields["thread"] = range(threads)
     return data.StructLayout(fields)
 
 

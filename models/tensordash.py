@@ -47,6 +47,7 @@ each of its passes exactly as above from its own window (so a pass takes the sam
 alone), its passes one after the other; a thread with no decision left idles its cycles.
 ``interleave`` lays the decisions out cycle by cycle, ``stream_cycles`` gives the loop's length in
 closed form: the mapper's per-pass cycles (the fused kernel's) are each thread's decisions as they are.
+``pass_ends`` gives the cycle of each pass's last decision, the order in which a tile's results leave.
 
 ``schedule`` records the schedule with boolean lane arrays; ``cycles`` computes the
 same counts with the lanes packed into machine words, in torch on the CPU or a GPU (the
@@ -72,6 +73,7 @@ __all__ = [
     "tile_outputs",
     "interleave",
     "stream_cycles",
+    "pass_ends",
 ]
 
 @dataclass(frozen=True)
@@ -301,6 +303,23 @@ def stream_cycles(decisions, threads):
     ends = [np.where(total > 0, threads * total - threads + t + 1, 0)
             for t, total in enumerate(decisions[t::threads].sum(axis=0) for t in range(threads))]
     return np.max(ends, axis=0)
+
+
+def pass_ends(decisions, threads):
+    """The cycle of each pass's last decision in ``interleave``'s layout, int64 ``[passes]`` (every pass takes at
+    least one decision): a tile's results leave in this order, each pass's result a fixed latency after its end.
+
+    With one thread the passes end back to back, pass i on cycle ``decisions[:i + 1].sum() - 1``.
+    """
+    decisions = np.asarray(decisions, np.int64)
+    if (decisions < 1).any():
+        raise ValueError(f"every pass takes at least one decision, not {decisions.min()}")
+    laid = interleave(decisions, threads)
+    owner, index = laid[:, 0], laid[:, 1]
+    ended = (owner >= 0) & (index == decisions[np.maximum(owner, 0)] - 1)
+    ends = np.empty(len(decisions), np.int64)
+    ends[owner[ended]] = np.flatnonzero(ended)
+    return ends
 
 
 def tile_outputs(sched, scheduled, partner, fmt, accumulators, dot):

@@ -284,6 +284,10 @@ class Cosim:
         self.design = find_design(design) if isinstance(design, str) else design
         self.params = self.design.params(**(params or {}))
         self.tile = self.design.tile(self.params)
+        if self.tile.signature.members["steps"].dimensions:
+            self.tile._MustUse__silence = True
+            raise ValueError(f"{self.design.name}: co-simulation drives one steps stream; this tile has "
+                             f"{self.tile.signature.members['steps'].dimensions[0]} (threads)")
         self.in_layout = payload_layout(self.tile, "steps")
         self.out_layout = payload_layout(self.tile, "results")
         self.optimize = optimize

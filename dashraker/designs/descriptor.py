@@ -384,6 +384,10 @@ class Cost:
     stream : callable(params, cycles) -> int64 array, or None
         The cycles of each tile's stream of passes: ``cycles`` int64 ``[passes, tiles]``, each column one
         tile's passes' own cycles in order, in; one figure per tile out. None: their sum (one pass after another).
+    pass_ends : callable(params, cycles) -> int64 array, or None
+        The cycle each pass of one tile's stream ends on, from the stream's first: ``cycles`` int64 ``[passes]``,
+        the passes' own cycles in order, in; one per pass out, the stream's length one more than the last. None:
+        one pass after another (the running sums less one). Co-simulation checks the results' spacing against it.
     components : dict
         The actions the cost model counts beyond those every design shares (``mapping.components``: the
         multipliers, the adders, the memory system's), each -> the energy-table entry it is charged at. With
@@ -395,6 +399,7 @@ class Cost:
     evaluate: Callable = None
     max_values: int = 1 << 22
     stream: Callable = None
+    pass_ends: Callable = None
     components: dict = dataclasses.field(default_factory=dict)
 
     GPU_BATCH = 16  # a GPU's calls are this many times larger: fewer, fuller kernels
@@ -407,6 +412,8 @@ class Cost:
                  else _optional_callable(self.evaluate),
                  "a callable (operands other than Operands.NONE are evaluated)")
         _require(self, "max_values", _integer(self.max_values) and self.max_values > 0, "a positive integer")
+        for field in ("stream", "pass_ends"):
+            _require(self, field, _optional_callable(getattr(self, field)), "a callable or None")
         _require(self, "components", _text_dict(self.components), "a dict of action -> energy-table entry")
 
     def batch_values(self, device="cpu"):
@@ -420,3 +427,11 @@ class Cost:
         if self.operands is Operands.NONE:
             return np.full(len(scheduled), np.shape(scheduled)[2], np.int64)
         return np.asarray(self.evaluate(params, scheduled, partner if self.operands is Operands.BOTH else None)["cycles"])
+
+    def ends(self, params, cycles):
+        """The cycle each pass of one tile's stream ends on, from the stream's first (``pass_ends``), int64
+        ``[passes]``: ``cycles`` the passes' own, in order."""
+        import numpy as np
+
+        cycles = np.asarray(cycles, np.int64)
+        return np.cumsum(cycles) - 1 if self.pass_ends is None else np.asarray(self.pass_ends(params, cycles))

@@ -23,13 +23,13 @@ SCHEDULER = Parameter(
     "separable1: 0.89-0.97x, 103.9 MHz alone, 69.3-74.9 in the tile (dnnsim: always greedy)",
     kind=str, choices=SCHEDULERS)
 
-# Window threads (SPEC section 3, amended 2026-12-06; models.tensordash.interleave): 2 interleaves two pass streams
-# through one window loop of two cycles per decision (C-slow), modelled by the mapper; its window has RTL
-# (hw.tensordash.StagingWindow), the tile not yet (issue 52).
+# Window threads (SPEC section 3, amended 2026-12-06 and 2026-12-07; models.tensordash.interleave): 2 interleaves two
+# pass streams through one window loop of two cycles per decision (C-slow), each PE an accumulator context per thread
+# (hw.tensordash.Tile); the mapper models its cycles, and still charges it the one-thread tile's silicon.
 THREADS = Parameter(
     "threads", 1,
     "window threads. 2: two pass streams share one window loop of two cycles per decision (C-slow), for a faster "
-    "clock; the mapper models its cycles, no tile RTL yet (its silicon: the 1-thread tile's; dnnsim: always 1)",
+    "clock (the mapper's silicon: the 1-thread tile's; dnnsim: always 1)",
     choices=(1, 2))
 
 
@@ -41,12 +41,9 @@ def _constraint(params):
 
 
 def _build(params):
-    if params["threads"] != 1:
-        raise ValueError(f"threads {params['threads']}: the two-thread tile has no RTL yet (issue 52: its window "
-                         "does, not the PEs' accumulator contexts); the mapper models its cycles")
     return Tile(rows=params["rows"], cols=params["cols"], lanes=params["lanes"], lookahead=params["lookahead"],
                 pattern=params["pattern"], fmt=params["fmt"], accumulators=params["accumulators"],
-                scheduler=params["scheduler"], dot=params["dot"])
+                scheduler=params["scheduler"], dot=params["dot"], threads=params["threads"])
 
 
 def _golden(params, scheduled_bits, partner_bits):
@@ -60,8 +57,9 @@ def _golden(params, scheduled_bits, partner_bits):
 
 
 def _silicon_params(params):
-    """The two-thread tile has no RTL yet: the mapper's silicon (area, leakage, clock) is the one-thread tile's,
-    without the second thread's window state, store and accumulator contexts (SPEC section 3)."""
+    """The mapper's silicon (area, leakage, clock) of a two-thread tile is still the one-thread tile's, without the
+    second thread's window state, store and accumulator contexts (SPEC section 3): the two-thread tile's own is not
+    the mapper's yet."""
     return {**params, "threads": 1}
 
 
@@ -82,6 +80,14 @@ def _stream(params, cycles):
     from dashraker.models.tensordash import stream_cycles
 
     return stream_cycles(cycles, params["threads"])
+
+
+def _pass_ends(params, cycles):
+    """The cycle each pass of a tile's stream ends on through the window's threads
+    (``models.tensordash.pass_ends``)."""
+    from dashraker.models.tensordash import pass_ends
+
+    return pass_ends(cycles, params["threads"])
 
 
 def _pass_counts(params, arrays, value_bits):
@@ -129,13 +135,13 @@ TENSORDASH = Design(
               "area_overhead", above=False),
     ),
     cost=Cost(operands=Operands.SCHEDULED, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES,
-              stream=_stream,
+              stream=_stream, pass_ends=_pass_ends,
               components={**SUM_COMPONENTS, "mux_bits": "mux8_bit", "scheduler_lanes": "scheduler_lane"}),
     area_parts={"pe": r"pe\d+_\d+", "mac": r"pe\d+_\d+\.mac", "multipliers": r"pe\d+_\d+\.mac\.mul\d+",
                 "adder_tree": r"pe\d+_\d+\.mac\.tree", "fused_tree": r"pe\d+_\d+\.mac\.dot",
                 "accumulator": r"pe\d+_\d+\.mac\.accumulate",
                 "partner_muxes": r"pe\d+_\d+\.partner_mux", "window": r"window", "scheduler": r"window\.scheduler\d+",
-                "store": r"window\.store", "row_muxes": r"window\.row_mux\d+"},
+                "store": r"window\.store\d*", "row_muxes": r"window\.row_mux\d+"},
     energy_parts={"multipliers": "mul", "adder_tree": "add_fp32", "fused_tree": "fused_lanes", "accumulator": "add_fp32",
                   "partner_muxes": "mux_bits", "row_muxes": "mux_bits", "scheduler": "scheduler_lanes"},
 )

@@ -3,7 +3,7 @@
 import operator
 from functools import reduce
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -12,7 +12,10 @@ from dashraker.hw.numerics.float import FP32_LAYOUT
 from dashraker.hw.numerics.fp_add import ADDER_CUTS, FPAdder
 from dashraker.hw.numerics.pipeline import delayed
 
-__all__ = ["Accumulator", "ACCUMULATOR_SIGNATURE", "accumulator_latency"]
+__all__ = ["Accumulator", "ACCUMULATOR_SIGNATURE", "CONTEXTS", "accumulator_latency", "check_contexts", "context_copies"]
+
+# Accumulator contexts: one per pass stream, the streams' sums interleaved cycle by cycle (SPEC section 3, threads).
+CONTEXTS = (1, 2)
 
 # The ports every accumulator of ``MacUnit`` has (``Accumulator``, ``FixedPointAccumulator``).
 ACCUMULATOR_SIGNATURE = wiring.Signature({
@@ -22,6 +25,27 @@ ACCUMULATOR_SIGNATURE = wiring.Signature({
     "result": Out(FP32_LAYOUT),
     "result_valid": Out(1),
 })
+
+
+def check_contexts(owner, contexts):
+    """``ValueError`` naming ``owner`` unless ``contexts`` is one of ``CONTEXTS``."""
+    if isinstance(contexts, bool) or contexts not in CONTEXTS:
+        raise ValueError(f"{owner} contexts must be one of {CONTEXTS}, not {contexts!r}")
+
+
+def context_copies(m, registers, contexts):
+    """What an accumulate loop reads of its state ``registers``: the registers themselves with one context; with two,
+    a copy of each a cycle behind (``<name>_other``), the loop's registers doubled in series (C-slow). The two
+    contexts' sums come on alternate cycles, so on each cycle the copies hold the entering sum's context and the
+    registers written the other's, which the copies take next; a cycle that changes nothing writes the copies back."""
+    if contexts == 1:
+        return list(registers)
+    copies = []
+    for register in registers:
+        copy = Signal(register.shape(), name=f"{Value.cast(register).name}_other")
+        m.d.sync += copy.eq(register)
+        copies.append(copy)
+    return copies
 
 
 def accumulator_latency(accumulators, stages):
@@ -51,6 +75,14 @@ class Accumulator(wiring.Component):
     operand register): the order of SPEC section 2 before its 2026-11 amendment,
     which caps the clock at the combinational adder's delay.
 
+    Two contexts (a two-thread TensorDash tile's PE, SPEC section 3) accumulate two pass streams
+    whose sums come on alternate cycles (each context's on every other cycle, valid or not):
+    the partials, the partial index and the fill flag are doubled in series (``context_copies``),
+    the adder and the combining tree shared. A context's next sum for a partial then enters at
+    least 2L >= P + 2 cycles after its previous one, so its write-back is in the registers when
+    the operand is read and no forwarding is needed; the one-cycle loop becomes a loop of two
+    registers.
+
     Parameters
     ----------
     accumulators : int
@@ -58,6 +90,8 @@ class Accumulator(wiring.Component):
     stages : int
         Pipeline stages P of the adders (``FPAdder``), 0 to min(L - 1, 5); the
         combining tree's adders have ``max(P, 1)``.
+    contexts : int
+        Pass streams accumulated, 1 or 2 (``CONTEXTS``); with 2 their sums alternate cycle by cycle.
 
     Attributes
     ----------
@@ -80,13 +114,14 @@ class Accumulator(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, accumulators, stages):
+    def __init__(self, accumulators, stages, contexts=1):
         if not isinstance(accumulators, int) or accumulators < 1:
             raise ValueError(f"Accumulators must be a positive integer, not {accumulators!r}")
         if stages not in ADDER_CUTS or stages >= accumulators:
             raise ValueError(f"Accumulator stages must be one of {', '.join(map(str, ADDER_CUTS))} and fewer than the "
                              f"{accumulators} accumulators, not {stages!r}")
-        self.accumulators, self.stages = accumulators, stages
+        check_contexts("Accumulator", contexts)
+        self.accumulators, self.stages, self.contexts = accumulators, stages, contexts
         self.latency = accumulator_latency(accumulators, stages)
         super().__init__(ACCUMULATOR_SIGNATURE)
 
@@ -100,13 +135,16 @@ class Accumulator(wiring.Component):
         # for the next cycle's sum.
         index = Signal(range(max(count, 2)))  # a bit at least: Verilator refuses zero-width vectors
         filled = Signal()
-        wraps = index == count - 1
-        next_index = Mux(self.valid, Mux(self.last | wraps, 0, index + 1), index)
-        next_filled = Mux(self.valid, ~self.last & (filled | wraps), filled)
-        m.d.sync += [index.eq(next_index), filled.eq(next_filled)]
+        index_now, filled_now = context_copies(m, [index, filled], self.contexts)
+        wraps = index_now == count - 1
+        updated_index = Mux(self.valid, Mux(self.last | wraps, 0, index_now + 1), index_now)
+        updated_filled = Mux(self.valid, ~self.last & (filled_now | wraps), filled_now)
+        m.d.sync += [index.eq(updated_index), filled.eq(updated_filled)]
+        # with two contexts the next cycle's sum is the other context's, held in the registers written
+        next_index, next_filled = (updated_index, updated_filled) if self.contexts == 1 else (index, filled)
 
         # The partial, valid and last flags of the sum coming out of the adder.
-        out_index = delayed(m, index, self.stages, "out_index")
+        out_index = delayed(m, index_now, self.stages, "out_index")
         out_valid = delayed(m, self.valid, self.stages, "out_valid")
         out_last = delayed(m, self.last, self.stages, "out_last")
         writes = [out_valid & (out_index == partial) for partial in range(count)]
@@ -117,16 +155,21 @@ class Accumulator(wiring.Component):
         stored = reduce(operator.or_, (Mux(next_index == partial, value.as_value(), 0)
                                        for partial, value in enumerate(partials)))
         operand = Signal(FP32_LAYOUT)
-        m.d.sync += operand.eq(Mux(next_filled, Mux(out_valid & (out_index == next_index), add.sum, stored), 0))
+        forwarded = Mux(out_valid & (out_index == next_index), add.sum, stored) if self.contexts == 1 else stored
+        m.d.sync += operand.eq(Mux(next_filled, forwarded, 0))
         m.d.comb += [add.a.eq(operand), add.b.eq(self.sum)]
-        for partial, write in zip(partials, writes):
-            with m.If(write):
-                m.d.sync += partial.eq(add.sum)
-        with m.If(out_valid & out_last):
-            m.d.sync += [partial.eq(0) for partial in partials]
+        if self.contexts == 1:
+            for partial, write in zip(partials, writes):
+                with m.If(write):
+                    m.d.sync += partial.eq(add.sum)
+            with m.If(out_valid & out_last):
+                m.d.sync += [partial.eq(0) for partial in partials]
+            outs = partials
+        else:
+            outs = self._write_contexts(m, partials, writes, add.sum, out_valid & out_last)
 
         # The pass's partials, its last sum bypassed in; registered before the tree when there is one.
-        captured = [Mux(write, add.sum, partial) for partial, write in zip(partials, writes)]
+        captured = [Mux(write, add.sum, partial) for partial, write in zip(outs, writes)]
         capture = out_valid & out_last
         if count > 1:
             registers = [Signal(FP32_LAYOUT, name=f"captured{partial}") for partial in range(count)]
@@ -140,3 +183,15 @@ class Accumulator(wiring.Component):
         with m.If(done):
             m.d.sync += self.result.eq(combine.sum)
         return m
+
+    def _write_contexts(self, m, partials, writes, value, clear):
+        """Two contexts' partials: ``partials`` hold the next cycle's sum's context, their copies (``_other``) this
+        cycle's. The adder's output belongs to the sum that entered P cycles ago: this cycle's context for an even P,
+        the next cycle's for an odd one; that context takes ``value`` into its written partial (+0.0 into all at the
+        end of its pass) as it moves to the other register of each pair, the other context moves as it is. Returns
+        where the output's context is this cycle."""
+        others = [Signal(FP32_LAYOUT, name=f"partial{partial}_other") for partial in range(len(partials))]
+        outs, moved = (others, partials) if self.stages % 2 == 0 else (partials, others)
+        for here, there, write in zip(outs, moved, writes):
+            m.d.sync += [here.eq(there), there.eq(Mux(clear, 0, Mux(write, value, here)))]
+        return outs

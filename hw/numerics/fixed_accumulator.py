@@ -6,7 +6,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import FIXED_POINT_FRAME
-from dashraker.hw.numerics.accumulator import ACCUMULATOR_SIGNATURE
+from dashraker.hw.numerics.accumulator import ACCUMULATOR_SIGNATURE, check_contexts, context_copies
 from dashraker.hw.numerics.float import FP32_LAYOUT, canonical_nan, significand
 from dashraker.hw.numerics.integer_rounder import INTEGER_ROUNDER_LATENCY, IntegerRounder
 
@@ -61,12 +61,19 @@ class FixedPointAccumulator(wiring.Component):
     IEEE's specials stay sticky over the pass: a NaN or Infs of both signs give the
     canonical NaN, an Inf of one sign that Inf.
 
+    Two contexts (a two-thread TensorDash tile's PE, SPEC section 3) accumulate two pass
+    streams whose sums come on alternate cycles: the add loop's registers (the segments, their
+    kept carries, the sticky specials) are doubled in series (``context_copies``), every other
+    stage is shared, each pass's result leaving alone as with one.
+
     Parameters
     ----------
     magnitude_bits : int or None
         None: the ports are the ``Accumulator``'s (an fp32 ``sum`` per step), so ``MacUnit``
         takes either; else an ``addend`` port of ``addend_layout(magnitude_bits)`` (the
         fused dot product's step sums, ``FusedTree``).
+    contexts : int
+        Pass streams accumulated, 1 or 2 (``CONTEXTS``); with 2 their sums alternate cycle by cycle.
 
     Attributes
     ----------
@@ -83,9 +90,10 @@ class FixedPointAccumulator(wiring.Component):
         With ``magnitude_bits``: the step's sum.
     """
 
-    def __init__(self, magnitude_bits=None):
+    def __init__(self, magnitude_bits=None, contexts=1):
+        check_contexts("FixedPointAccumulator", contexts)
         self.latency = FIXED_ACCUMULATOR_LATENCY
-        self.magnitude_bits = magnitude_bits
+        self.magnitude_bits, self.contexts = magnitude_bits, contexts
         if magnitude_bits is None:
             signature = ACCUMULATOR_SIGNATURE
         else:
@@ -151,11 +159,13 @@ class FixedPointAccumulator(wiring.Component):
         segments = [Signal(segment, name=f"segment{index}") for index in range(SEGMENTS)]
         carries = [Signal(name=f"carry{index}") for index in range(SEGMENTS - 1)]
         sums = [Signal(segment + 1, name=f"sum{index}") for index in range(SEGMENTS)]
-        for index, (total, carry_in) in enumerate(zip(segments, [aligned_sign, *carries])):
-            m.d.comb += sums[index].eq(total + aligned[index * segment:(index + 1) * segment] + carry_in)
         total_specials = Signal(SPECIALS)
+        read_segments, read_carries, (read_specials,) = (
+            context_copies(m, registers, self.contexts) for registers in (segments, carries, [total_specials]))
+        for index, (total, carry_in) in enumerate(zip(read_segments, [aligned_sign, *read_carries])):
+            m.d.comb += sums[index].eq(total + aligned[index * segment:(index + 1) * segment] + carry_in)
         specials = Signal(SPECIALS)
-        m.d.comb += specials.eq(total_specials.as_value() | aligned_specials.as_value())
+        m.d.comb += specials.eq(read_specials.as_value() | aligned_specials.as_value())
         passed = [Signal(segment, name=f"passed{index}") for index in range(SEGMENTS)]
         passed_carries = [Signal(name=f"passed_carry{index}") for index in range(SEGMENTS - 1)]
         passed_specials = Signal(SPECIALS)
@@ -165,6 +175,7 @@ class FixedPointAccumulator(wiring.Component):
             m.d.sync += [total_specials.eq(0), passed_specials.eq(specials)]
         with m.Elif(aligned_valid):
             m.d.sync += total_specials.eq(specials)
+        self._keep_context(m, [(total_specials, read_specials)])
         # Each segment's registers (its part of the total, its kept carry and what it hands on) take the stage's
         # valid and pass end from copies of their own, registered beside ``aligned_flags`` and marked ``keep`` (the
         # FPGA flow keeps such registers apart: docs/results/fpga-history.md).
@@ -174,15 +185,25 @@ class FixedPointAccumulator(wiring.Component):
             m.d.sync += [adds.eq(fine_flags[0]), ends.eq(fine_flags[0] & fine_flags[1])]
             value = sums[index]
             registers = [(segments[index], value[:segment], passed[index])]
+            kept = [(segments[index], read_segments[index])]
             if index < SEGMENTS - 1:  # the top segment's carry out is dropped
                 registers.append((carries[index], value[segment], passed_carries[index]))
+                kept.append((carries[index], read_carries[index]))
             with m.If(ends):
                 m.d.sync += [total.eq(0) for total, _, _ in registers]
                 m.d.sync += [handed.eq(part) for _, part, handed in registers]
             with m.Elif(adds):
                 m.d.sync += [total.eq(part) for total, part, _ in registers]
+            self._keep_context(m, kept)
         self.stage_valids["loop"] = passed_valid
         return passed, passed_carries, passed_specials, passed_valid
+
+    def _keep_context(self, m, registers):
+        """With two contexts, a loop register (of ``(register, copy)`` pairs) that the cycle leaves alone takes its
+        copy back, the entering sum's context (``context_copies``); with one it holds (nothing to add)."""
+        if self.contexts == 2:
+            with m.Else():
+                m.d.sync += [register.eq(copy) for register, copy in registers]
 
     def _resolve(self, m, passed, passed_carries, passed_specials, passed_valid):
         """``RESOLVE_STAGES`` registers: the kept carries resolved, no chain across segments. Returns the resolved

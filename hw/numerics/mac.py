@@ -6,7 +6,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from dashraker.formats import FUSED_GUARD_BITS, float_format
-from dashraker.hw.numerics.accumulator import Accumulator, accumulator_latency
+from dashraker.hw.numerics.accumulator import Accumulator, accumulator_latency, check_contexts
 from dashraker.hw.numerics.adder_tree import AdderTree, tree_levels
 from dashraker.hw.numerics.fixed_accumulator import FIXED_ACCUMULATOR_LATENCY, FixedPointAccumulator
 from dashraker.hw.numerics.float import FP32_LAYOUT, FloatLayout
@@ -93,6 +93,10 @@ class MacUnit(wiring.Component):
         ``AdderTree`` (``tree``), lane i at leaf i.
     guard_bits : int
         With ``dot="fused"``, the window's places below the products' 2p bits (``FusedTree``).
+    contexts : int
+        Pass streams accumulated, 1 or 2, whose steps alternate cycle by cycle (a two-thread
+        TensorDash tile's, SPEC section 3): the accumulators' contexts (``Accumulator``,
+        ``FixedPointAccumulator``); the multipliers and the step's sum serve both as they come.
 
     Attributes
     ----------
@@ -114,7 +118,7 @@ class MacUnit(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, lanes, fmt, accumulators, dot, guard_bits=FUSED_GUARD_BITS):
+    def __init__(self, lanes, fmt, accumulators, dot, guard_bits=FUSED_GUARD_BITS, contexts=1):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"MAC lanes must be a positive integer, not {lanes!r}")
         if not isinstance(accumulators, int) or accumulators < 0:
@@ -127,7 +131,9 @@ class MacUnit(wiring.Component):
         if dot == "fma" and (accumulators == 0 or float_format(fmt).precision > 8):
             raise ValueError(f"a fused multiply-add lane takes bf16 operands into at least one fp32 accumulator, "
                              f"not {fmt} into {accumulators}")
+        check_contexts("MAC", contexts)
         self.lanes, self.accumulators, self.dot, self.guard_bits = lanes, accumulators, dot, guard_bits
+        self.contexts = contexts
         self.format = float_format(fmt)
         self.latency = mac_latency(lanes, self.format, accumulators, dot)
         operands = data.ArrayLayout(FloatLayout(self.format), lanes)
@@ -148,7 +154,7 @@ class MacUnit(wiring.Component):
             return self._fma_lanes(m, a, b)
         if self.dot == "fused":
             m.submodules.dot = dot = FusedTree(self.lanes, self.format, self.guard_bits)
-            m.submodules.accumulate = accumulate = FixedPointAccumulator(dot.magnitude_bits)
+            m.submodules.accumulate = accumulate = FixedPointAccumulator(dot.magnitude_bits, self.contexts)
             for lane in range(self.lanes):
                 mul = m.submodules[f"mul{lane}"] = ExactMultiplier(self.format)
                 m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), dot.products[lane].eq(mul.product)]
@@ -156,8 +162,9 @@ class MacUnit(wiring.Component):
         else:
             multiplier, tree_stages, accumulator = mac_stages(self.format, self.accumulators)
             m.submodules.tree = tree = AdderTree(self.lanes, tree_stages)
-            m.submodules.accumulate = accumulate = (FixedPointAccumulator() if self.accumulators == 0
-                                                    else Accumulator(self.accumulators, accumulator))
+            m.submodules.accumulate = accumulate = (
+                FixedPointAccumulator(contexts=self.contexts) if self.accumulators == 0
+                else Accumulator(self.accumulators, accumulator, self.contexts))
             for lane in range(self.lanes):
                 mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
                 m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), tree.operands[lane].eq(mul.product)]
@@ -183,7 +190,7 @@ class MacUnit(wiring.Component):
         last = delayed(m, self.last, 1 + multiplier, "last")
         for lane in range(self.lanes):
             mul = m.submodules[f"mul{lane}"] = FPMultiplier(self.format, multiplier)
-            accumulate = m.submodules[f"accumulate{lane}"] = Accumulator(self.accumulators, accumulator)
+            accumulate = m.submodules[f"accumulate{lane}"] = Accumulator(self.accumulators, accumulator, self.contexts)
             m.d.comb += [mul.a.eq(a[lane]), mul.b.eq(b[lane]), accumulate.valid.eq(valid), accumulate.last.eq(last),
                          accumulate.sum.eq(mul.product), tree.operands[lane].eq(accumulate.result)]
             if lane == 0:

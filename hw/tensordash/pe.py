@@ -8,6 +8,7 @@ from dashraker.formats import float_format
 from dashraker.hw.numerics import FP32_LAYOUT, FloatLayout, MacUnit, mac_latency
 from dashraker.hw.tensordash.mux import OperandMux, picks_layout, staging_layout
 from dashraker.hw.tensordash.scheduler import check_parameters
+from dashraker.hw.tensordash.window import check_threads
 
 __all__ = ["PE"]
 
@@ -31,6 +32,10 @@ class PE(wiring.Component):
         Interleaved partial fp32 accumulators L, 0 for the fixed-point one (``MacUnit``).
     dot : "tree" | "fused"
         A step's sum: the fp32 adder tree or the fused dot product (``MacUnit``).
+    threads : int
+        The window's threads, 1 or 2: with 2 the cycles alternate between them and the PE keeps
+        an accumulator context per thread (``MacUnit``'s ``contexts``), each pass's result leaving
+        alone as with one thread.
 
     Attributes
     ----------
@@ -57,11 +62,11 @@ class PE(wiring.Component):
         ``result`` holds a new pass result (high for one cycle per pass; ``result`` keeps it until the next).
     """
 
-    def __init__(self, lanes, lookahead, pattern, fmt, accumulators, dot):
+    def __init__(self, lanes, lookahead, pattern, fmt, accumulators, dot, threads):
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.lanes, self.lookahead = lanes, lookahead
         self.format = float_format(fmt)
-        self.accumulators, self.dot = accumulators, dot
+        self.accumulators, self.dot, self.threads = accumulators, dot, check_threads(threads)
         self.latency = mac_latency(lanes, self.format, accumulators, dot)
         super().__init__({
             "valid": In(1),
@@ -76,7 +81,8 @@ class PE(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.partner_mux = partner = OperandMux(self.lanes, self.lookahead, self.pattern, self.format)
-        m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators, self.dot)
+        m.submodules.mac = mac = MacUnit(self.lanes, self.format, self.accumulators, self.dot,
+                                                    contexts=self.threads)
         m.d.comb += [
             partner.picks.eq(self.picks),
             partner.window.eq(self.b),

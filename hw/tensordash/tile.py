@@ -11,7 +11,7 @@ from dashraker.hw.numerics.pipeline import delayed
 from dashraker.hw.reserved_queue import QUEUE_LATENCY, ReservedQueue
 from dashraker.hw.tensordash.pe import PE
 from dashraker.hw.tensordash.scheduler import check_parameters
-from dashraker.hw.tensordash.window import StagingWindow, chunk_layout
+from dashraker.hw.tensordash.window import StagingWindow, check_threads, chunk_layout, thread_streams
 from dashraker.hw.tile_stream import CYCLE_BITS, push_results, result_layout
 
 __all__ = ["Tile"]
@@ -33,6 +33,15 @@ class Tile(wiring.Component):
     could fill.
     The schedule uses only the scheduled (row) operand.
 
+    Two threads (SPEC section 3) take two pass streams, one per ``steps`` port: a tile's
+    stream of passes in the mapper's order goes pass 2k to thread 0 (``steps[0]``), 2k+1 to
+    thread 1 (``steps[1]``), as the reference model's ``interleave``. The window decides for
+    each thread on alternate cycles, each pass as alone; each PE keeps an accumulator context
+    per thread, the pass's cycles are counted per thread, and the thread travels beside the
+    PEs' pipeline into the result. Results leave as their passes end, each carrying its
+    ``thread``: each thread's in its own order, the two threads' in the order of their passes'
+    last decisions (``models.tensordash.pass_ends`` when both streams keep the window full).
+
     Parameters
     ----------
     rows, cols : int
@@ -51,6 +60,8 @@ class Tile(wiring.Component):
         The row schedulers' algorithm, ``"greedy"`` or a separable allocator (``Scheduler``).
     dot : "tree" | "fused"
         A step's sum: the fp32 adder tree or the fused dot product (``MacUnit``).
+    threads : int
+        Pass streams sharing the window's loop, 1 or 2 (``StagingWindow``).
 
     Attributes
     ----------
@@ -66,48 +77,49 @@ class Tile(wiring.Component):
     -----
     steps : In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, fmt)))
         Operand steps, up to H+1 per transfer; ``last`` closes a pass. Every pass has
-        at least one step.
-    results : Out(stream.Signature(result_layout(rows, cols, cycles=True)))
-        One transfer per pass, in order.
+        at least one step. With two threads an array of two such streams, one per thread.
+    results : Out(stream.Signature(result_layout(rows, cols, cycles=True, threads=threads)))
+        One transfer per pass, in order (with two threads: as the passes end, each with its ``thread``).
     """
 
-    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, accumulators, scheduler, dot):
+    def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, accumulators, scheduler, dot, threads):
         self.format = float_format(fmt)
         check_count("rows", rows)
         check_count("cols", cols)
-        self.scheduler = scheduler
+        self.scheduler, self.threads = scheduler, check_threads(threads)
         self.pattern = check_parameters(lanes, lookahead, pattern)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.accumulators, self.dot = accumulators, dot
         self.pipeline_latency = 2 + mac_latency(lanes, self.format, accumulators, dot)
         self.latency = self.pipeline_latency + QUEUE_LATENCY
+        chunks = In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format)))
         super().__init__({
-            "steps": In(stream.Signature(chunk_layout(rows, cols, lanes, lookahead, self.format))),
-            "results": Out(stream.Signature(result_layout(rows, cols, cycles=True))),
+            "steps": chunks if threads == 1 else chunks.array(threads),
+            "results": Out(stream.Signature(result_layout(rows, cols, cycles=True, threads=threads))),
         })
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.window = window = StagingWindow(
             self.rows, self.cols, self.lanes, self.lookahead, self.pattern, self.format, self.scheduler,
-            threads=1)
-        wiring.connect(m, wiring.flipped(self.steps), window.steps)
+            threads=self.threads)
+        for steps, window_steps in zip(thread_streams(self.steps, self.threads), window.chunk_streams):
+            wiring.connect(m, wiring.flipped(steps), window_steps)
         # The queue counts a pass's end from the window's registered decision, a cycle late, so that the
         # scheduler's end-of-pass logic stays off its counter; three spare results let the PEs run that much
         # further ahead of a stalled consumer.
-        m.submodules.queue = queue = ReservedQueue(result_layout(self.rows, self.cols, cycles=True),
-                                                   in_flight=self.pipeline_latency + 1, late=1, spare=3)
+        layout = result_layout(self.rows, self.cols, cycles=True, threads=self.threads)
+        m.submodules.queue = queue = ReservedQueue(layout, in_flight=self.pipeline_latency + 1, late=1, spare=3)
         wiring.connect(m, queue.pop, wiring.flipped(self.results))
         m.d.comb += [window.en.eq(queue.room), queue.reserve.eq(window.valid & window.last)]
 
         # Cycles of the pass so far (counted on the window's registered decisions), delayed beside the PE pipelines.
-        count = Signal(CYCLE_BITS)
-        with m.If(window.valid):
-            m.d.sync += count.eq(Mux(window.last, 0, count + 1))
         pe_delay = mac_latency(self.lanes, self.format, self.accumulators, self.dot)
-        m.d.comb += queue.push.payload.cycles.eq(delayed(m, (count + 1)[:CYCLE_BITS], pe_delay, "cycles"))
+        m.d.comb += queue.push.payload.cycles.eq(delayed(m, self._pass_cycles(m, window), pe_delay, "cycles"))
+        if self.threads > 1:
+            m.d.comb += queue.push.payload.thread.eq(delayed(m, window.thread, pe_delay, "result_thread"))
 
-        pes = [[PE(self.lanes, self.lookahead, self.pattern, self.format, self.accumulators, self.dot)
+        pes = [[PE(self.lanes, self.lookahead, self.pattern, self.format, self.accumulators, self.dot, self.threads)
                 for _ in range(self.cols)] for _ in range(self.rows)]
         for r in range(self.rows):
             for c in range(self.cols):
@@ -116,3 +128,16 @@ class Tile(wiring.Component):
                              pe.a.eq(window.row_operands[r]), pe.b.eq(window.col_window[c])]
         push_results(m, queue.push, pes)
         return m
+
+    def _pass_cycles(self, m, window):
+        """The issued cycle's pass's cycles so far, itself included: one count per thread, the issued thread's."""
+        if self.threads == 1:
+            count = Signal(CYCLE_BITS)
+            with m.If(window.valid):
+                m.d.sync += count.eq(Mux(window.last, 0, count + 1))
+            return (count + 1)[:CYCLE_BITS]
+        counts = [Signal(CYCLE_BITS, name=f"count{thread}") for thread in range(self.threads)]
+        for thread, count in enumerate(counts):
+            with m.If(window.valid & (window.thread == thread)):
+                m.d.sync += count.eq(Mux(window.last, 0, count + 1))
+        return (Mux(window.thread, counts[1], counts[0]) + 1)[:CYCLE_BITS]

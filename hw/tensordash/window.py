@@ -14,9 +14,21 @@ from dashraker.hw.tensordash.mux import OperandMux, picks, picks_layout, staging
 from dashraker.hw.tensordash.scheduler import Scheduler, check_parameters, select_layout
 from dashraker.hw.tensordash.store import ENTRIES, StepStore
 
-__all__ = ["StagingWindow", "chunk_layout", "decision_layout", "THREADS"]
+__all__ = ["StagingWindow", "chunk_layout", "decision_layout", "THREADS", "check_threads", "thread_streams"]
 
 THREADS = (1, 2)  # window threads the generator builds (SPEC section 3)
+
+
+def check_threads(threads):
+    """``threads`` if it is one of ``THREADS``, else ``ValueError``."""
+    if isinstance(threads, bool) or threads not in THREADS:
+        raise ValueError(f"TensorDash threads must be one of {THREADS}, not {threads!r}")
+    return threads
+
+
+def thread_streams(steps, threads):
+    """The chunk stream of each thread of a ``steps`` port: the port itself with one thread, its streams with two."""
+    return [steps] if threads == 1 else list(steps)
 
 
 def chunk_layout(rows, cols, lanes, lookahead, fmt):
@@ -144,9 +156,7 @@ class StagingWindow(wiring.Component):
 
     def __init__(self, rows, cols, lanes, lookahead, pattern, fmt, scheduler, threads):
         self.pattern = check_parameters(lanes, lookahead, pattern)
-        if threads not in THREADS:
-            raise ValueError(f"TensorDash window threads must be one of {THREADS}, not {threads!r}")
-        self.scheduler, self.threads = scheduler, threads
+        self.scheduler, self.threads = scheduler, check_threads(threads)
         self.rows, self.cols, self.lanes, self.lookahead = rows, cols, lanes, lookahead
         self.format = float_format(fmt)
         self.stores = [StepStore(rows, cols, lanes, lookahead, self.format) for _ in range(threads)]
@@ -183,7 +193,7 @@ class StagingWindow(wiring.Component):
     @property
     def chunk_streams(self):
         """The chunk stream of each thread."""
-        return [self.steps] if self.threads == 1 else list(self.steps)
+        return thread_streams(self.steps, self.threads)
 
     def elaborate(self, platform):
         m = Module()

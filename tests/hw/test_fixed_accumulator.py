@@ -5,6 +5,7 @@ import math
 import random
 import struct
 
+import pytest
 import torch
 from amaranth.sim import Simulator
 
@@ -34,8 +35,10 @@ def passes(seed, count=150):
     return [[fp32(rng.choice(draws)()) for _ in range(rng.randint(1, 12))] for _ in range(count)]
 
 
-def test_unit_matches_the_model():
-    seed = 0
+@pytest.mark.parametrize("contexts", [1, 2])
+def test_unit_matches_the_model(contexts):
+    """With two contexts, two pass streams on alternate cycles, each pass's result as alone."""
+    seed = contexts - 1
     stimulus = passes(seed, count=40)
     # the edge cases whole: all zeros, every special alone and mixed, sums past fp32's largest and below its smallest
     stimulus += [[0.0] * 5, [-0.0], [math.inf, 1.0], [-math.inf, -math.inf], [math.inf, -math.inf], [math.nan, 1.0],
@@ -44,10 +47,10 @@ def test_unit_matches_the_model():
                  [1.0 + 2.0**-23, 2.0**-24]]
     expected = [bits(value) if not math.isnan(value) else CANONICAL_NAN
                 for value in (fixed_point_accumulate(torch.tensor([sums]))[0].item() for sums in stimulus)]
-    dut = FixedPointAccumulator()
+    dut = FixedPointAccumulator(contexts=contexts)
     rng = random.Random(seed)
     results, latencies = run_passes(dut, stimulus, lambda ctx, value: ctx.set(dut.sum.as_value(), bits(value)),
-                                    lambda: rng.choice(EDGES), rng)
+                                    lambda: rng.choice(EDGES), rng, contexts=contexts)
     assert results == expected
     assert latencies == [dut.latency] * len(stimulus)
 

@@ -34,12 +34,14 @@ def _passes(seed, lanes, count):
     return passes
 
 
-@pytest.mark.parametrize("lanes, accumulators", [(2, 1), (3, 2), (4, 6)])
-def test_fma_lanes_match_the_model(lanes, accumulators):
-    stimulus = _passes(lanes * 10 + accumulators, lanes, 40)
+# the last: two contexts (two pass streams on alternate cycles, a two-thread TensorDash PE's), each lane's own
+@pytest.mark.parametrize("lanes, accumulators, contexts", [(2, 1, 1), (3, 2, 1), (4, 6, 1),
+                                                        pytest.param(3, 2, 2, marks=pytest.mark.slow)])
+def test_fma_lanes_match_the_model(lanes, accumulators, contexts):
+    stimulus = _passes(lanes * 10 + accumulators + contexts - 1, lanes, 40)
     expected = [fp32_bits(fma_lanes(bf16_bits_to_fp32(a)[None], bf16_bits_to_fp32(b)[None], accumulators))[0].item()
                 for a, b in stimulus]
-    dut = MacUnit(lanes, "bf16", accumulators, "fma")
+    dut = MacUnit(lanes, "bf16", accumulators, "fma", contexts=contexts)
     rng = random.Random(accumulators)
 
     def packed(row):
@@ -51,6 +53,7 @@ def test_fma_lanes_match_the_model(lanes, accumulators):
 
     steps = [[(packed(a[step]), packed(b[step])) for step in range(len(a))] for a, b in stimulus]
     results, latencies = run_passes(dut, steps, drive,
-                                    lambda: (rng.getrandbits(16 * lanes), rng.getrandbits(16 * lanes)), rng)
+                                    lambda: (rng.getrandbits(16 * lanes), rng.getrandbits(16 * lanes)), rng,
+                                    contexts=contexts)
     assert results == expected
     assert latencies == [dut.latency] * len(stimulus)

@@ -36,6 +36,12 @@ def test_fpga_refuses_a_design_too_big_for_the_part_before_synthesis(tmp_path, m
     _one_line(capsys, "8 lanes need at least 4,000 LUTs (500 per lane) and ice40-hx1k has 1,280; refused before synthesis")
 
 
+def test_fpga_refuses_a_two_thread_tile_before_synthesis(tmp_path, capsys):
+    assert main(["fpga", "tensordash", "--lanes", "8", "--threads", "2", "--out", str(tmp_path / "f")]) == 2
+    _one_line(capsys, "tensordash: the FPGA wrapper feeds one steps stream; this tile has 2 (threads), not wrapped yet")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_help_imports_no_heavy_package():
     # issue 18: `dashraker --help` took 3.6-4.9 s because building the parser imported torch
     code = ("import sys; from dashraker.cli import build_parser; build_parser(); "
@@ -56,11 +62,11 @@ def test_lookahead_has_an_upper_bound_and_the_size_guard_counts_the_window(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_two_thread_tile_has_no_rtl_yet(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert main(["verilog", "tensordash", "--threads", "2", "-o", "x.v"]) == 2
-    _one_line(capsys, "tensordash: threads 2: the two-thread tile has no RTL yet (issue 52: its window does, not the "
-                      "PEs' accumulator contexts)")
+def test_cosim_refuses_a_two_thread_tile_before_building(tmp_path):
+    from dashraker.sim.cosim import Cosim
+
+    with pytest.raises(ValueError, match=r"tensordash: co-simulation drives one steps stream; this tile has 2 "):
+        Cosim("tensordash", {"lanes": 8, "threads": 2}, build_root=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

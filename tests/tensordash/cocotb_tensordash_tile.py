@@ -1,4 +1,9 @@
-"""cocotb test of the TensorDash tile: results bit-exact against the golden model, cycles equal to the reference model's."""
+"""cocotb test of the TensorDash tile: results bit-exact against the golden model, cycles equal to the reference model's.
+
+A two-thread tile takes pass k of a stream on thread k mod 2's port (``TileTB``); without stalls its results come on
+the cycles the reference model ends the passes (``models.tensordash.pass_ends``, the descriptor's ``Cost.ends``), as a
+one-thread tile's back to back.
+"""
 
 import itertools
 import random
@@ -99,3 +104,31 @@ async def short_passes(dut, idle, backpressure):
     run = await tb.run_passes(batches, sizes, names=[f"{steps}-step passes" for steps in lengths])
     if idle == backpressure == 0:
         tb.check_back_to_back(run)
+
+
+@cocotb.test()
+@cocotb.parametrize(PAIRED)
+async def uneven_streams(dut, idle, backpressure):
+    """Passes of uneven lengths, dense and all zero, one per batch: with two threads each thread's passes run while
+    the other's are longer or done (its cycles idle), and the odd last pass runs alone on thread 0.
+
+    Without stalls (chunks of H+1 steps, every pass a multiple of them) each pass's result comes a fixed time after
+    the model ends it (``tb.ends``): the tile's latency after the cycle it is decided on, the first chunk decided
+    ``threads`` cycles after it is accepted (the window's loop of one register per thread).
+    """
+    tb = TileTB(dut, idle, backpressure)
+    await tb.reset()
+    c, p = tb.config, tb.params
+    width = p["lookahead"] + 1
+    plan = [("random0", 6), ("random50", 1), ("random100", 1), ("random0", 8), ("random50", 1), ("random100", 2),
+            ("random0", 2), ("random25", 1), ("random75", 3)]
+    batches = [tuple(operand_bits(x, p["fmt"]) for x in operands(case, 1, p["rows"], p["cols"], chunks * width,
+                                                                 p["lanes"], p["fmt"], c["seed"] + index))
+               for index, (case, chunks) in enumerate(plan)]
+    rng = random.Random(c["seed"])
+    sizes = None if idle == 0 else (rng.randint(1, width) for _ in itertools.count())
+    run = await tb.run_passes(batches, sizes, names=[f"{case} x{chunks * width}" for case, chunks in plan])
+    if idle == backpressure == 0:
+        tb.check_back_to_back(run)
+        fill = run.arrivals[0] - tb.ends(run)[0] - tb.latency - tb.accepted()[0]
+        assert fill == p["threads"], f"the first chunk decided {fill} cycles after its transfer, not {p['threads']}"

@@ -280,3 +280,22 @@ def test_stream_cycles_by_hand(decisions, threads, expected):
 def test_threads_refused(threads):
     with pytest.raises(ValueError, match="threads must be an integer >= 1"):
         td.stream_cycles([[1]], threads)
+
+
+@pytest.mark.parametrize("decisions, threads, expected", [
+    ([3, 1, 2], 1, [2, 3, 5]),  # back to back
+    ([3, 5], 2, [4, 9]),  # a pair: 2 d_0 - 2 and 2 d_1 - 1
+    ([5, 1, 1, 1], 2, [8, 1, 10, 3]),  # thread 1's short passes end while thread 0's long one runs
+    ([1, 5, 1, 1, 1], 2, [0, 9, 2, 11, 4]),  # thread 0's passes end while thread 1's long one runs; its last alone
+    ([4], 2, [6]),  # a lone pass: 2 d - 1 cycles
+])
+def test_pass_ends_by_hand(decisions, threads, expected):
+    """Each pass ends on its last decision's cycle in ``interleave``; the stream lasts one cycle more than the last."""
+    ends = td.pass_ends(decisions, threads)
+    assert ends.tolist() == expected
+    assert ends.max() + 1 == td.stream_cycles(np.asarray(decisions)[:, None], threads)[0]
+
+
+def test_pass_ends_needs_a_decision_per_pass():
+    with pytest.raises(ValueError, match="every pass takes at least one decision, not 0"):
+        td.pass_ends([2, 0], 2)

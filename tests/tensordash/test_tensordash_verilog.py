@@ -17,7 +17,8 @@ def _generate(args, output):
     ["--lanes", "8", "--rows", "2", "--cols", "1", "--dtype", "bf16"],
     ["--lanes", "4", "--lookahead", "1", "--pattern", "(0,0),(1,0),(1,1)", "--dtype", "fp32"],
     ["--lanes", "8", "--scheduler", "separable2"],
-], ids=["t25-bf16", "h1-fp32", "separable2"])
+    pytest.param(["--lanes", "8", "--rows", "2", "--threads", "2"], marks=pytest.mark.slow),
+], ids=["t25-bf16", "h1-fp32", "separable2", "threads2"])
 def test_cli_writes_lint_clean_verilog(args, tmp_path):
     output = tmp_path / "tensordash.v"
     done = _generate(args, output)
