@@ -6,8 +6,9 @@ generates the C++ wrapper and loads the model; its per-signal accessors cost one
 ctypes call per 32-bit word of a payload plus an ``eval`` per write, so this module
 appends to that wrapper one C function, ``cosim_stream``, that clocks a whole
 array of stream transfers (each a row of 32-bit words, as Verilator stores a wide
-port) into the ``steps`` port and collects every ``results`` transfer, with the
-clock cycle of each. One call runs any number of passes.
+port) into the ``steps`` port (each thread's into its own, a two-thread TensorDash
+tile's) and collects every ``results`` transfer, with the clock cycle of each. One
+call runs any number of passes.
 
 Builds are cached in ``build_root/<design>-<params>-<hash>``, the hash covering
 the design's generator sources, so a changed generator is rebuilt and an unchanged
@@ -36,7 +37,7 @@ from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
 
 __all__ = ["Cosim", "TileRun", "CosimBuildError"]
 
-_EXTENSION_VERSION = 1  # bump when the appended C++ changes, to rebuild cached models
+_EXTENSION_VERSION = 2  # bump when the appended C++ changes, to rebuild cached models
 
 
 class CosimBuildError(Exception):
@@ -45,7 +46,8 @@ class CosimBuildError(Exception):
 
 @dataclass
 class TileRun:
-    """What the RTL did with a batch of passes.
+    """What the RTL did with a batch of passes, in the order of the passes (a two-thread tile's results come as the
+    passes end).
 
     ``outputs``: fp32 bit patterns uint32 [passes, rows, cols]; ``cycles``: int64
     [passes], the tile's own count where its result carries one, else the cycles
@@ -60,10 +62,12 @@ class TileRun:
     sim_cycles: int
 
 
-# The loop appended to pyverilator's wrapper. {set_payload}/{get_payload} move whole words.
+# The loop appended to pyverilator's wrapper. {set_payload}/{get_payload} move whole words; {drive}, {take} and {rest}
+# set each thread's `steps` valid, read its ready and clear its valid, {align} starts the stream on thread 0's cycle
+# (``_thread_code``).
 _EXTENSION = """
 // dashraker co-simulation loop (appended to pyverilator's generated wrapper)
-static void cosim_set_payload({top}* top, const uint32_t* w) {{ {set_payload} }}
+static void cosim_set_payload({top}* top, int t, const uint32_t* w) {{ {set_payload} }}
 static void cosim_get_payload({top}* top, uint32_t* w) {{ {get_payload} }}
 extern "C" {{
 void cosim_reset({top}* top, int cycles) {{
@@ -71,31 +75,59 @@ void cosim_reset({top}* top, int cycles) {{
     for (int i = 0; i < cycles; ++i) {{ top->clk = 0; top->eval(); top->clk = 1; top->eval(); }}
     top->rst = 0; top->clk = 0; top->eval();
 }}
-// Offers transfers[0..count) on `steps` (valid while any is left), keeps `results` ready,
-// and stops after `expected` results or `max_cycles` cycles. Returns the cycles run;
-// accepted_at[i] / arrived_at[j] get the cycle of each step transfer and result.
-long cosim_stream({top}* top, const uint32_t* transfers, long count, long in_words,
+// Offers each thread's transfers (thread t's counts[t], after the earlier threads') on its `steps` port (valid
+// while any is left), keeps `results` ready, and stops after `expected` results or `max_cycles` cycles. Returns
+// the cycles run; accepted_at[i] / arrived_at[j] get the cycle of each step transfer and result.
+long cosim_stream({top}* top, const uint32_t* transfers, const int64_t* counts, long in_words,
                   uint32_t* results, long expected, long out_words,
                   int64_t* accepted_at, int64_t* arrived_at, long max_cycles) {{
-    long sent = 0, got = 0, cycle = 0, loaded = -1;
+    long sent[{threads}], loaded[{threads}], first[{threads}], got = 0, cycle = 0;
+    int valid[{threads}], accepted[{threads}];
+    for (int t = 0; t < {threads}; ++t) {{ sent[t] = 0; loaded[t] = -1; first[t] = t ? first[t - 1] + counts[t - 1] : 0; }}
     top->{out_ready} = 1;
+    {align}
     while (got < expected && cycle < max_cycles) {{
-        const int valid = sent < count;
-        if (valid && loaded != sent) {{ cosim_set_payload(top, transfers + sent * in_words); loaded = sent; }}
-        top->{in_valid} = valid;
+        for (int t = 0; t < {threads}; ++t) {{
+            valid[t] = sent[t] < counts[t];
+            if (valid[t] && loaded[t] != sent[t]) {{
+                cosim_set_payload(top, t, transfers + (first[t] + sent[t]) * in_words);
+                loaded[t] = sent[t];
+            }}
+        }}
+        {drive}
         top->eval();
-        const int accepted = valid && top->{in_ready};
-        if (accepted) accepted_at[sent] = cycle;
+        {take}
+        for (int t = 0; t < {threads}; ++t) if (accepted[t]) accepted_at[first[t] + sent[t]] = cycle;
         if (top->{out_valid}) {{ cosim_get_payload(top, results + got * out_words); arrived_at[got++] = cycle; }}
         top->clk = 1; top->eval(); top->clk = 0;
-        sent += accepted;
+        for (int t = 0; t < {threads}; ++t) sent[t] += accepted[t];
         ++cycle;
     }}
-    top->{in_valid} = 0; top->eval();
+    {rest}
+    top->eval();
     return cycle;
 }}
 }}
 """
+
+
+def _thread_code(ports, threads):
+    """The C++ of each thread's ``steps`` port (``steps``, or ``steps__t`` with threads): the payload setter's body
+    and the loop's statements that set its valid, read its ready and clear its valid; with threads, the idle cycles
+    that start a stream on thread 0's cycle, where its port is ready (the tile is idle between calls), as the model
+    counts a stream (``models.tensordash.interleave``: thread 0 first)."""
+    prefixes = ["steps"] if threads == 1 else [f"steps__{t}" for t in range(threads)]
+    setters = " else ".join(f"if (t == {t}) {{ {_port_code(*ports[f'{prefix}__payload'], setter=True)} }}"
+                            for t, prefix in enumerate(prefixes))
+    valid = [ports[f"{prefix}__valid"][0] for prefix in prefixes]
+    ready = [ports[f"{prefix}__ready"][0] for prefix in prefixes]
+    return {"set_payload": setters, "threads": threads,
+            "drive": " ".join(f"top->{name} = valid[{t}];" for t, name in enumerate(valid)),
+            "take": " ".join(f"accepted[{t}] = valid[{t}] && top->{name};" for t, name in enumerate(ready)),
+            "rest": " ".join(f"top->{name} = 0;" for name in valid),
+            "align": "" if threads == 1 else (
+                f"top->eval(); while (!top->{ready[0]} && cycle < max_cycles) "
+                "{ top->clk = 1; top->eval(); top->clk = 0; top->eval(); ++cycle; }")}
 
 
 def _port_code(name, width, setter):
@@ -284,10 +316,8 @@ class Cosim:
         self.design = find_design(design) if isinstance(design, str) else design
         self.params = self.design.params(**(params or {}))
         self.tile = self.design.tile(self.params)
-        if self.tile.signature.members["steps"].dimensions:
-            self.tile._MustUse__silence = True
-            raise ValueError(f"{self.design.name}: co-simulation drives one steps stream; this tile has "
-                             f"{self.tile.signature.members['steps'].dimensions[0]} (threads)")
+        dimensions = self.tile.signature.members["steps"].dimensions
+        self.threads = dimensions[0] if dimensions else 1  # a steps port per thread
         self.in_layout = payload_layout(self.tile, "steps")
         self.out_layout = payload_layout(self.tile, "results")
         self.optimize = optimize
@@ -315,10 +345,8 @@ class Cosim:
         def extend(text, work):
             ports = {**_wrapper_ports(text, "inputs"), **_wrapper_ports(text, "outputs")}
             code = _EXTENSION.format(
-                top=f"V{self.top}",
-                set_payload=_port_code(*ports["steps__payload"], setter=True),
+                top=f"V{self.top}", **_thread_code(ports, self.threads),
                 get_payload=_port_code(*ports["results__payload"], setter=False),
-                in_valid=ports["steps__valid"][0], in_ready=ports["steps__ready"][0],
                 out_valid=ports["results__valid"][0], out_ready=ports["results__ready"][0],
             )
             if not self.toggles:
@@ -343,7 +371,7 @@ class Cosim:
         self.out_words = (self.out_layout.size + 31) // 32
         pointer = np.ctypeslib.ndpointer
         stream = self.sim.lib.cosim_stream
-        stream.argtypes = [ctypes.c_void_p, pointer(np.uint32, flags="C"), ctypes.c_long, ctypes.c_long,
+        stream.argtypes = [ctypes.c_void_p, pointer(np.uint32, flags="C"), pointer(np.int64, flags="C"), ctypes.c_long,
                            pointer(np.uint32, flags="C"), ctypes.c_long, ctypes.c_long,
                            pointer(np.int64, flags="C"), pointer(np.int64, flags="C"), ctypes.c_long]
         stream.restype = ctypes.c_long
@@ -382,7 +410,8 @@ class Cosim:
 
     def run(self, scheduled, partner):
         """Run passes: ``scheduled`` [P, rows, steps, lanes] (row side) and ``partner`` [P, cols, steps, lanes]
-        fp32 values in the operand format. Returns a ``TileRun``."""
+        fp32 values in the operand format, one tile's stream. With T threads pass k goes to thread k mod T's
+        ``steps`` port and each result is that of its thread's next pass. Returns a ``TileRun``, in stream order."""
         scheduled, partner = np.asarray(scheduled), np.asarray(partner)
         passes, rows, steps, lanes = scheduled.shape
         expect = (self.tile.rows, self.tile.cols, self.tile.lanes)
@@ -391,30 +420,47 @@ class Cosim:
                              f"{scheduled.shape} and partner {partner.shape} ([passes, rows|cols, steps, lanes])")
         if steps < 1:
             raise ValueError("every pass needs at least one step")
-        transfers = self.transfers(scheduled, partner)
+        threads = [self.transfers(scheduled[t::self.threads], partner[t::self.threads]) for t in range(self.threads)]
+        transfers = np.concatenate(threads)
         results = np.zeros((passes, self.out_words), np.uint32)
         accepted = np.full(len(transfers), -1, np.int64)
         arrived = np.full(passes, -1, np.int64)
         limit = 64 * passes * steps + 4 * (self.tile.latency + 8) * passes + 1000
-        cycles = self._stream(self.sim.model, transfers, len(transfers), self.in_words,
-                              results, passes, self.out_words, accepted, arrived, limit)
+        cycles = self._stream(self.sim.model, transfers, np.array([len(words) for words in threads], np.int64),
+                              self.in_words, results, passes, self.out_words, accepted, arrived, limit)
         if arrived[-1] < 0:
             got = int((arrived >= 0).sum())
             raise RuntimeError(f"{self.design.name} tile returned {got} of {passes} results in {cycles} cycles "
                                f"({int((accepted >= 0).sum())} of {len(transfers)} transfers accepted)")
         result = self.decode(results)
+        order = self._passes_of(result.get("thread", np.zeros(passes, np.int64)), passes)
         if "cycles" in result:
             pass_cycles = result["cycles"]
-        else:  # one step per transfer: the span of the pass's accepted steps
+        else:  # one thread, one step per transfer: the span of the pass's accepted steps
             per_pass = accepted.reshape(passes, steps)
             pass_cycles = per_pass[:, -1] - per_pass[:, 0] + 1
-        return TileRun(result["outputs"].astype(np.uint32), pass_cycles, arrived, int(cycles))
+        outputs, in_order, arrivals = (np.empty_like(x) for x in (result["outputs"], pass_cycles, arrived))
+        outputs[order], in_order[order], arrivals[order] = result["outputs"], pass_cycles, arrived
+        return TileRun(outputs.astype(np.uint32), in_order, arrivals, int(cycles))
+
+    def _passes_of(self, threads, passes):
+        """The stream's pass of each result, in arrival order: the next pass of the result's thread."""
+        waiting = [list(range(t, passes, self.threads)) for t in range(self.threads)]
+        order = []
+        for thread in threads:
+            if not waiting[thread]:
+                raise RuntimeError(f"{self.design.name} tile returned a result of thread {thread} beyond its passes")
+            order.append(waiting[thread].pop(0))
+        return np.array(order, np.int64)
 
     def transfers(self, scheduled, partner):
-        """The ``steps`` transfers of passes (fp32 values in the operand format) as uint32 words [T, W]."""
+        """The transfers of passes (fp32 values in the operand format) on one ``steps`` port as uint32 words [T, W]
+        (none for no pass)."""
+        if len(scheduled) == 0:
+            return np.zeros((0, self.in_words), np.uint32)
         return codec.to_words(codec.step_transfers(self.in_layout, self.bits(scheduled), self.bits(partner)))
 
     def decode(self, results):
-        """Result transfers uint32 words [P, W] -> ``{"outputs": [P, rows, cols], "cycles": [P]}`` (cycles where
-        the tile reports them)."""
+        """Result transfers uint32 words [P, W] -> ``{"outputs": [P, rows, cols], "cycles": [P], "thread": [P]}``
+        (cycles and thread where the tile reports them)."""
         return codec.decode(self.out_layout, codec.from_words(results, self.out_layout.size))

@@ -107,6 +107,22 @@ def test_fma_lanes_trace_passes_agree(cosim_trace, build_cache):
         assert report.mapper_cycles == report.rtl_cycles == report.dense_steps > 0
 
 
+@pytest.mark.slow  # a further Verilator build; the quick cocotb cases run a two-thread tile on both simulators
+def test_two_thread_trace_passes_agree(cosim_trace, build_cache):
+    """Two threads (``--threads 2``): every operation's trace passes, pass 2k on thread 0 and 2k+1 on thread 1, equal
+    the golden model, each pass's cycles the mapper's, and the results come as far apart as the model ends the
+    passes (``Cost.ends``), so the stream takes the cycles the mapper charges it (``stream_cycles``). Chunks of 5
+    passes: an odd count, the last pass alone on thread 0."""
+    cosim = Cosim("tensordash", {**CONFIGS["tensordash"], "threads": 2}, build_root=build_cache / "cosim",
+                  optimize=OPTIMIZE)
+    for op in OPS:
+        layer = _layer(cosim_trace, op)
+        report = cosimulate(cosim, layer, cosim_trace.load(layer.name, cosim_trace.steps[-1]), op, count=PASSES,
+                            chunk=5)
+        assert report.passes == PASSES and report.ok, "\n".join(report.problems)
+        assert report.mapper_cycles == report.rtl_cycles > 0
+
+
 @pytest.mark.parametrize("op", list(OPS))
 def test_dilated_layer_agrees(op, cosims):
     """A dilated, strided convolution (no bundled network has one): RTL equals golden and mapper on its passes."""

@@ -62,14 +62,6 @@ def test_lookahead_has_an_upper_bound_and_the_size_guard_counts_the_window(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_cosim_refuses_a_two_thread_tile_before_building(tmp_path):
-    from dashraker.sim.cosim import Cosim
-
-    with pytest.raises(ValueError, match=r"tensordash: co-simulation drives one steps stream; this tile has 2 "):
-        Cosim("tensordash", {"lanes": 8, "threads": 2}, build_root=tmp_path)
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_cosim_has_the_size_guard_before_building(tmp_path, monkeypatch, capsys):
     """A tile of 1,024-lane PEs ran 487 s before an Amaranth assertion: refused at once, exit 2."""
     from dashraker.trace import record
