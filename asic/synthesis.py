@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 from dashraker.asic.liberty import read_liberty
-from dashraker.fpga.area import minutes
+from dashraker.fpga.area import guarded_estimate
 from dashraker.fpga.area import parts as instance_parts
 from dashraker.fpga.area import tile_verilog
 from dashraker.fpga.report import ReportError, module_instances, module_totals, stat_modules
 
 __all__ = ["SynthesisError", "is_mapped", "SCRIPT_VERSION", "MEMORY_MODULE", "SECONDS_PER_BYTE", "script", "measure", "read_area",
-           "parts", "top_name", "estimate_seconds", "design_netlist", "AREA_KEYS", "flatten_script", "flat"]
+           "parts", "top_name", "design_netlist", "AREA_KEYS", "flatten_script", "flat"]
 
 LIBERTY = "cells.lib"  # the library's Liberty file in a mapping folder (``_place_liberty``)
 SCRIPT_VERSION = 3  # bump when the script or the reading of its results changes, to map cached tiles again
@@ -216,11 +216,6 @@ def parts(area, area_parts):
     return instance_parts(area, area_parts, AREA_KEYS)
 
 
-def estimate_seconds(verilog_bytes):
-    """Estimated mapping wall time of Verilog of ``verilog_bytes`` bytes on this project's machines."""
-    return verilog_bytes * SECONDS_PER_BYTE
-
-
 def _folder(design, params, library, period_ns, root):
     return Path(root) / design.cache_name(params, SCRIPT_VERSION, library=library.name, target=f"{period_ns:g}ns")
 
@@ -251,11 +246,8 @@ def design_netlist(design, params, library, period_ns, root="build/asic", progre
         shutil.rmtree(folder, ignore_errors=True)  # not mapped yet, or a damaged record: map again
     top = top_name(design)
     verilog, modules, unique = tile_verilog(design, params, top, "asic", progress)
-    estimate = estimate_seconds(len(verilog.encode()))
-    if max_seconds is not None and estimate > max_seconds:
-        raise SynthesisError(f"{design.name}: mapping onto {library.name} estimated at {minutes(estimate)} minutes "
-                             f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {minutes(max_seconds)}; "
-                             "map a smaller tile, raise --max-minutes or pass --force-size")
+    estimate = guarded_estimate(verilog, SECONDS_PER_BYTE, max_seconds, SynthesisError,
+                                f"{design.name}: mapping onto {library.name}", "map a smaller tile")
     stage(f"asic {design.name}: mapping {len(verilog) / 1e3:,.0f} kB of Verilog onto {library.name}", estimate)
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))

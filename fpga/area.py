@@ -32,7 +32,7 @@ from dashraker.fpga.report import ReportError, module_instances, module_totals, 
 from dashraker.hw.verilog import place
 
 __all__ = ["CMOS_TRANSISTORS", "NAND2_TRANSISTORS", "SECONDS_PER_BYTE", "ESTIMATES", "AreaError", "is_measured",
-           "measure", "read_stat", "unique_modules", "design_area", "describe", "minutes", "estimate_seconds", "parts",
+           "measure", "read_stat", "unique_modules", "design_area", "describe", "minutes", "guarded_estimate", "parts",
            "asic_estimate", "tile_verilog"]
 
 # Transistors per generic cell: Yosys kernel/cost.h, CellCosts cmos_transistors_db (what ``stat -tech cmos`` uses).
@@ -309,9 +309,15 @@ def minutes(seconds):
     return f"{seconds / 60:,.0f}" if seconds >= 600 else f"{seconds / 60:.2g}"
 
 
-def estimate_seconds(verilog_bytes):
-    """Estimated synthesis wall time of Verilog of ``verilog_bytes`` bytes on this project's machines."""
-    return verilog_bytes * SECONDS_PER_BYTE
+def guarded_estimate(verilog, seconds_per_byte, max_seconds, error, what, advice):
+    """The estimated wall time of a flow on ``verilog`` (text) at ``seconds_per_byte`` (measured on this project's
+    machines); before any work, raises ``error`` (the flow's own) naming ``what`` and ``advice`` when it exceeds
+    ``max_seconds`` (None: no limit), so that a tile too big for the flow is one line, not hours of Yosys."""
+    estimate = len(verilog.encode()) * seconds_per_byte
+    if max_seconds is not None and estimate > max_seconds:
+        raise error(f"{what} estimated at {minutes(estimate)} minutes ({len(verilog) / 1e6:.1f} MB of Verilog), over "
+                    f"the limit of {minutes(max_seconds)}; {advice}, raise --max-minutes or pass --force-size")
+    return estimate
 
 
 def measure(verilog, top, out, progress=True):
@@ -399,11 +405,9 @@ def design_area(design, params, root="build/area", progress=True, max_seconds=36
             pass  # a damaged cache is measured again
     top = f"dashraker_{design.name}"
     verilog, modules, unique = tile_verilog(design, params, top, "area", progress)
-    estimate = estimate_seconds(len(verilog.encode()))
-    if max_seconds is not None and estimate > max_seconds:
-        raise AreaError(f"{design.name} {describe(params)}: synthesis estimated at {minutes(estimate)} minutes "
-                        f"({len(verilog) / 1e6:.1f} MB of Verilog), over the limit of {minutes(max_seconds)}; "
-                        "measure a smaller tile (area scales with PEs), raise --max-minutes or pass --force-size")
+    estimate = guarded_estimate(verilog, SECONDS_PER_BYTE, max_seconds, AreaError,
+                                f"{design.name} {describe(params)}: synthesis",
+                                "measure a smaller tile (area scales with PEs)")
     stage(f"area {design.name} {describe(params)}: synthesising {len(verilog) / 1e3:,.0f} kB of Verilog", estimate)
     area = measure(verilog, top, folder, progress)
     record = {"design": design.name, "params": params, "source_hash": design.source_hash(SCRIPT_VERSION),

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from dashraker.errors import CliError
+from dashraker.outputs import path_argument
 
 __all__ = ["register", "run", "load_suite", "SUITES", "WORKLOAD_KEYS"]
 
@@ -234,7 +235,7 @@ def register(subparsers):
         "energy efficiency of each design over the dense reference.")
     parser.add_argument("suite", help=f"suite YAML file, or a packaged suite: {packaged}")
     parser.add_argument("--out", required=True, help="folder for suite.csv and suite.json")
-    parser.add_argument("--traces", type=Path, help="folder of the workloads' traces, reused when their settings "
+    parser.add_argument("--traces", type=path_argument, help="folder of the workloads' traces, reused when their settings "
                         "match (default build/suite/<suite name>)")
     parser.add_argument("--record-device", default="cpu", help="where traces are recorded: cpu or cuda[:N] "
                         "(default cpu)")

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from dashraker.errors import CliError
+from dashraker.outputs import path_argument
 
 __all__ = ["Axis", "Point", "SweepError", "MAX_POINTS", "parse_axis", "points", "plan", "sweep", "table",
            "write_table", "plot_axes", "register", "run"]
@@ -317,7 +318,7 @@ def register(subparsers):
         description="Map a recorded trace at every point of a sweep over configuration fields (any field of the "
         "configuration file, dotted: memory.dram_gbps, tiles, tensordash.lookahead, clock_mhz, energy_table, ...; "
         "or 'design'); write sweep.csv (a row per point and design), sweep.json and a plot per axis.")
-    parser.add_argument("trace", type=Path, help="trace folder (dashraker trace record)")
+    parser.add_argument("trace", type=path_argument, help="trace folder (dashraker trace record)")
     parser.add_argument("--axis", action="append", required=True, metavar="KEY=V1,V2,...",
                         help="a field and its values, repeatable (e.g. memory.dram_gbps=25.6,400,1600; "
                         "design=tensordash,fpraker; a value with commas in brackets stays whole: T<2,5>)")
@@ -336,8 +337,8 @@ def register(subparsers):
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes per point, as 'map'")
     add_dask_option(parser, ", as 'map'")
     parser.add_argument("--device", default="cpu", help="where the cost models run, as 'map' (default cpu)")
-    parser.add_argument("--area-cache", type=Path, default=Path("build/area"), help="as 'map' (default build/area)")
-    parser.add_argument("--asic-cache", type=Path, default=Path("build/asic"), help="as 'map' (default build/asic)")
+    parser.add_argument("--area-cache", type=path_argument, default=Path("build/area"), help="as 'map' (default build/area)")
+    parser.add_argument("--asic-cache", type=path_argument, default=Path("build/asic"), help="as 'map' (default build/asic)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (stage lines stay)")
     parser.set_defaults(func=run)
 

@@ -14,19 +14,12 @@ def _dashraker(*args):
     return subprocess.run([sys.executable, "-m", "dashraker", *args], capture_output=True, text=True, timeout=600)
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    """One run on random passes: the baseline's smallest tile."""
-    root = tmp_path_factory.mktemp("asic")
+def _random_passes(root):
+    """One run on random passes: the baseline's smallest tile; its record and printed report, checked."""
     done = _dashraker("asic", "baseline", "--lanes", "1", "--random", "3", "--clock-ns", "2", "--build",
                       str(root / "build"), "--out", str(root / "out"), "--no-progress")
     assert done.returncode == 0, done.stdout + done.stderr
-    return root, json.loads((root / "out" / "asic.json").read_text()), done.stdout
-
-
-@pytest.mark.early
-def test_the_flow_on_random_passes(report):
-    root, record, text = report
+    record, text = json.loads((root / "out" / "asic.json").read_text()), done.stdout
     area, worst = record["area"], record["timing"]["worst"]
     assert area["um2"] > 0 and 0 < area["flip_flop_um2"] < area["um2"]
     assert set(record["area"]["parts"]) >= {"pe", "multipliers", "accumulator", "tile_own"}
@@ -40,6 +33,7 @@ def test_the_flow_on_random_passes(report):
     assert run["fj"] == pytest.approx(sum(run["total"].values())) and run["total"]["clock"] > 0
     assert f"{area['um2']:,.0f} um2" in text and "yes" in text  # the report says what the record holds
     assert (root / "out" / "asic.md").read_text().strip() == text.split("\nwrote ")[0].strip()
+    return record
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +44,11 @@ def small_trace(tmp_path_factory):
                              progress=False, threads=1))
 
 
-@pytest.mark.early
-def test_trace_passes_of_every_operation(report, small_trace, tmp_path):
-    root, first, _ = report
+@pytest.mark.early(seconds=150)
+def test_the_flow_on_random_then_trace_passes_of_every_operation(small_trace, tmp_path):
+    """One test, not two sharing a module fixture: each test worker would map the tile again for the fixture."""
+    root = tmp_path
+    first = _random_passes(root)
     layer = small_trace.layers[1].name  # a layer with all three operations
     done = _dashraker("asic", "baseline", "--lanes", "1", "--clock-ns", "2", "--trace", str(small_trace.path),
                       "--layer", layer, "--passes", "2", "--build", str(root / "build"), "--out", str(tmp_path / "o"),

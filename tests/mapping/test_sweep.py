@@ -136,6 +136,15 @@ def test_bad_input_is_one_line_before_any_mapping(two_steps, tmp_path, capsys, m
         sweep(two_steps, {"tiles": []})
 
 
+@pytest.mark.parametrize("command", [["sweep", "", "--axis", "tiles=1,2"], ["suite", "small", "--traces", ""]])
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, capsys, command):
+    with pytest.raises(SystemExit) as exit_status:
+        main([*command, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_status.value.code == 2 and "an empty name is not a file or folder" in err and ".:" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
 def test_plots_carry_every_step_and_one_colour_per_component(two_steps, tmp_path, monkeypatch):
     from dashraker.mapping import report
 
