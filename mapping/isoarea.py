@@ -40,7 +40,7 @@ def _fpga_luts(config, reports):
 
     if reports is None:
         raise AreaMeasureError("--area fpga needs --fpga-reports DIR (folders of 'dashraker fpga' runs)")
-    params = config.design.silicon_params(config.params)
+    params = config.params
     for path in sorted(Path(reports).rglob("report.json")):
         try:
             report = json.loads(path.read_text())
@@ -72,8 +72,7 @@ def tile_area(config, measure, area_root="build/area", fpga_reports=None, progre
         if config.tile is not None:
             return config.tile.area
         try:
-            params = config.design.silicon_params(config.params)
-            return silicon.measure(config, config.design, params, area_root, progress=progress).area
+            return silicon.measure(config, config.design, config.params, area_root, progress=progress).area
         except silicon.SiliconError as error:
             raise AreaMeasureError(str(error)) from None
     if measure == "fpga":

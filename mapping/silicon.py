@@ -207,10 +207,10 @@ def reference_params(config):
 
 
 def _tiles(config):
-    """The (design, params) of ``config``'s tile (``Design.silicon_params``) and of the reference tile on its array."""
+    """The (design, params) of ``config``'s tile and of the reference tile on its array."""
     from dashraker.designs import reference
 
-    return [(config.design, config.design.silicon_params(config.params)), (reference(), reference_params(config))]
+    return [(config.design, config.params), (reference(), reference_params(config))]
 
 
 def _key(config, design, params):

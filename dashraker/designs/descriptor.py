@@ -221,9 +221,6 @@ class Design:
         dataflow name -> {parameter name: value}.
     published : tuple of Claim
         The design's paper's headline figures, which ``dashraker study`` sets beside ours.
-    silicon_params : callable(params) -> params
-        The parameters of the tile whose silicon (area, leakage, clock) the mapper measures for a tile of
-        ``params``: themselves, or for a parameter the mapper models ahead of its RTL, the nearest tile with RTL.
     """
 
     name: str
@@ -240,7 +237,6 @@ class Design:
     reference: bool = False
     dataflow_params: dict = dataclasses.field(default_factory=dict)
     published: tuple = ()
-    silicon_params: Callable = lambda params: params
 
     def __post_init__(self):
         _require(self, "name", _text(self.name) and re.fullmatch(r"[a-z][a-z0-9_]*", self.name) is not None,

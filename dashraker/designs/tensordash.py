@@ -25,14 +25,14 @@ SCHEDULER = Parameter(
 
 # Window threads (SPEC section 3, amended 2026-12-06 and 2026-12-07; models.tensordash.interleave): 2 interleaves two
 # pass streams through one window loop of two cycles per decision (C-slow), each PE an accumulator context per thread
-# (hw.tensordash.Tile); the mapper models its cycles, and still charges it the one-thread tile's silicon. The figures:
+# (hw.tensordash.Tile); the mapper models its cycles and charges its own silicon. The figures:
 # docs/results/tensordash-scheduler.md (the two-thread tile's size; the cycles a 2-slow window costs).
 THREADS = Parameter(
     "threads", 1,
     "window threads. 2 costs 1.26x the 1x1x8 bf16 tile's transistors (1,170,670 vs 931,064, mostly a second operand "
     "store) and, at 8 lanes, 1.0016x a ResNet-18 step's cycles (the threads' uneven ends). "
     "2 buys a window loop cut in two (C-slow: two pass streams, each deciding every other cycle) for a faster clock, "
-    "not measured yet (the mapper's silicon: the 1-thread tile's; dnnsim: always 1)",
+    "not measured yet (dnnsim: always 1)",
     choices=(1, 2))
 
 
@@ -57,13 +57,6 @@ def _golden(params, scheduled_bits, partner_bits):
     schedule = tensordash.schedule(a.numpy(), parse_pattern(params["pattern"]), params["lookahead"], params["scheduler"])
     outputs = tensordash.tile_outputs(schedule, a, b, params["fmt"], params["accumulators"], params["dot"])
     return fp32_bits(outputs).numpy().astype(np.uint32), schedule.cycles
-
-
-def _silicon_params(params):
-    """The mapper's silicon (area, leakage, clock) of a two-thread tile is still the one-thread tile's, without the
-    second thread's window state, store and accumulator contexts (SPEC section 3): the two-thread tile's own is not
-    the mapper's yet."""
-    return {**params, "threads": 1}
 
 
 def _evaluate(params, scheduled, partner, device="cpu"):
@@ -122,7 +115,6 @@ TENSORDASH = Design(
     build=_build,
     golden=_golden,
     constraint=_constraint,
-    silicon_params=_silicon_params,
     dataflow_params={"dnnsim": {"scheduler": "greedy", "threads": 1}},  # the authors' simulator: greedy, 1 thread
     published=(  # TensorDash: Mahmoud et al., MICRO 2020, and its extended version, arXiv 2009.00748
         Claim("speedup in training", "1.95x", "MICRO 2020 and arXiv 2009.00748, abstract", 1.95, "equal", "speedup"),

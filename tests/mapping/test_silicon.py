@@ -74,8 +74,8 @@ def test_the_area_estimate_holds_large_memories_in_register_files_or_takes_the_t
 
 
 @pytest.mark.real_area  # resolve_all itself, on hand-made records
-def test_a_two_thread_tile_has_the_one_thread_tiles_silicon(tmp_path):
-    """SPEC section 3: the mapper still charges a two-thread tile the one-thread tile's (hand-made) record."""
+def test_a_two_thread_tile_is_charged_its_own_silicon(tmp_path):
+    """SPEC section 3: a two-thread tile's area and leakage are its own record's, not the one-thread tile's."""
     import dataclasses
 
     from dashraker.designs import reference
@@ -84,9 +84,12 @@ def test_a_two_thread_tile_has_the_one_thread_tiles_silicon(tmp_path):
     two = dataclasses.replace(one, configured_params={**one.configured_params, "threads": 2})
     assert (one.params["threads"], two.params["threads"]) == (1, 2)
     _cached_record(tmp_path, one.design, one.params, transistors=300_000)
+    _cached_record(tmp_path, two.design, two.params, transistors=380_000)
     _cached_record(tmp_path, reference(), silicon.reference_params(one))
     resolved = silicon.resolve_all([one, two], tmp_path, progress=False)
-    assert resolved[0].tile == resolved[1].tile and resolved[1].tile.area > resolved[1].reference_tile.area
+    assert resolved[1].tile.area > resolved[0].tile.area > resolved[0].reference_tile.area
+    assert resolved[1].tile.leakage_nw > resolved[0].tile.leakage_nw
+    assert resolved[0].reference_tile == resolved[1].reference_tile
 
 
 def test_a_bad_area_estimate_or_a_table_without_register_files_is_one_line_naming_the_field(tmp_path):
