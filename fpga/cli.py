@@ -35,7 +35,6 @@ def _run_design(args):
                        f"({MIN_LUTS_PER_LANE} per lane) and {args.device} has {available:,}; refused before synthesis "
                        "(pass --force-size to try anyway)")
     from dashraker.fpga.flow import is_flow_output
-    from dashraker.fpga.wrapper import check_wrappable
     from dashraker.outputs import OutputFolder
 
     out = OutputFolder(args.out, "--out", is_flow_output, "give a new folder or one of an earlier flow run")
@@ -43,11 +42,6 @@ def _run_design(args):
         component = args.design.tile(params)
     except ValueError as error:
         raise CliError(str(error)) from None
-    try:
-        check_wrappable(component)
-    except ValueError as error:
-        component._MustUse__silence = True
-        raise CliError(f"{args.design.name}: {error}") from None
     with out:
         report = flow(component, options, args.design.name, params, args.out, progress=not args.no_progress)
     print(summary(report))

@@ -1,26 +1,31 @@
 """Device top level: any stream design behind a narrow, fully registered word interface."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["StreamTop", "check_wrappable", "payload_bits", "words_per"]
+__all__ = ["StreamTop", "check_wrappable", "payload_bits", "step_ports", "words_per"]
 
 
 def payload_bits(port):
     """Width in bits of a stream port's payload."""
-    return len(port.payload.as_value())
+    return len(Value.cast(port.payload))
 
 
 def check_wrappable(design):
-    """``TypeError`` unless ``design`` is a component with ``steps`` and ``results`` stream ports; ``ValueError``
-    where ``steps`` is an array of ports (a two-thread TensorDash tile's): the wrapper feeds one stream."""
+    """``TypeError`` unless ``design`` is a component with ``steps`` (one stream port, or a one-dimensional array of
+    them: a two-thread TensorDash tile's) and ``results`` stream ports."""
     members = getattr(getattr(design, "signature", None), "members", {})
     if "steps" not in members or "results" not in members:
         raise TypeError(f"the design must be a component with 'steps' and 'results' stream ports, not {design!r}")
-    if members["steps"].dimensions:
-        raise ValueError(f"the FPGA wrapper feeds one steps stream; this tile has {members['steps'].dimensions[0]} "
-                         "(threads), not wrapped yet")
+    if len(members["steps"].dimensions) > 1:
+        raise TypeError(f"'steps' must be a stream port or a one-dimensional array of them, not "
+                        f"{members['steps'].dimensions}")
+
+
+def step_ports(design):
+    """The design's ``steps`` stream ports, in order: the port itself, or each of an array's."""
+    return list(design.steps) if design.signature.members["steps"].dimensions else [design.steps]
 
 
 def words_per(bits, word_bits):
@@ -54,10 +59,15 @@ class StreamTop(wiring.Component):
     cycles, so the wrapper is for fitting and timing the design, not for feeding it
     at full rate.
 
+    A design with an array of P ``steps`` ports (a two-thread TensorDash tile's, one
+    per thread) takes each step word-assembled as above with ``ceil(log2 P)`` more bits
+    above the port's payload: the index of the port it goes to. The ports share the
+    assembled payload; only the indexed one sees ``valid``.
+
     Parameters
     ----------
     design : wiring.Component
-        A component with ``steps: In(stream.Signature(...))`` and
+        A component with ``steps: In(stream.Signature(...))`` (or an array of such ports) and
         ``results: Out(stream.Signature(...))``.
     word_bits : int
         W, the width of the pin words (default 16).
@@ -65,7 +75,9 @@ class StreamTop(wiring.Component):
     Attributes
     ----------
     step_words, result_words : int
-        Words per step and per result transfer.
+        Words per step (its payload and port index) and per result transfer.
+    select_bits : int
+        Bits of a step's port index (0 with one ``steps`` port).
 
     Ports
     -----
@@ -81,7 +93,9 @@ class StreamTop(wiring.Component):
         check_wrappable(design)
         self.design = design
         self.word_bits = word_bits
-        self.step_bits = payload_bits(design.steps)
+        ports = step_ports(design)
+        self.select_bits = (len(ports) - 1).bit_length()
+        self.step_bits = payload_bits(ports[0]) + self.select_bits
         self.result_bits = payload_bits(design.results)
         self.step_words = words_per(self.step_bits, word_bits)
         self.result_words = words_per(self.result_bits, word_bits)
@@ -93,11 +107,11 @@ class StreamTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.design = design = self.design
-        self._deserialise(m, design.steps)
+        self._deserialise(m, step_ports(design))
         self._serialise(m, design.results)
         return m
 
-    def _deserialise(self, m, steps):
+    def _deserialise(self, m, ports):
         w, k = self.word_bits, self.step_words
         word, word_valid = Signal(w), Signal()  # the input pins, registered
         m.d.sync += [word.eq(self.rx.payload), word_valid.eq(self.rx.valid & self.rx.ready)]
@@ -112,8 +126,12 @@ class StreamTop(wiring.Component):
         # `valid` is two registers ANDed rather than the count's comparison (a 49-word step's was the first two
         # levels of TensorDash's critical path into its window).
         full, count_next = Signal(), Signal.like(count)
-        m.d.comb += [steps.valid.eq(full & ~taken), steps.payload.as_value().eq(buffer[:self.step_bits])]
-        m.d.sync += taken.eq(steps.valid & steps.ready)
+        payload_end = self.step_bits - self.select_bits
+        select = buffer[payload_end:self.step_bits]
+        for index, port in enumerate(ports):
+            chosen = select == index if len(ports) > 1 else 1
+            m.d.comb += [port.valid.eq(full & ~taken & chosen), Value.cast(port.payload).eq(buffer[:payload_end])]
+        m.d.sync += taken.eq(Cat(port.valid & port.ready for port in ports).any())
         # Each word of the buffer has its own enable, so that no one net reaches every bit of a wide step.
         for index in range(k):
             with m.If(word_valid & slot[index]):
@@ -145,7 +163,7 @@ class StreamTop(wiring.Component):
         load = results.valid & empty
         m.d.comb += results.ready.eq(empty)
         with m.If(load):
-            m.d.sync += [buffer.eq(results.payload.as_value()), remaining.eq(k)]
+            m.d.sync += [buffer.eq(Value.cast(results.payload)), remaining.eq(k)]
         with m.Elif(sending):
             m.d.sync += [buffer.eq(buffer[w:]), remaining.eq(remaining - 1)]
         after = Mux(load, k, remaining - sending)

@@ -4,9 +4,12 @@ import random
 
 import pytest
 import torch
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from dashraker.fpga.wrapper import StreamTop
+from dashraker.fpga.wrapper import StreamTop, payload_bits
 from dashraker.hw.baseline.tile import Tile
 from dashraker.models.numerics import flush_denormal
 from dashraker.sim import codec
@@ -93,3 +96,67 @@ def test_rejects_what_is_not_a_stream_design():
         StreamTop(object())
     with pytest.raises(ValueError, match="word_bits must be a positive integer, not 0"):
         StreamTop(Tile(1, 1, 1, "bf16", 0, "tree"), 0)
+
+
+class _TwoPorts(wiring.Component):
+    """Two ``steps`` ports, as a two-thread tile has, each ready at random; the steps each takes, in order."""
+
+    def __init__(self, bits, seed):
+        self.taken, self._rng = ([], []), random.Random(seed)
+        super().__init__({"steps": In(stream.Signature(bits)).array(2), "results": Out(stream.Signature(8))})
+
+    def elaborate(self, platform):
+        return Module()
+
+
+def test_each_step_goes_to_the_port_its_words_name():
+    """A step's words carry its port's index above its payload: each port gets exactly its steps, in order, the
+    payload bit for bit, under gaps on the pins and a port that is not always ready."""
+    bits, word_bits = 21, 8
+    design = _TwoPorts(bits, seed=3)
+    top = StreamTop(design, word_bits)
+    assert (top.select_bits, top.step_bits, top.step_words) == (1, bits + 1, 3)
+    rng = random.Random(4)
+    sent = [(rng.randrange(2), rng.getrandbits(bits)) for _ in range(40)]
+    words = [((value | port << bits) >> (word_bits * i)) & 0xFF for port, value in sent for i in range(top.step_words)]
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        index = 0
+        for _ in range(3000):
+            offer = index < len(words) and rng.random() < 0.7
+            ctx.set(top.rx.valid, offer)
+            ctx.set(top.rx.payload, words[index] if index < len(words) else 0)
+            ready = [rng.random() < 0.6 for _ in range(2)]
+            for port, go in zip(design.steps, ready):
+                ctx.set(port.ready, go)
+            await ctx.delay(1e-9)
+            assert ctx.get(design.steps[0].valid) + ctx.get(design.steps[1].valid) <= 1
+            for number, port in enumerate(design.steps):
+                if ctx.get(port.valid) and ctx.get(port.ready):
+                    design.taken[number].append(ctx.get(port.payload))
+            took = offer and ctx.get(top.rx.ready)
+            await ctx.tick()
+            index += bool(took)
+            if sum(map(len, design.taken)) == len(sent):
+                return
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert [list(taken) for taken in design.taken] == [[v for p, v in sent if p == n] for n in range(2)]
+
+
+def test_a_two_thread_tensordash_tile_is_wrapped():
+    """The wrapper elaborates around a two-thread tile, a step's port index one bit above its chunk, and drives
+    each thread's port (its routing: the test above)."""
+    from amaranth.back import rtlil
+
+    from dashraker.designs import DESIGNS
+
+    design = DESIGNS["tensordash"]
+    tile = design.tile(design.params(lanes=4, lookahead=1, pattern="(0,0),(1,0),(1,-1),(1,2)", fmt="fp32", threads=2))
+    top = StreamTop(tile, 16)
+    assert top.select_bits == 1 and top.step_bits == payload_bits(tile.steps[0]) + 1
+    text = rtlil.convert(top)
+    assert all(f"steps__{thread}__valid" in text and f"steps__{thread}__payload" in text for thread in (0, 1))

@@ -36,12 +36,6 @@ def test_fpga_refuses_a_design_too_big_for_the_part_before_synthesis(tmp_path, m
     _one_line(capsys, "8 lanes need at least 4,000 LUTs (500 per lane) and ice40-hx1k has 1,280; refused before synthesis")
 
 
-def test_fpga_refuses_a_two_thread_tile_before_synthesis(tmp_path, capsys):
-    assert main(["fpga", "tensordash", "--lanes", "8", "--threads", "2", "--out", str(tmp_path / "f")]) == 2
-    _one_line(capsys, "tensordash: the FPGA wrapper feeds one steps stream; this tile has 2 (threads), not wrapped yet")
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_help_imports_no_heavy_package():
     # issue 18: `dashraker --help` took 3.6-4.9 s because building the parser imported torch
     code = ("import sys; from dashraker.cli import build_parser; build_parser(); "
