@@ -5,7 +5,7 @@ gradient for the first layer), ``--passes`` passes from pass ``--start`` on are 
 RTL (pyverilator) and compared with the golden model and the mapper. Exit status 1 on
 any mismatch.
 
-    .venv/bin/python bench/cosim_trace.py traces/r18 --passes 12 --rows 2 --cols 2 --lanes 8
+    .venv/bin/python bench/cosim_trace.py traces/r18 --passes 12 --rows 2 --cols 2 --lanes 8 [--threads 2]
 """
 
 import argparse
@@ -33,6 +33,7 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=2)
     parser.add_argument("--cols", type=int, default=2)
     parser.add_argument("--lanes", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=1, help="TensorDash's window threads (default 1)")
     parser.add_argument("--build", default="build/cosim")
     args = parser.parse_args(argv)
     trace = open_trace(args.trace)
@@ -42,7 +43,10 @@ def main(argv=None):
     print(f"{trace.path} ({trace.manifest.get('model')}), step {step}, {len(indices)} layers, "
           f"{args.passes} passes per layer and operation from pass {args.start}")
     for design in args.designs.split(","):
-        cosim = Cosim(design, {"rows": args.rows, "cols": args.cols, "lanes": args.lanes}, build_root=args.build)
+        params = {"rows": args.rows, "cols": args.cols, "lanes": args.lanes}
+        if design == "tensordash":
+            params["threads"] = args.threads
+        cosim = Cosim(design, params, build_root=args.build)
         totals = {op: CosimReport(design, "*", op) for op in ("fwd", "bwd_input", "bwd_weight")}
         began = time.perf_counter()
         jobs = [(index, op) for index in indices for op in layer_ops(index, trace.layers[index])]
@@ -53,7 +57,8 @@ def main(argv=None):
             for text in report.problems:
                 tqdm.write(f"{design} {layer.name} {op}: {text}")
         wall = time.perf_counter() - began
-        print(f"\n{design} {args.rows}x{args.cols} tile, {args.lanes} lanes ({wall:.0f} s in all)")
+        threads = f", {args.threads} threads" if "threads" in params else ""
+        print(f"\n{design} {args.rows}x{args.cols} tile, {args.lanes} lanes{threads} ({wall:.0f} s in all)")
         print(f"  {'op':11s} {'passes':>7s} {'output mism.':>12s} {'cycle mism.':>11s} {'timing mism.':>12s} "
               f"{'RTL cycles':>10s} {'mapper cycles':>13s} {'dense steps':>11s} {'cycles/s':>10s}")
         for op, report in totals.items():

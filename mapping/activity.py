@@ -4,7 +4,7 @@ Per instance of the tile (``dashraker area``'s per-instance figures of the same
 configuration; ``dashraker.sim.toggles`` for the toggles), over a co-simulated run:
 
     dynamic = toggles x (own transistors / own net bits) x E_toggle
-    clock   = own flip-flops x simulated cycles x E_clock
+    clock   = own flip-flops x the passes' stream cycles x E_clock
 
 Each net bit of an instance is taken to switch an equal share of the instance's own
 transistors (its cells, submodules apart). Identical instances, which ``dashraker area``
@@ -17,11 +17,12 @@ adder's activity of one toggle per net bit every other operation). A part (a des
 The table-based figure of the same passes comes from the mapper's own cost model
 (``Design.cost``) and ``mapping.engine.energy_pj``, the core's components only (the RTL has
 no buffers or DRAM), with the tile's clocking as the mapper charges it: its flip-flops over the
-passes' cycles at the same ``flip_flop_clock`` (so the two models' clocking is equal, and they
-differ in the rest).
+cycles of the passes' stream (``mapping.engine.spread`` on one tile: their sum, or a two-thread window's
+interleaving) at the same ``flip_flop_clock`` (so the two models' clocking is equal, and they differ in the rest).
 """
 
 import dataclasses
+import functools
 import re
 
 import numpy as np
@@ -29,9 +30,9 @@ import numpy as np
 from dashraker.designs.descriptor import Operands
 from dashraker.hw.verilog import place
 from dashraker.mapping.components import CLOCK, CLOCK_ENTRY, MEMORY, table_entry
-from dashraker.mapping.engine import energy_pj
+from dashraker.mapping.engine import energy_pj, spread
 
-__all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "macs", "Sample", "run_passes",
+__all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "stream_cycles", "macs", "Sample", "run_passes",
            "sample_passes", "synthetic_passes", "calibrated_entries", "activity_ratios",
            "activity_energy_pj", "energy_verdicts"]
 
@@ -113,6 +114,13 @@ def macs(scheduled, partner, rows_used, cols_used):
     return dense, useful
 
 
+def stream_cycles(design, params, cycles):
+    """The cycles of one tile's stream of passes of ``cycles`` (theirs alone, in stream order), as the mapper charges
+    a tile's clocking (``mapping.engine.spread`` on one tile): their sum, or a two-thread window's interleaving."""
+    stream = None if design.cost.stream is None else functools.partial(design.cost.stream, params)
+    return spread(cycles, 1, stream)
+
+
 def table_counts(design, params, scheduled, partner, rows_used, cols_used):
     """The mapper's action counts of passes of equal steps, as ``mapping.engine.map_op`` makes them (a per-row-set
     counter counts once per used partner column)."""
@@ -140,6 +148,7 @@ class Sample:
     op: str
     passes: int = 0
     rtl_cycles: int = 0
+    stream_cycles: int = 0
     sim_cycles: int = 0
     macs: int = 0
     useful_macs: int = 0
@@ -180,6 +189,7 @@ def run_passes(cosim, area, config, groups, layer, op, progress=None, prime=Fals
         dense, useful = macs(scheduled, partner, rows_used, cols_used)
         sample.passes += len(scheduled)
         sample.rtl_cycles += int(np.asarray(run.cycles).sum())
+        sample.stream_cycles += stream_cycles(design, params, run.cycles)
         sample.sim_cycles += run.sim_cycles
         sample.macs += dense
         sample.useful_macs += useful
@@ -189,12 +199,12 @@ def run_passes(cosim, area, config, groups, layer, op, progress=None, prime=Fals
         sample.scheduled_zeros += int(values.size - np.count_nonzero(values))
         if progress is not None:
             progress.update(len(scheduled))
-    # clocking over the passes' own cycles (what the mapper charges): the pipeline's fill and drain at the end of
-    # each call overlaps the next passes in a stream, and is left out
-    energies = instance_energy(area, cosim.toggle_counts(), sample.rtl_cycles, config.energy)
+    # clocking over the passes' stream (what the mapper charges): the pipeline's fill and drain at the end of each
+    # call overlaps the next passes in a stream, and is left out
+    energies = instance_energy(area, cosim.toggle_counts(), sample.stream_cycles, config.energy)
     sample.parts = part_energy(energies, design.area_parts)
     sample.table_pj = {**energy_pj(sample.counts, config),
-                       CLOCK[0]: area["flip_flops"] * sample.rtl_cycles * config.energy.entries[CLOCK_ENTRY]}
+                       CLOCK[0]: area["flip_flops"] * sample.stream_cycles * config.energy.entries[CLOCK_ENTRY]}
     return sample
 
 

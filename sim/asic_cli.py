@@ -238,10 +238,11 @@ def _energy(args, design, params, lib, liberty, record, work, step, config):
             run = gates.run_gate_level(model, rtl, groups, bar)
             energy = gates.gate_energy(model, run, period, lib, design.area_parts)
             rows.append({"layer": layer, "op": op, "passes": run.passes, "pass_cycles": run.pass_cycles,
-                         "sim_cycles": run.sim_cycles, "macs": run.macs, "useful_macs": run.useful_macs,
+                         "stream_cycles": run.stream_cycles, "sim_cycles": run.sim_cycles, "macs": run.macs,
+                         "useful_macs": run.useful_macs,
                          "output_mismatches": run.output_mismatches, "cycle_mismatches": run.cycle_mismatches,
                          "counts": run.counts, "table_core_fj": 1e3 * charged_pj(
-                             run.counts, run.pass_cycles, record["flip_flops"], config.energy.entries, params["fmt"]),
+                             run.counts, run.stream_cycles, record["flip_flops"], config.energy.entries, params["fmt"]),
                          **energy.as_dict()})
     return {"trace": str(args.trace) if args.trace else None, "step": step, "period_ns": period,
             "clock": "given" if args.clock_ns else "timing", "runs": rows}

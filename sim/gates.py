@@ -10,7 +10,7 @@ import numpy as np
 from dashraker.asic.netlist import Netlist, net_name
 from dashraker.asic.power import charge
 from dashraker.asic.synthesis import flat, top_name
-from dashraker.mapping.activity import macs, table_counts
+from dashraker.mapping.activity import macs, stream_cycles, table_counts
 from dashraker.sim.cosim import Cosim
 
 __all__ = ["GateNetlist", "GateRun", "run_gate_level", "gate_energy", "build"]
@@ -33,12 +33,13 @@ class GateNetlist:
 @dataclass
 class GateRun:
     """What a batch of passes did on the netlist: ``passes``, ``pass_cycles`` (the passes' own cycles, as the
-    RTL counts them), ``sim_cycles``, dense ``macs`` and ``useful_macs`` (both operands non-zero), ``mismatches``
+    RTL counts them), ``stream_cycles`` (those of their streams, as the mapper clocks a tile), ``sim_cycles``, dense ``macs`` and ``useful_macs`` (both operands non-zero), ``mismatches``
     (passes whose outputs or cycles differ from the RTL's), ``toggles`` {net bit: count}, ``counts``: the mapper's
     action counts of the same passes (``mapping.activity.table_counts``)."""
 
     passes: int = 0
     pass_cycles: int = 0
+    stream_cycles: int = 0
     sim_cycles: int = 0
     macs: int = 0
     useful_macs: int = 0
@@ -58,6 +59,7 @@ def run_gate_level(gates, rtl, groups, progress=None):
         got, want = gates.run(scheduled, partner), rtl.run(scheduled, partner)
         result.passes += len(scheduled)
         result.pass_cycles += int(np.asarray(got.cycles).sum())
+        result.stream_cycles += stream_cycles(gates.design, gates.params, got.cycles)
         result.sim_cycles += got.sim_cycles
         counts, _ = table_counts(gates.design, gates.params, scheduled, partner, rows_used, cols_used)
         for name, value in counts.items():
@@ -77,8 +79,8 @@ def run_gate_level(gates, rtl, groups, progress=None):
 
 def gate_energy(gates, run, period_ns, library, area_parts):
     """``asic.power.Energy`` of ``run`` (a ``GateRun`` of ``gates``) at ``period_ns``: clock and leakage over the
-    passes' own cycles, as the activity model charges them (a stream's fill and drain overlap other passes)."""
-    return charge(gates.netlist.netlist, run.toggles, run.pass_cycles, period_ns, library, area_parts)
+    passes' stream cycles, as the activity model charges them (a stream's fill and drain overlap other passes)."""
+    return charge(gates.netlist.netlist, run.toggles, run.stream_cycles, period_ns, library, area_parts)
 
 
 def build(design, params, folder, library, liberty, build_root, optimize="-O0", progress=True):

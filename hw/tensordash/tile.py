@@ -131,13 +131,9 @@ class Tile(wiring.Component):
 
     def _pass_cycles(self, m, window):
         """The issued cycle's pass's cycles so far, itself included: one count per thread, the issued thread's."""
-        if self.threads == 1:
-            count = Signal(CYCLE_BITS)
-            with m.If(window.valid):
-                m.d.sync += count.eq(Mux(window.last, 0, count + 1))
-            return (count + 1)[:CYCLE_BITS]
-        counts = [Signal(CYCLE_BITS, name=f"count{thread}") for thread in range(self.threads)]
+        threaded = self.threads > 1
+        counts = [Signal(CYCLE_BITS, name=f"count{thread}" if threaded else "count") for thread in range(self.threads)]
         for thread, count in enumerate(counts):
-            with m.If(window.valid & (window.thread == thread)):
+            with m.If(window.valid & (window.thread == thread) if threaded else window.valid):
                 m.d.sync += count.eq(Mux(window.last, 0, count + 1))
-        return (Mux(window.thread, counts[1], counts[0]) + 1)[:CYCLE_BITS]
+        return ((Mux(window.thread, counts[1], counts[0]) if threaded else counts[0]) + 1)[:CYCLE_BITS]

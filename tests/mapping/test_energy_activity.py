@@ -7,7 +7,7 @@ import yaml
 
 from dashraker.cli import main
 from dashraker.mapping.activity import (Sample, calibrated_entries, instance_energy, macs, part_energy,
-                                        table_counts)
+                                        stream_cycles, table_counts)
 from dashraker.mapping.config import load_config, load_energy_table
 from dashraker.sim.toggles import Toggles
 
@@ -73,6 +73,21 @@ def test_macs_and_table_counts():
     counts, cycles = table_counts(td, params, a, b, np.array([2, 1]), np.array([1, 1]))
     assert counts["mul"] == 2  # the non-zero scheduled values, once per used partner column
     assert cycles.tolist() == td.cost.cycles(params, a, b).tolist()
+
+
+@pytest.mark.parametrize("name, params, expected", [
+    ("baseline", {}, 3 + 4 + 5),
+    ("tensordash", {}, 3 + 4 + 5),
+    # two threads: passes 0 and 2 on thread 0 (8 decisions, ending on cycle 2 x 8 - 2), pass 1 on thread 1 (4, ending
+    # on cycle 2 x 4 - 1): the loop lasts max(2 x 8 - 1, 2 x 4) = 15 cycles, not the passes' 12
+    ("tensordash", {"threads": 2}, 15),
+])
+def test_clocking_is_over_the_stream(name, params, expected):
+    """A tile is clocked for its stream of passes, as the mapper charges it: with two threads, their interleaving."""
+    from dashraker.designs import design
+
+    found = design(name)
+    assert stream_cycles(found, found.params(**params), np.array([3, 4, 5])) == expected
 
 
 def test_calibrated_table_is_read_by_the_mapper(tmp_path):
