@@ -32,8 +32,8 @@ from dashraker.hw.verilog import place
 from dashraker.mapping.components import CLOCK, CLOCK_ENTRY, MEMORY, table_entry
 from dashraker.mapping.engine import energy_pj, spread
 
-__all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "stream_cycles", "macs", "Sample", "run_passes",
-           "sample_passes", "synthetic_passes", "calibrated_entries", "activity_ratios",
+__all__ = ["ACTIVITY_ENTRIES", "instance_energy", "part_energy", "table_counts", "stream_cycles", "macs", "Sample",
+           "run_passes", "sample_passes", "synthetic_passes", "calibrated_entries", "activity_ratios",
            "activity_energy_pj", "energy_verdicts"]
 
 ACTIVITY_ENTRIES = ("transistor_toggle", "flip_flop_clock")

@@ -33,9 +33,10 @@ class GateNetlist:
 @dataclass
 class GateRun:
     """What a batch of passes did on the netlist: ``passes``, ``pass_cycles`` (the passes' own cycles, as the
-    RTL counts them), ``stream_cycles`` (those of their streams, as the mapper clocks a tile), ``sim_cycles``, dense ``macs`` and ``useful_macs`` (both operands non-zero), ``mismatches``
-    (passes whose outputs or cycles differ from the RTL's), ``toggles`` {net bit: count}, ``counts``: the mapper's
-    action counts of the same passes (``mapping.activity.table_counts``)."""
+    RTL counts them), ``stream_cycles`` (those of their streams, as the mapper clocks a tile), ``sim_cycles``, dense
+    ``macs`` and ``useful_macs`` (both operands non-zero), ``mismatches`` (passes whose outputs or cycles differ from
+    the RTL's), ``toggles`` {net bit: count}, ``counts``: the mapper's action counts of the same passes
+    (``mapping.activity.table_counts``)."""
 
     passes: int = 0
     pass_cycles: int = 0
