@@ -349,7 +349,7 @@ def _energy_lines(energy, unparted):
     source = f"trace {energy['trace']} step {energy['step']}" if energy["trace"] else "random dense passes"
     clock = "given" if energy["clock"] == "given" else "the clock the timing allows"
     lines = ["", f"Energy of passes of {source} on the gate-level netlist at {1e3 / energy['period_ns']:,.0f} MHz "
-             f"({clock}; clock and leakage over the passes' own cycles):", "",
+             f"({clock}; clock and leakage over the cycles of the passes' stream):", "",
              "| layer | operation | passes | outputs / cycles as the RTL's | mW | pJ per pass | pJ per MAC slot | "
              "pJ per useful MAC | " + " | ".join(CATEGORIES) + " | the table's core pJ per MAC slot (actions and clocking) |",
              "|---|---|---|---|---|---|---|---|" + "---|" * (len(CATEGORIES) + 1)]
