@@ -26,13 +26,14 @@ SCHEDULER = Parameter(
 # Window threads (SPEC section 3, amended 2026-12-06 and 2026-12-07; models.tensordash.interleave): 2 interleaves two
 # pass streams through one window loop of two cycles per decision (C-slow), each PE an accumulator context per thread
 # (hw.tensordash.Tile); the mapper models its cycles and charges its own silicon. The figures:
-# docs/results/tensordash-scheduler.md (the two-thread tile's size; the cycles a 2-slow window costs).
+# docs/results/tensordash-scheduler.md (the two-thread tile's size and clock; the cycles a 2-slow window costs).
 THREADS = Parameter(
     "threads", 1,
-    "window threads. 2 costs 1.26x the 1x1x8 bf16 tile's transistors (1,170,670 vs 931,064, mostly a second operand "
-    "store) and, at 8 lanes, 1.0016x a ResNet-18 step's cycles (the threads' uneven ends). "
-    "2 buys a window loop cut in two (C-slow: two pass streams, each deciding every other cycle) for a faster clock, "
-    "not measured yet (dnnsim: always 1)",
+    "window threads. 2 costs, at 1x1x8 bf16 on ECP5, 25,495 LUTs and 19,729 flip-flops against 1 thread's 19,985 "
+    "and 14,820 (after synthesis; mostly a second operand store), 1.13x the packaged 4x4x16 tile's area on "
+    "Nangate45 and 1.0015x a ResNet-18 step's cycles. 2 buys that tile's clock: 571 MHz on Nangate45 against 1 "
+    "thread's 559 (the tree baseline's 574), bound by the accumulator, not the window; on ECP5 no clock gained "
+    "(1x1x8: placed at 70 MHz, not routed) (dnnsim: always 1)",
     choices=(1, 2))
 
 
