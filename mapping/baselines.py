@@ -13,7 +13,7 @@ from dashraker.designs import DESIGNS, reference
 from dashraker.designs.baseline import BASELINES
 from dashraker.mapping.accountings import SCENARIOS
 
-__all__ = ["BASELINES", "claims", "configure", "resolve", "summary", "figures"]
+__all__ = ["BASELINES", "claims", "configure", "resolve", "summary", "accountings", "requests", "figures"]
 
 
 def claims():
@@ -84,22 +84,28 @@ def summary(resolved):
     return out
 
 
+def accountings(resolved):
+    """Every (baseline, silicon model, its entry, claim's accounting, tiles) that ``figures`` maps."""
+    scenarios = list(dict.fromkeys(scenario for _, _, scenario in claims()))
+    for name, by_model in resolved.items():
+        if not isinstance(by_model, str):
+            for model, entry in by_model.items():
+                for scenario in scenarios:
+                    yield name, model, entry, scenario, entry["tiles"][scenario.scope]
+
+
+def requests(resolved):
+    """What ``figures`` maps, as ``(tiles, compression, configurations)``, for one run of them all beforehand."""
+    return [(tiles, scenario.compression, entry["configs"]) for _, _, entry, scenario, tiles in accountings(resolved)]
+
+
 def figures(resolved, rows, whole, bootstrap):
     """Per baseline, per silicon model, per claim's accounting: every design's figures against that baseline
     (``whole(scenario, rows, configs, tiles, reference, bootstrap)``, of the rows ``rows(tiles, compression, label,
     configs)`` maps)."""
-    scenarios = list(dict.fromkeys(scenario for _, _, scenario in claims()))
     out = {}
-    for name, by_model in resolved.items():
-        if isinstance(by_model, str):
-            continue
-        out[name] = {}
-        for model, entry in by_model.items():
-            by_name = {c.design.name: c for c in entry["configs"]}
-            out[name][model] = {}
-            for scenario in scenarios:
-                tiles = entry["tiles"][scenario.scope]
-                mapped = rows(tiles, scenario.compression, f"{scenario.label}, the {name} baseline, {model}",
-                              entry["configs"])
-                out[name][model][scenario.key] = whole(scenario, mapped, by_name, tiles, reference().name, bootstrap)
+    for name, model, entry, scenario, tiles in accountings(resolved):
+        mapped = rows(tiles, scenario.compression, f"{scenario.label}, the {name} baseline, {model}", entry["configs"])
+        out.setdefault(name, {}).setdefault(model, {})[scenario.key] = whole(
+            scenario, mapped, {c.design.name: c for c in entry["configs"]}, tiles, reference().name, bootstrap)
     return out

@@ -24,7 +24,7 @@ from dashraker.mapping import memory, silicon
 from dashraker.mapping.components import MEMORY, STATIC, components
 from dashraker.mapping.dataflow import operands, plan, problem_passes
 
-__all__ = ["spread", "map_op", "energy_pj"]
+__all__ = ["spread", "map_op", "energy_pj", "evaluation_key"]
 
 
 def spread(pass_cycles, tiles, stream=None):
@@ -210,7 +210,9 @@ def cycle_breakdown(config, counts, pass_cycles, cycles, fill):
 def map_op(config, layer, tensors, op, plans=None, weight_share=1.0):
     """Map one operation of one layer on ``config``'s design and on the dense baseline of the same array.
 
-    ``plans`` (a dict) caches the converted tensors and the operation's plans across operations and designs;
+    ``plans`` (a dict) caches the converted tensors, the operation's plans and its passes' evaluation across
+    operations and configurations (those differing only in what comes after the passes, such as tiles, clock, memory
+    or silicon, share one evaluation);
     ``weight_share``: the share of the weights' DRAM traffic charged (``memory.traffic``; below 1 for one group of a
     batch's samples, ``runner.group_samples``).
     Returns a dict of figures (see docs/guides/cli-map.md).
@@ -220,10 +222,10 @@ def map_op(config, layer, tensors, op, plans=None, weight_share=1.0):
         raise ValueError(f"{config.design.name}: clock_mhz: {config.clock_source} comes from the tiles' timing: "
                          "resolve the configuration first (mapping.silicon.resolve_all)")
     op_plan = _cached_plan(config, layer, tensors, op, plans)
-    arrays, dense, counts, set_bytes = _pass_arrays(config, op_plan)
+    arrays, dense, counts = _cached_passes(config, op_plan, plans)
     value_bits = 8 * _value_bytes(config)
     counts.update(config.design.cost.pass_counts(config.params, arrays, value_bits))
-    compressed = _compressed(config, plans, op_plan, set_bytes) if config.memory.compression == "zvc" else None
+    compressed = _compressed(config, plans, op_plan) if config.memory.compression == "zvc" else None
     traffic = memory.traffic(config, op_plan, arrays, compressed, weight_share)
     baseline_counts = {**reference().cost.pass_counts(silicon.reference_params(config), dense, value_bits),
                        **traffic.counts}
@@ -255,38 +257,60 @@ def _value_bytes(config):
     return 2 if config.fmt == "bf16" else 4
 
 
+def evaluation_key(config):
+    """What an operation's passes and their evaluation depend on besides the operation (``_cached_passes``):
+    configurations with equal keys share them."""
+    return (config.lanes, config.fmt, config.rounding, config.dataflow, config.design.name,
+            repr(sorted(config.params.items())), config.device)
+
+
+def _plan_key(config, op):
+    return op, config.lanes, config.fmt, config.rounding, config.dataflow
+
+
 def _cached_plan(config, layer, tensors, op, plans):
     """The operation's plan on ``config``'s lanes, format and dataflow, from ``plans`` or made and kept there."""
     fmt = (config.fmt, config.rounding)
     if fmt not in plans:
         plans[fmt] = operands(layer, tensors, *fmt)
-    key = (op, config.lanes, *fmt, config.dataflow)
+    key = _plan_key(config, op)
     if key not in plans:
         plans[key] = plan(layer, tensors, op, config.lanes, *fmt, arrays=plans[fmt], dataflow=config.dataflow)
     return plans[key]
 
 
+def _cached_passes(config, op_plan, plans):
+    """``_pass_arrays`` of the operation on ``config``, from ``plans`` or made and kept there: it depends on the plan,
+    the design and its parameters and where the cost model runs alone. The counts are a copy, for the caller to add
+    to."""
+    key = ("passes", _plan_key(config, op_plan.op), *evaluation_key(config))
+    if key not in plans:
+        plans[key] = _pass_arrays(config, op_plan)
+    arrays, dense, counts = plans[key]
+    return arrays, dense, dict(counts)
+
+
+def _set_indices(problem, config):
+    """The row set and column set of each of a problem's passes on ``config``'s array, column sets innermost."""
+    col_sets = problem.cols.num_sets(config.cols)
+    return np.divmod(np.arange(problem.rows.num_sets(config.rows) * col_sets), col_sets)
+
+
 def _pass_arrays(config, op_plan):
-    """Every pass of the operation on the design and on the dense baseline (``_Passes.arrays``), the action counts
-    of the cost model's evaluation, and (ZVC) the compressed bytes of each pass's row and column sets."""
+    """Every pass of the operation on the design and on the dense baseline (``_Passes.arrays``) and the action counts
+    of the cost model's evaluation."""
     design_passes, dense_passes = _Passes(), _Passes()
     counts = dict.fromkeys(components(), 0)
     evaluates = config.design.cost.operands is not Operands.NONE
     per_problem = _evaluate(op_plan.problems, config) if evaluates else [None] * len(op_plan.problems)
     carried = _dnnsim_carried(config, op_plan)
-    zvc = config.memory.compression == "zvc"
-    set_bytes = {"row_bytes": [], "col_bytes": []}
     for problem, evaluated in zip(op_plan.problems, per_problem):
-        row_sets, col_sets = problem.rows.num_sets(config.rows), problem.cols.num_sets(config.cols)
-        row_set, col_set = np.divmod(np.arange(row_sets * col_sets), col_sets)
+        row_set, col_set = _set_indices(problem, config)
         rows, cols = problem.rows.used(config.rows, row_set), problem.cols.used(config.cols, col_set)
         cycles = problem.steps if evaluated is None else _problem_cycles(config, problem, evaluated, carried, counts)
         design_passes.add(cycles, problem.steps, rows, cols, row_set, col_set)
-        if zvc:
-            set_bytes["row_bytes"].append(_set_bytes(problem.rows, config.rows, _value_bytes(config))[row_set])
-            set_bytes["col_bytes"].append(_set_bytes(problem.cols, config.cols, _value_bytes(config))[col_set])
         dense_passes.add(problem.steps, problem.steps, rows, cols, row_set, col_set)
-    return design_passes.arrays(), dense_passes.arrays(), counts, set_bytes
+    return design_passes.arrays(), dense_passes.arrays(), counts
 
 
 def _problem_cycles(config, problem, evaluated, carried, counts):
@@ -302,8 +326,14 @@ def _problem_cycles(config, problem, evaluated, carried, counts):
     return cycles
 
 
-def _compressed(config, plans, op_plan, set_bytes):
-    """ZVC: the compressed bytes of every pass's row and column sets and of the two operand tensors."""
+def _compressed(config, plans, op_plan):
+    """ZVC: the compressed bytes of every pass's row and column sets (in ``_pass_arrays``' order) and of the two
+    operand tensors."""
+    set_bytes = {"row_bytes": [], "col_bytes": []}
+    for problem in op_plan.problems:
+        row_set, col_set = _set_indices(problem, config)
+        set_bytes["row_bytes"].append(_set_bytes(problem.rows, config.rows, _value_bytes(config))[row_set])
+        set_bytes["col_bytes"].append(_set_bytes(problem.cols, config.cols, _value_bytes(config))[col_set])
     compressed = {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in set_bytes.items()}
     compressed["operand_bytes"] = [_tensor_bytes(plans, (config.fmt, config.rounding), name, _value_bytes(config))
                                    for name in (op_plan.scheduled, op_plan.partner)]

@@ -11,10 +11,10 @@ from dashraker.progress import stage
 
 from dashraker.mapping import executors
 from dashraker.mapping.dataflow import OPS, check_dataflow, conv_geometry
-from dashraker.mapping.engine import map_op
+from dashraker.mapping.engine import evaluation_key, map_op
 
 __all__ = ["default_jobs", "estimate_seconds", "layer_macs", "layer_ops", "group_samples", "map_layer", "check_mappable",
-           "map_trace", "totals", "trace_work"]
+           "configs_work", "map_each", "map_trace", "totals", "trace_work"]
 
 
 def layer_ops(index, layer=None):
@@ -73,9 +73,10 @@ SECONDS_PER_WORK = 1.6e-9
 
 
 def _map_task(trace, configs, task):
-    """One (step, layer, operation, group of samples, groups) task: its rows on every configuration."""
+    """One (step, layer, operation, group of samples, groups) task: its rows on every configuration, each with the
+    configuration's index in ``configs``."""
     step, index, op, group, groups = task
-    return map_layer(trace, configs, step, index, [op], group, groups)
+    return list(enumerate(map_layer(trace, configs, step, index, [op], group, groups)))
 
 
 def layer_macs(layer):
@@ -91,6 +92,12 @@ def estimate_seconds(work, jobs=1):
     ``SECONDS_PER_WORK`` CPU seconds per unit (an average of the designs; the dense baseline maps faster, the
     term-serial FPRaker slower)."""
     return work * SECONDS_PER_WORK / max(jobs, 1)
+
+
+def configs_work(work, configs):
+    """The mapping work of ``work`` (``trace_work``) on ``configs``: one unit per evaluation they do not share
+    (``engine.evaluation_key``); what they do not share beyond it is cheap next to it."""
+    return work * len({evaluation_key(config) for config in configs})
 
 
 def trace_work(trace, steps=None):
@@ -124,7 +131,17 @@ def check_mappable(trace, configs, steps=None, skip_unsupported=False):
 
 def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, dask=None, skip_unsupported=False,
               groups=1):
-    """Map every layer of the trace's ``steps`` (default: all) on each configuration; rows in trace order.
+    """``map_each``'s rows, one configuration's after another's."""
+    return [row for rows in map_each(trace_path, configs, steps, jobs, progress, dask, skip_unsupported, groups)
+            for row in rows]
+
+
+def map_each(trace_path, configs, steps=None, jobs=None, progress=True, dask=None, skip_unsupported=False,
+             groups=1):
+    """Map every layer of the trace's ``steps`` (default: all) on each configuration; per configuration (in the
+    order of ``configs``, which may hold a design more than once, as a sweep's points do), its rows in trace order.
+    The configurations share each task's loaded tensors, plans and, where only what comes after the passes differs
+    (tiles, clock, memory, silicon), the cost model's evaluation (``engine.map_op``).
 
     ``groups`` > 1 maps each step's recorded samples as that many batches of consecutive samples
     (``group_samples``; rows carry their ``group``), for ``mapping.intervals`` to resample.
@@ -151,12 +168,12 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, dask=No
         key=lambda task: -layer_macs(trace.layers[task[1]]),
     )
     gpu = any(config.device != "cpu" for config in configs)
-    work = sum(layer_macs(trace.layers[task[1]]) for task in tasks) * len(configs) // groups
+    work = configs_work(sum(layer_macs(trace.layers[task[1]]) for task in tasks) // groups, configs)
     if dask is None:
         jobs = min(jobs or (1 if gpu else default_jobs(work, len(os.sched_getaffinity(0)))), len(tasks))
     where = f"on the cluster {dask}" if dask is not None else f"on {jobs} process{'es' * (jobs > 1)}"
     stage(f"map {Path(trace_path).name}: {len(tasks)} operations x {len(configs)} configuration"
-          f"{'s' * (len(configs) > 1)} ({', '.join(c.design.name for c in configs)}) {where}",
+          f"{'s' * (len(configs) > 1)} ({', '.join(dict.fromkeys(c.design.name for c in configs))}) {where}",
           estimate_seconds(work, 1 if dask is not None else jobs))
     with progress_bar(total=len(tasks), desc="map", unit="op", disable=not progress) as bar:
         if dask is not None:
@@ -168,9 +185,10 @@ def map_trace(trace_path, configs, steps=None, jobs=None, progress=True, dask=No
         else:  # the smallest task here first: the workers forked after it inherit the kernels it loaded
             results = executors.in_process(_map_task, trace, configs, tasks[-1:], bar)
             results += executors.on_local_workers(_map_task, trace_path, configs, tasks[:-1], jobs, bar)
-    design_order = {config.design.name: k for k, config in enumerate(configs)}
-    return sorted(results, key=lambda r: (design_order[r["design"]], r["step"], r["layer_index"], OPS.index(r["op"]),
-                                          r["group"]))
+    each = [[] for _ in configs]
+    for k, row in results:
+        each[k].append(row)
+    return [sorted(rows, key=lambda r: (r["step"], r["layer_index"], OPS.index(r["op"]), r["group"])) for rows in each]
 
 
 def _sum(rows, fields):

@@ -186,31 +186,40 @@ def _mapper(trace, configs, steps, jobs, dask, progress, groups):
     ``groups`` groups) for every one of the ``designs``' configurations at ``tiles[design]`` tiles, each (design, its
     parameters, tiles, compression) mapped once, whichever accounting, silicon model or reference asks (leakage is
     charged again by ``scenario_figures``; the study reads a design's own figures alone, which do not depend on the
-    reference)."""
+    reference). ``rows.fetch(requests, label)`` maps every ``(tiles, compression, designs)`` of ``requests`` in one
+    run, where they share their evaluation (``runner.map_each``)."""
     from dashraker.mapping.executors import ClusterError
-    from dashraker.mapping.runner import map_trace
+    from dashraker.mapping.runner import map_each
     from dashraker.trace import TraceError
 
     done = {}  # (design, parameters, tiles, compression) -> rows
 
-    def key(config, tiles, compression):
-        return config.design.name, repr(sorted(config.params.items())), tiles[config.design.name], compression
+    def key(config):
+        return config.design.name, repr(sorted(config.params.items())), config.tiles, config.memory.compression
 
-    def rows(tiles, compression, label, designs=configs):
-        todo = [dataclasses.replace(c, tiles=tiles[c.design.name],
-                                    memory=dataclasses.replace(c.memory, compression=compression))
-                for c in designs if key(c, tiles, compression) not in done]
+    def at(tiles, compression, designs):
+        return [dataclasses.replace(c, tiles=tiles[c.design.name],
+                                    memory=dataclasses.replace(c.memory, compression=compression)) for c in designs]
+
+    def fetch(requests, label):
+        todo = {}
+        for tiles, compression, designs in requests:
+            todo.update((key(c), c) for c in at(tiles, compression, designs) if key(c) not in done)
         if todo:
             if progress:
-                print(f"study {trace}: {label}: mapping {', '.join(c.design.name for c in todo)}", flush=True)
+                print(f"study {trace}: {label}: mapping {len(todo)} configurations of "
+                      f"{', '.join(dict.fromkeys(c.design.name for c in todo.values()))}", flush=True)
             try:
-                mapped = map_trace(trace, todo, steps, jobs, progress, dask, groups=groups)
+                mapped = map_each(trace, list(todo.values()), steps, jobs, progress, dask, groups=groups)
             except (TraceError, ValueError, ClusterError) as error:
                 raise CliError(str(error)) from None
-            for config in todo:
-                done[key(config, tiles, compression)] = [row for row in mapped if row["design"] == config.design.name]
-        return [row for c in designs for row in done[key(c, tiles, compression)]]
+            done.update(zip(todo, mapped))
 
+    def rows(tiles, compression, label, designs=configs):
+        fetch([(tiles, compression, designs)], label)
+        return [row for c in at(tiles, compression, designs) for row in done[key(c)]]
+
+    rows.fetch = fetch
     return rows
 
 
@@ -297,6 +306,8 @@ def _trace_figures(trace, configured, tiles, ref, steps, jobs, dask, progress, g
     opened = open_trace(trace)
     manifest = opened.manifest
     rows = _mapper(trace, mapped, steps, jobs, dask, progress, groups)
+    rows.fetch([(tiles[model][_tiles_of(s)], s.compression, mapped) for model in models for s in (*SCENARIOS, CREDITED)]
+               + baselines.requests(against), "every accounting")
     equal = rows(tiles[next(iter(models))]["equal"], "none", "configured tiles")
     bootstrap = Intervals(sorted({(row["step"], row["group"]) for row in equal}), level=level)
     scenarios = {}
@@ -304,7 +315,7 @@ def _trace_figures(trace, configured, tiles, ref, steps, jobs, dask, progress, g
         by_name, counts = {c.design.name: c for c in resolved}, tiles[model]
         figures = {}
         for s in SCENARIOS:
-            chosen = counts["equal" if s.tiles == "equal" else s.scope]
+            chosen = counts[_tiles_of(s)]
             figures[s.key] = accounting(s, rows(chosen, s.compression, f"{s.label}, {model}"), by_name, chosen, ref,
                                         bootstrap)
         credited = [r for r in rows(counts["equal"], "zvc", CREDITED.label) if r["design"] != ref]
@@ -324,6 +335,11 @@ def _trace_figures(trace, configured, tiles, ref, steps, jobs, dask, progress, g
             "scenarios": scenarios, "baselines": baselines.figures(against, rows, whole, bootstrap),
             "cycle_breakdown": {k: v for k, v in breakdown.items() if v},
             "unrecorded_layers": [{"name": name, "type": kind} for name, kind in opened.unrecorded]}
+
+
+def _tiles_of(scenario):
+    """The key of a silicon model's tile counts (``_tile_counts``) that ``scenario`` maps at."""
+    return "equal" if scenario.tiles == "equal" else scenario.scope
 
 
 def _area(config, scope, tiles):

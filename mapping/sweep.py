@@ -12,7 +12,6 @@ import dataclasses
 import io
 import itertools
 import math
-import time
 from pathlib import Path
 
 from dashraker.errors import CliError
@@ -42,14 +41,12 @@ class Axis:
 @dataclasses.dataclass
 class Point:
     """One point: its ``overrides`` (field -> value), its configurations (one per design, silicon resolved once
-    mapped), and once mapped its ``rows`` (as ``map_trace`` returns them), ``totals`` (``runner.totals``) and the
-    wall ``seconds`` it took."""
+    mapped), and once mapped its ``rows`` (as ``map_trace`` returns them) and ``totals`` (``runner.totals``)."""
 
     overrides: dict
     configs: list
     rows: list = None
     totals: dict = None
-    seconds: float = None
 
 
 def _split(text):
@@ -134,7 +131,7 @@ def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device=
          base=None):
     """Every point of the sweep, built and checked, before any mapping: ``SweepError`` for no axis, an axis given
     twice, a value a field refuses, or more points than ``max_points`` (its estimated mapping time said)."""
-    from dashraker.mapping.runner import estimate_seconds, trace_work
+    from dashraker.mapping.runner import configs_work, estimate_seconds, trace_work
     from dashraker.progress import duration
     from dashraker.trace import TraceError, open_trace
 
@@ -150,7 +147,7 @@ def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device=
         work = trace_work(open_trace(trace), steps)
     except (TraceError, ValueError) as error:
         raise SweepError(str(error)) from None
-    total = work * sum(len(point.configs) for point in built)
+    total = configs_work(work, [c for point in built for c in point.configs])
     if len(built) > max_points:
         shape = " x ".join(str(len(a.values)) for a in axes) if grid else " + ".join(str(len(a.values)) for a in axes)
         raise SweepError(f"{'--grid' if grid else '--one-at-a-time'}: {shape} = {len(built)} points (about "
@@ -170,7 +167,7 @@ def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None
     silicon caches; ``base``: overrides every point shares (field -> value). Raises ``SweepError`` before any
     mapping for bad input."""
     from dashraker.mapping import silicon
-    from dashraker.mapping.runner import map_trace, totals
+    from dashraker.mapping.runner import map_each, totals
     from dashraker.progress import stage
 
     axes = [*(axes.items() if isinstance(axes, dict) else axes or ()),
@@ -182,13 +179,12 @@ def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None
     built, seconds = plan(trace, axes, grid, designs, config, steps, device, max_points, base)
     silicon.check_tools([c for point in built for c in point.configs])
     stage(f"sweep {Path(trace).name}: {len(built)} points", seconds / (jobs or 1))
-    for k, point in enumerate(built, 1):
-        stage(f"sweep point {k}/{len(built)}: {_shown(point.overrides)}")
-        start = time.perf_counter()
+    for point in built:
         point.configs = silicon.resolve_all(point.configs, area_cache, progress, jobs, asic_cache)
-        point.rows = map_trace(trace, point.configs, steps, jobs, progress, dask)
+    every = map_each(trace, [c for point in built for c in point.configs], steps, jobs, progress, dask)
+    for point in built:
+        point.rows = [row for _ in point.configs for row in every.pop(0)]
         point.totals = totals(point.rows)
-        point.seconds = round(time.perf_counter() - start, 1)
     return built
 
 
@@ -385,7 +381,7 @@ def run(args):
             write_table(staging / TABLE, rows)
             save_json(staging / "sweep.json", {"trace": str(args.trace), "mode": "grid" if args.grid else
                                                "one-at-a-time", "axes": {a.key: list(a.values) for a in axes},
-                                               "points": [{"overrides": p.overrides, "seconds": p.seconds,
+                                               "points": [{"overrides": p.overrides,
                                                            "configs": [c.as_dict() for c in p.configs]}
                                                           for p in built], "table": rows})
             names = [TABLE, "sweep.json", *plot_axes(staging, _tagged(rows, built, axes, args.grid), axes, args.grid)]

@@ -9,7 +9,7 @@ import yaml
 
 from dashraker.cli import main
 from dashraker.mapping.config import ConfigError, apply_overrides, load_config
-from dashraker.mapping.runner import map_trace, totals
+from dashraker.mapping.runner import map_each, map_trace, totals
 from dashraker.mapping.sweep import SweepError, sweep
 
 
@@ -95,6 +95,19 @@ def test_points_are_single_maps(two_steps, tmp_path, capsys):
         assert int(row["cycles"]) == total["cycles"]
     for name in ("sweep_memory_dram_gbps", "sweep_tiles"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG" and b"<svg" in (out / f"{name}.svg").read_bytes()
+
+
+def test_configurations_sharing_an_evaluation_map_as_each_alone(two_steps):
+    """Configurations mapped together share their passes' evaluation where only tiles, compression or clock differ
+    (a design twice, as a sweep's points): each one's rows are those of its map alone, on workers as in-process."""
+    configs = [load_config(None, name) for name in ("tensordash", "fpraker")]
+    configs += [apply_overrides(c, {"tiles": 3, "memory.compression": "zvc", "clock_mhz": 700}) for c in configs]
+    together = map_each(two_steps, configs, jobs=2, progress=False)
+    assert [len(rows) for rows in together] == [len(together[0])] * 4
+    for config, rows in zip(configs, together):
+        alone = map_trace(two_steps, [config], jobs=1, progress=False)
+        assert json.loads(json.dumps(rows)) == json.loads(json.dumps(alone))
+    assert together[0][0]["cycles"] != together[2][0]["cycles"]  # the tiles moved it: a point of its own
 
 
 def test_totals_move_with_dram_bandwidth(two_steps):
