@@ -91,10 +91,12 @@ def _verdicts(point, reference):
 
 
 def sensitivity(trace, config=None, steps=None, jobs=None, dask=None, progress=True, area_cache="build/area",
-                asic_cache="build/asic", base=None):
+                asic_cache="build/asic", base=None, groups=1):
     """The verdicts of every design on ``trace`` as configured and at each end of each assumption's range; ``base``:
-    overrides of every point (the study's area scope). Returns ``{"trace", "reference", "base": {design: {verdict: value}},
-    "assumptions": [{"name", "key", "low", "high", "source", "figures": {design: {verdict: {"low", "high"}}}}]}``."""
+    overrides of every point (the study's area scope); ``groups``: each step's samples mapped as that many batches,
+    as the study maps them (a group is a batch of its own: its figures are not the whole batch's). Returns
+    ``{"trace", "groups", "reference", "base": {design: {verdict: value}}, "assumptions": [{"name", "key", "low",
+    "high", "source", "figures": {design: {verdict: {"low", "high"}}}}]}``."""
     from dashraker.designs import DESIGNS, reference
     from dashraker.mapping.config import apply_overrides, field_value, load_config
     from dashraker.mapping.sweep import sweep
@@ -111,10 +113,10 @@ def sensitivity(trace, config=None, steps=None, jobs=None, dask=None, progress=T
         axes[first].insert(0, field_value(configured, first))  # the configuration as it is
         built = sweep(trace, axes, designs=list(DESIGNS), config=config, steps=steps, jobs=jobs, dask=dask,
                       progress=progress, area_cache=area_cache, asic_cache=asic_cache, base=base,
-                      max_points=2 * len(ASSUMPTIONS) + 1)
+                      max_points=2 * len(ASSUMPTIONS) + 1, groups=groups)
     by_point = {next(iter(point.overrides.items())): _verdicts(point, ref) for point in built}
     at_base = by_point[first, axes[first][0]]
-    result = {"trace": str(trace), "reference": ref, "base": at_base, "assumptions": []}
+    result = {"trace": str(trace), "groups": groups, "reference": ref, "base": at_base, "assumptions": []}
     for assumption, ((low, high), key, values) in ranges.items():
         at = [at_base if value is None else by_point[key, value] for value in values]
         figures = {design: {verdict: {"low": at[0][design][verdict], "high": at[1][design][verdict]}
@@ -124,9 +126,9 @@ def sensitivity(trace, config=None, steps=None, jobs=None, dask=None, progress=T
     return result
 
 
-def for_study(args, steps):
-    """The sensitivity of the study's first trace with the study's options (``args``), at compute scope; a
-    ``CliError`` for what the sweep refuses."""
+def for_study(args, steps, groups):
+    """The sensitivity of the study's first trace with the study's options (``args``), at compute scope, its samples
+    in the study's ``groups``; a ``CliError`` for what the sweep refuses."""
     from dashraker.errors import CliError
     from dashraker.mapping.silicon import SiliconError
     from dashraker.mapping.sweep import SweepError
@@ -134,7 +136,7 @@ def for_study(args, steps):
     base = {"area_scope": "compute", **({"area_estimate": args.area_estimate} if args.area_estimate else {})}
     try:
         return sensitivity(args.traces[0], args.config, steps, args.jobs, args.dask, not args.no_progress,
-                           args.area_cache, args.asic_cache, base)
+                           args.area_cache, args.asic_cache, base, groups)
     except (SweepError, SiliconError, ValueError) as error:
         raise CliError(f"sensitivity: {error}") from None
 
@@ -148,7 +150,8 @@ def report_lines(result):
     lines = ["## Sensitivity", "",
              f"Trace `{result['trace']}`. Each deciding assumption moved alone over its range, the rest as configured; "
              f"each verdict against the {result['reference']} design at the same point (equal lanes, compute scope, "
-             "with leakage):", "",
+             f"with leakage), each step's samples mapped {_grouping(result['groups'])} as the study's accountings "
+             "are:", "",
              "| assumption | low | high | source |", "|---|---|---|---|"]
     lines += [f"| {a['name']} | {_text(a['low'])} | {_text(a['high'])} | {a['source']} |"
               for a in result["assumptions"]]
@@ -162,6 +165,10 @@ def report_lines(result):
                              f"{f['high']:.2f}x | {_spread(a, design, verdict):.2f}x |")
     lines += ["", f"![how far each assumption moves each verdict]({PLOTS[0]})", ""]
     return lines
+
+
+def _grouping(groups):
+    return "as one batch" if groups == 1 else f"as {groups} batches of their own"
 
 
 def _spread(assumption, design, verdict):

@@ -146,7 +146,7 @@ def run(args):
         if args.sensitivity:
             from dashraker.mapping import sensitivity
 
-            result["sensitivity"] = sensitivity.for_study(args, steps)
+            result["sensitivity"] = sensitivity.for_study(args, steps, _groups(args.traces[:1], args.group_size)[0])
             text += "\n" + "\n".join(sensitivity.report_lines(result["sensitivity"]))
         with out.staging() as staging:
             from dashraker.outputs import atomic_write

@@ -158,14 +158,14 @@ def plan(trace, axes, grid=False, designs=None, config=None, steps=None, device=
 
 def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None, jobs=None, dask=None,
           progress=True, device="cpu", area_cache="build/area", asic_cache="build/asic", max_points=MAX_POINTS,
-          base=None, **overrides):
+          base=None, groups=1, **overrides):
     """Map ``trace`` at every point of the sweep; returns the mapped ``Point`` s.
 
     ``axes``: ``Axis`` es, or a dict field -> values; keyword ``overrides`` add axes, ``__`` for the dots
     (``memory__dram_gbps=[25.6, 400]``). The other arguments are ``map``'s: ``designs`` (names; default the
     configuration's), the configuration file ``config``, ``steps``, ``jobs`` or the Dask scheduler at ``dask``, the
-    silicon caches; ``base``: overrides every point shares (field -> value). Raises ``SweepError`` before any
-    mapping for bad input."""
+    silicon caches, ``groups`` (each step's samples mapped as that many batches: ``runner.map_trace``); ``base``:
+    overrides every point shares (field -> value). Raises ``SweepError`` before any mapping for bad input."""
     from dashraker.mapping import silicon
     from dashraker.mapping.runner import map_each, totals
     from dashraker.progress import stage
@@ -181,7 +181,7 @@ def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None
     stage(f"sweep {Path(trace).name}: {len(built)} points", seconds / (jobs or 1))
     for point in built:
         point.configs = silicon.resolve_all(point.configs, area_cache, progress, jobs, asic_cache)
-    every = map_each(trace, [c for point in built for c in point.configs], steps, jobs, progress, dask)
+    every = map_each(trace, [c for point in built for c in point.configs], steps, jobs, progress, dask, groups=groups)
     for point in built:
         point.rows = [row for _ in point.configs for row in every.pop(0)]
         point.totals = totals(point.rows)

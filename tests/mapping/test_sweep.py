@@ -198,3 +198,24 @@ def test_sensitivity_moves_each_verdict_as_single_maps_do(two_steps, tmp_path):
     assert lines[0] == "## Sensitivity" and any("| fpraker | speedup (time) |" in line for line in lines)
     sensitivity.plot(tmp_path / "sensitivity.png", result)
     assert (tmp_path / "sensitivity.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "sensitivity.svg").exists()
+
+
+def test_sensitivity_maps_the_samples_in_the_studys_groups(tmp_path):
+    """With the study's groups, the sensitivity's configured verdict is the grouped map's (each group a batch of its
+    own), so the report's sections agree; the study passes its groups of the first trace."""
+    import argparse
+
+    from dashraker.mapping import sensitivity
+    from dashraker.trace import record
+
+    trace = record("mlp", "digits", steps=[1], samples=2, out=tmp_path / "mlp", progress=False, threads=1)
+    grouped = sensitivity.sensitivity(trace, jobs=1, progress=False, base={"area_scope": "compute"}, groups=2)
+    configs = [apply_overrides(load_config(None, name), {"area_scope": "compute"}) for name in ("baseline", "fpraker")]
+    mapped = totals(map_trace(trace, configs, jobs=1, progress=False, groups=2))
+    assert grouped["groups"] == 2 and grouped["base"]["fpraker"]["time_speedup"] == pytest.approx(
+        mapped["baseline", "all"]["time_s"] / mapped["fpraker", "all"]["time_s"])
+    whole = totals(map_trace(trace, configs, jobs=1, progress=False))
+    assert whole["fpraker", "all"]["time_s"] != mapped["fpraker", "all"]["time_s"]  # the groups are batches of one
+    args = argparse.Namespace(traces=[trace], config=None, jobs=1, dask=None, no_progress=True, area_estimate=None,
+                              area_cache="build/area", asic_cache="build/asic")
+    assert sensitivity.for_study(args, [1], 2)["base"] == grouped["base"]
