@@ -18,11 +18,12 @@ from dashraker.errors import CliError
 from dashraker.outputs import path_argument
 
 __all__ = ["Axis", "Point", "SweepError", "MAX_POINTS", "parse_axis", "points", "plan", "sweep", "table",
-           "write_table", "plot_axes", "register", "run"]
+           "write_table", "write_parquet", "plot_axes", "register", "run"]
 
 MAX_POINTS = 64  # points a sweep maps unless --max-points says more (each is a whole map of the trace)
 DESIGN = "design"  # the axis of the designs compared: each point maps one (or several, "a+b") of them
 TABLE = "sweep.csv"
+PARQUET = "sweep.parquet"  # the same table for dataframe tools (pandas, Polars, DuckDB, Arrow)
 METRICS = {"speedup": "speedup (cycles)", "time_speedup": "speedup (time)", "energy_efficiency": "energy efficiency"}
 
 
@@ -236,6 +237,28 @@ def write_table(path, rows):
     atomic_write(path, lambda file: file.write(text.getvalue().encode()))
 
 
+def write_parquet(path, rows):
+    """The tidy table as Parquet (atomically); a column whose values differ in type (an axis of numbers and names,
+    or of a design's field that another design lacks) holds them as text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dashraker.outputs import atomic_write
+
+    columns = {}
+    for key in rows[0]:
+        values = [row[key] for row in rows]
+        kinds = {type(value) for value in values if value is not None}
+        if kinds == {int, float}:
+            values = [None if value is None else float(value) for value in values]
+        elif len(kinds) > 1:
+            values = [None if value is None else str(value) for value in values]
+        columns[key] = values
+    buffer = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), buffer)
+    atomic_write(path, lambda file: file.write(buffer.getvalue().to_pybytes()))
+
+
 def _slug(key):
     return "".join(char if char.isalnum() else "_" for char in key)
 
@@ -313,7 +336,8 @@ def register(subparsers):
         "sweep", help="map a trace over values of configuration fields: speedups and efficiency per point",
         description="Map a recorded trace at every point of a sweep over configuration fields (any field of the "
         "configuration file, dotted: memory.dram_gbps, tiles, tensordash.lookahead, clock_mhz, energy_table, ...; "
-        "or 'design'); write sweep.csv (a row per point and design), sweep.json and a plot per axis.")
+        "or 'design'); write sweep.csv and sweep.parquet (a row per point and design), sweep.json and a plot per "
+        "axis.")
     parser.add_argument("trace", type=path_argument, help="trace folder (dashraker trace record)")
     parser.add_argument("--axis", action="append", required=True, metavar="KEY=V1,V2,...",
                         help="a field and its values, repeatable (e.g. memory.dram_gbps=25.6,400,1600; "
@@ -325,7 +349,7 @@ def register(subparsers):
     add_config_option(parser)
     parser.add_argument("--design", action="append", help="design(s) mapped at each point, as 'map' "
                         f"({', '.join(DESIGNS)}, all); default: the configuration's")
-    parser.add_argument("--out", required=True, help="folder for sweep.csv, sweep.json and the plots (replaced "
+    parser.add_argument("--out", required=True, help="folder for sweep.csv, sweep.parquet, sweep.json and the plots (replaced "
                         "whole at the end; a folder holding anything else is refused)")
     parser.add_argument("--step", action="append", help="recorded step(s) to map (default: all)")
     parser.add_argument("--max-points", type=int, default=MAX_POINTS, help="refuse a sweep of more points "
@@ -340,7 +364,8 @@ def register(subparsers):
 
 
 def _is_sweep_output(path):
-    return all(entry.name in (TABLE, "sweep.json") or entry.name.startswith("sweep_") for entry in Path(path).iterdir())
+    return all(entry.name in (TABLE, PARQUET, "sweep.json") or entry.name.startswith("sweep_")
+               for entry in Path(path).iterdir())
 
 
 def run(args):
@@ -379,12 +404,13 @@ def run(args):
         print(summary(rows, axes))
         with out.staging() as staging:
             write_table(staging / TABLE, rows)
+            write_parquet(staging / PARQUET, rows)
             save_json(staging / "sweep.json", {"trace": str(args.trace), "mode": "grid" if args.grid else
                                                "one-at-a-time", "axes": {a.key: list(a.values) for a in axes},
                                                "points": [{"overrides": p.overrides,
                                                            "configs": [c.as_dict() for c in p.configs]}
                                                           for p in built], "table": rows})
-            names = [TABLE, "sweep.json", *plot_axes(staging, _tagged(rows, built, axes, args.grid), axes, args.grid)]
+            names = [TABLE, PARQUET, "sweep.json", *plot_axes(staging, _tagged(rows, built, axes, args.grid), axes, args.grid)]
     print("\nwrote " + ", ".join(str(out.path / name) for name in names))
 
 

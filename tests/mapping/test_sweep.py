@@ -93,6 +93,11 @@ def test_points_are_single_maps(two_steps, tmp_path, capsys):
         assert float(row["time_speedup"]) == pytest.approx(total["time_speedup"])
         assert float(row["energy_efficiency"]) == pytest.approx(total["energy_efficiency"])
         assert int(row["cycles"]) == total["cycles"]
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "sweep.parquet").to_pylist() == [
+        {**row, **{key: float(row[key]) for key in ("memory.dram_gbps",)}} for row in json.loads(
+            (out / "sweep.json").read_text())["table"]]
     for name in ("sweep_memory_dram_gbps", "sweep_tiles"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG" and b"<svg" in (out / f"{name}.svg").read_bytes()
 
@@ -219,3 +224,19 @@ def test_sensitivity_maps_the_samples_in_the_studys_groups(tmp_path):
     args = argparse.Namespace(traces=[trace], config=None, jobs=1, dask=None, no_progress=True, area_estimate=None,
                               area_cache="build/area", asic_cache="build/asic")
     assert sensitivity.for_study(args, [1], 2)["base"] == grouped["base"]
+
+
+def test_parquet_holds_a_column_of_mixed_types_as_text(tmp_path):
+    """An axis of numbers and names (clock_mhz=700,sta) and a field one design lacks go into Parquet as the CSV has
+    them; numbers of both kinds as floats."""
+    import pyarrow.parquet as pq
+
+    from dashraker.mapping.sweep import write_parquet
+
+    rows = [{"clock_mhz": 700.0, "tensordash.lookahead": None, "cycles": 10, "speedup": 1},
+            {"clock_mhz": "sta", "tensordash.lookahead": 2, "cycles": 8, "speedup": 1.25}]
+    write_parquet(tmp_path / "t.parquet", rows)
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert table.to_pylist() == [{"clock_mhz": "700.0", "tensordash.lookahead": None, "cycles": 10, "speedup": 1.0},
+                                 {"clock_mhz": "sta", "tensordash.lookahead": 2, "cycles": 8, "speedup": 1.25}]
+    assert str(table.schema.field("cycles").type) == "int64"
