@@ -200,8 +200,10 @@ def plot(path, result):
                     ax.barh(k, f[end] - base, left=base, color=design_colour(design), hatch=hatch,
                             alpha=0.9 if end == "low" else 0.5, edgecolor="black", linewidth=0.5,
                             label=f"{end} end of the range" if k == 0 else None)
-                    ax.text(f[end], k, f" {f[end]:.2f}x ", va="center", fontsize=7,
-                            ha="left" if f[end] >= base else "right")
+                # one label per bar, past its right end, so that ends close together do not overprint
+                ax.text(max(f["low"], f["high"], base), k, f"  {f['low']:.2f}x / {f['high']:.2f}x", va="center",
+                        fontsize=7, ha="left")
+            ax.margins(x=0.3)
             ax.axvline(base, color="black", linewidth=0.8)
             ax.axvline(1.0, color="grey", linewidth=0.6, linestyle=":")
             ax.set_yticks(range(len(ordered)), [f"{a['name']}\n{_text(a['low'])} .. {_text(a['high'])}"
