@@ -45,7 +45,7 @@ def energy_pj(counts, config):
         "tile_sram_words": table.sram_pj(config.memory.tile_buffer_kib),
         "global_sram_words": table.sram_pj(config.memory.global_buffer_kib),
     }
-    return {key: float(counts.get(key, 0)) * (unit.get(key) or table.entries[entry])
+    return {key: float(counts.get(key, 0)) * (unit[key] if key in unit else table.entries[entry])
             for key, entry in components().items()}
 
 

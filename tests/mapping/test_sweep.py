@@ -240,3 +240,14 @@ def test_parquet_holds_a_column_of_mixed_types_as_text(tmp_path):
     assert table.to_pylist() == [{"clock_mhz": "700.0", "tensordash.lookahead": None, "cycles": 10, "speedup": 1.0},
                                  {"clock_mhz": "sta", "tensordash.lookahead": 2, "cycles": 8, "speedup": 1.25}]
     assert str(table.schema.field("cycles").type) == "int64"
+
+
+def test_a_table_fitted_to_zero_charges_zero(two_steps):
+    """The gate-level table fits the bf16 multiplier to 0 pJ: a point under it charges the multiplications 0 (before,
+    a 0 was taken for an entry the table lacks, and the map failed)."""
+    table, gate = sweep(two_steps, {"energy_table": ["horowitz45", "nangate45-gate"]}, designs=["baseline"], jobs=1,
+                        progress=False)
+    assert gate.configs[0].energy.entries["mul_bf16"] == 0.0
+    assert all(row["energy_breakdown_pj"]["mul"] == 0.0 for row in gate.rows)
+    assert all(row["energy_breakdown_pj"]["mul"] > 0 for row in table.rows)
+    assert gate.totals["baseline", "all"]["energy_pj"] > 0
