@@ -150,8 +150,8 @@ def report_lines(result):
     lines = ["## Sensitivity", "",
              f"Trace `{result['trace']}`. Each deciding assumption moved alone over its range, the rest as configured; "
              f"each verdict against the {result['reference']} design at the same point (equal lanes, compute scope, "
-             f"with leakage), each step's samples mapped {_grouping(result['groups'])} as the study's accountings "
-             "are:", "",
+             f"with leakage), each step's samples mapped {_grouping(result['groups'])}, as in the study's "
+             "accountings:", "",
              "| assumption | low | high | source |", "|---|---|---|---|"]
     lines += [f"| {a['name']} | {_text(a['low'])} | {_text(a['high'])} | {a['source']} |"
               for a in result["assumptions"]]

@@ -1,10 +1,11 @@
 """``dashraker sweep TRACE --axis KEY=V1,V2,...``: the mapper's verdicts over values of any configuration field.
 
 A point is the configuration with some fields overridden (``config.apply_overrides``, the file's checks); each
-point is mapped as ``dashraker map`` maps that configuration (its tiles' silicon measured, then ``map_trace``), so
-its rows are a single map's. ``--grid`` maps every combination of the axes' values; ``--one-at-a-time`` (the
-default) each value of each axis with the other fields as configured. Every point is built and checked, and its
-work estimated, before the first is mapped (SPEC section 9).
+point's tiles' silicon is measured as ``dashraker map`` measures it, then every point is mapped in one run
+(``runner.map_each``, where points share the evaluation their designs do not change), so a point's rows are a
+single map's. ``--grid`` maps every combination of the axes' values; ``--one-at-a-time`` (the default) each value
+of each axis with the other fields as configured. Every point is built and checked, and its work estimated, before
+any is mapped (SPEC section 9).
 """
 
 import csv
@@ -20,7 +21,7 @@ from dashraker.outputs import path_argument
 __all__ = ["Axis", "Point", "SweepError", "MAX_POINTS", "parse_axis", "points", "plan", "sweep", "table",
            "write_table", "write_parquet", "plot_axes", "register", "run"]
 
-MAX_POINTS = 64  # points a sweep maps unless --max-points says more (each is a whole map of the trace)
+MAX_POINTS = 64  # points a sweep maps unless --max-points says more
 DESIGN = "design"  # the axis of the designs compared: each point maps one (or several, "a+b") of them
 TABLE = "sweep.csv"
 PARQUET = "sweep.parquet"  # the same table for dataframe tools (pandas, Polars, DuckDB, Arrow)
