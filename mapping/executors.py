@@ -235,7 +235,6 @@ def _check_workers(client, trace_path):
 def on_dask(run, address, trace_path, configs, tasks, bar):
     """``run`` each of ``tasks`` on the workers of the Dask scheduler at ``address``; a lost worker's tasks run again elsewhere."""
     from distributed import KilledWorker, as_completed
-    from distributed.client import FutureCancelledError
 
     client = _connect(address)
     futures = {}
@@ -244,16 +243,21 @@ def on_dask(run, address, trace_path, configs, tasks, bar):
         futures = {client.submit(_worker_task, run, trace_path, configs, task, pure=False, retries=RETRIES): task
                    for task in tasks}  # fmt: skip
         results = []
-        for future in as_completed(futures, loop=client.loop):
-            try:
-                results.extend(future.result())
-            except KilledWorker:
+        # Results gathered by as_completed's own coroutine: this thread only waits on a condition, so a signal never
+        # lands inside the client's sync() (whose cancel callback then logs a NameError: distributed 2026.8.0).
+        for future, result in as_completed(futures, with_results=True, raise_errors=False, loop=client.loop):
+            if future.status == "cancelled":  # the scheduler went away (or someone cancelled the tasks)
+                raise ClusterError(f"scheduler {address}: the tasks were cancelled "
+                                   f"({getattr(result, 'reason', result)})") from None
+            if future.status == "error":
+                error = result[1]
+                if not isinstance(error, KilledWorker):
+                    raise error.with_traceback(result[2])
                 step, index, op, group, groups = futures[future]
                 part = f" (group {group + 1} of {groups})" if groups > 1 else ""
                 raise ClusterError(f"scheduler {address}: every worker that ran step {step}, layer {index}, "
                                    f"{op}{part} died; see the workers' logs") from None  # fmt: skip
-            except FutureCancelledError as error:  # the scheduler went away (or someone cancelled the tasks)
-                raise ClusterError(f"scheduler {address}: the tasks were cancelled ({error.reason})") from None
+            results.extend(result)
             bar.update()
         return results
     finally:  # done, failed, SIGINT or SIGTERM: nothing left running on the cluster
