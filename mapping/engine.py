@@ -258,8 +258,8 @@ def _value_bytes(config):
 
 
 def evaluation_key(config):
-    """What an operation's passes and their evaluation depend on besides the operation (``_cached_passes``):
-    configurations with equal keys share them."""
+    """What an operation's passes and their evaluation depend on besides the operation (``_cached_passes``; the
+    plan's own key, ``_plan_key``, is a part of it): configurations with equal keys share them."""
     return (config.lanes, config.fmt, config.rounding, config.dataflow, config.design.name,
             repr(sorted(config.params.items())), config.device)
 
@@ -283,7 +283,7 @@ def _cached_passes(config, op_plan, plans):
     """``_pass_arrays`` of the operation on ``config``, from ``plans`` or made and kept there: it depends on the plan,
     the design and its parameters and where the cost model runs alone. The counts are a copy, for the caller to add
     to."""
-    key = ("passes", _plan_key(config, op_plan.op), *evaluation_key(config))
+    key = ("passes", op_plan.op, *evaluation_key(config))
     if key not in plans:
         plans[key] = _pass_arrays(config, op_plan)
     arrays, dense, counts = plans[key]

@@ -183,9 +183,10 @@ def sweep(trace, axes=None, *, grid=False, designs=None, config=None, steps=None
     stage(f"sweep {Path(trace).name}: {len(built)} points", seconds / (jobs or 1))
     for point in built:
         point.configs = silicon.resolve_all(point.configs, area_cache, progress, jobs, asic_cache)
-    every = map_each(trace, [c for point in built for c in point.configs], steps, jobs, progress, dask, groups=groups)
+    each = iter(map_each(trace, [c for point in built for c in point.configs], steps, jobs, progress, dask,
+                         groups=groups))
     for point in built:
-        point.rows = [row for _ in point.configs for row in every.pop(0)]
+        point.rows = [row for _ in point.configs for row in next(each)]
         point.totals = totals(point.rows)
     return built
 
@@ -350,8 +351,8 @@ def register(subparsers):
     add_config_option(parser)
     parser.add_argument("--design", action="append", help="design(s) mapped at each point, as 'map' "
                         f"({', '.join(DESIGNS)}, all); default: the configuration's")
-    parser.add_argument("--out", required=True, help="folder for sweep.csv, sweep.parquet, sweep.json and the plots (replaced "
-                        "whole at the end; a folder holding anything else is refused)")
+    parser.add_argument("--out", required=True, help="folder for sweep.csv, sweep.parquet, sweep.json and the plots "
+                        "(replaced whole at the end; a folder holding anything else is refused)")
     parser.add_argument("--step", action="append", help="recorded step(s) to map (default: all)")
     parser.add_argument("--max-points", type=int, default=MAX_POINTS, help="refuse a sweep of more points "
                         f"(default {MAX_POINTS}; the refusal says the estimated mapping time)")
@@ -411,7 +412,8 @@ def run(args):
                                                "points": [{"overrides": p.overrides,
                                                            "configs": [c.as_dict() for c in p.configs]}
                                                           for p in built], "table": rows})
-            names = [TABLE, PARQUET, "sweep.json", *plot_axes(staging, _tagged(rows, built, axes, args.grid), axes, args.grid)]
+            names = [TABLE, PARQUET, "sweep.json",
+                     *plot_axes(staging, _tagged(rows, built, axes, args.grid), axes, args.grid)]
     print("\nwrote " + ", ".join(str(out.path / name) for name in names))
 
 
