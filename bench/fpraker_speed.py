@@ -5,7 +5,8 @@ Prints lane values (a, b pairs, i.e. lane MACs) processed per wall-clock second 
 CPU second (process time: on a machine shared with other jobs, the figure that does
 not depend on their load) for a few tile shapes, by the golden tile (torch, ``--threads``
 threads) and by the kernel (``dashraker.models.kernels.fpraker``, one thread) on the same
-inputs, and checks that both give the same results.
+inputs, and checks that both give the same results; and by the cost-only kernel the mapper runs
+(``tile_cycles``, on the same patterns as float32 values), whose cycles and terms it checks likewise.
 """
 
 import argparse
@@ -14,6 +15,7 @@ import time
 
 import dataclasses
 
+import numpy as np
 import torch
 
 from dashraker.designs import DESIGNS
@@ -78,13 +80,19 @@ def main(argv=None):
         values = passes * rows * cols * steps * lanes
         shape = f"{passes}x{rows}x{cols}x{steps}x{lanes}"
         results = []
-        for name, model in (("kernel", kernel.tile), ("golden", tile)):  # the kernel first: torch's idle threads spin
-            best, best_cpu, result = _time(model, a, b, args.repeats)
+        as_values = (a.numpy().astype(np.uint32) << 16).view(np.float32), (b.numpy().astype(np.uint32) << 16).view(
+            np.float32)
+        for name, model, operands in (("cost", kernel.tile_cycles, as_values), ("kernel", kernel.tile, (a, b)),
+                                      ("golden", tile, (a, b))):  # the kernels first: torch's idle threads spin
+            best, best_cpu, result = _time(model, *operands, args.repeats)
             results.append(result)
             print(f"{shape:28} {values:10d} {name:>7} {best:8.2f} {values / best:10.3g} {values / best_cpu:13.3g}")
-        if not all(_same(getattr(results[0], f.name), getattr(results[1], f.name))
-                   for f in dataclasses.fields(results[0])):
+        cost, result, want = results
+        if not all(_same(getattr(result, f.name), getattr(want, f.name)) for f in dataclasses.fields(want)):
             print(f"{shape}: the kernel's results differ from the golden tile's", file=sys.stderr)
+            return 1
+        if not all(_same(torch.from_numpy(values), getattr(want, name)) for name, values in cost.items()):
+            print(f"{shape}: the cost-only kernel's cycles or terms differ from the golden tile's", file=sys.stderr)
             return 1
     return 0
 

@@ -30,16 +30,15 @@ def _golden(params, scheduled_bits, partner_bits):
 
 
 def _evaluate(params, scheduled, partner, device="cpu"):
-    """Per pass: the tile's cycles and in-bound terms (the golden model's, from its fused kernel: Numba's on the CPU,
-    the Triton one on a GPU), the non-zero (term-encoded) scheduled values, and for the cycle breakdown the
-    out-of-bounds terms skipped and the cycles of each PE alone, summed over steps and PEs."""
+    """Per pass: the tile's cycles and in-bound terms (the golden model's, from its fused kernels: Numba's cost-only
+    one on the CPU, the Triton one on a GPU), the non-zero (term-encoded) scheduled values, and for the cycle
+    breakdown the out-of-bounds terms skipped and the cycles of each PE alone, summed over steps and PEs."""
     if device == "cpu":
         from dashraker.models.kernels import fpraker
 
-        result = fpraker.tile_values(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
-        return {"cycles": result.cycles.numpy(), "terms": result.terms.numpy(),
-                "term_encodes": fpraker.nonzero_values(scheduled), "skipped_terms": result.skipped_terms.numpy(),
-                "pe_cycles": result.pe_cycles.numpy()}
+        cost = fpraker.tile_cycles(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
+        return {"cycles": cost["cycles"], "terms": cost["terms"], "term_encodes": fpraker.nonzero_values(scheduled),
+                "skipped_terms": cost["skipped_terms"], "pe_cycles": cost["pe_cycles"]}
     import torch
 
     from dashraker.models.kernels import fpraker_cuda

@@ -1,4 +1,5 @@
-"""The fused FPRaker kernels against the golden tile they replace in the mapper: every field of every result, equal.
+"""The fused FPRaker kernels against the golden tile they replace in the mapper: every field of every result, equal;
+the cost-only kernel the mapper runs on the CPU (``tile_cycles``) against the same golden results in every case.
 
 Each case runs on Numba's CPU kernel and on the CUDA kernel (where PyTorch sees a GPU; skipped in CI).
 """
@@ -57,11 +58,27 @@ def assert_equal_results(got, want):
         assert torch.equal(g, w), f"{field.name} differs"
 
 
+def as_values(bits, low_halves=None):
+    """bf16 patterns as the float32 values the mapper holds (``low_halves``, if given, in their ignored low bits)."""
+    values = np.asarray(bits).astype(np.uint32) << 16
+    return (values if low_halves is None else values | low_halves).view(np.float32)
+
+
 def assert_same(tile, a, b, guard_bits=GUARD_BITS, zero_block_cycles=ZERO_BLOCK_CYCLES):
-    """The kernel's and the golden tile's results on bf16 patterns ``a`` and ``b`` are equal; returns the kernel's."""
+    """The kernel's and the golden tile's results on bf16 patterns ``a`` and ``b`` are equal, and so is the cost that
+    ``tile_cycles`` gives on them as values; returns the kernel's."""
     got = tile(a, b, guard_bits, zero_block_cycles)
-    assert_equal_results(got, golden.tile(a, b, guard_bits, zero_block_cycles))
+    want = golden.tile(a, b, guard_bits, zero_block_cycles)
+    assert_equal_results(got, want)
+    assert_cost(kernel.tile_cycles(as_values(a), as_values(b), guard_bits, zero_block_cycles), want)
     return got
+
+
+def assert_cost(cost, want):
+    """``tile_cycles``' arrays equal a ``TileResult``'s fields of the same names, dtypes and shapes included."""
+    assert set(cost) == {"cycles", "terms", "skipped_terms", "pe_cycles", "step_cycles"}
+    for name, values in cost.items():
+        assert torch.equal(torch.from_numpy(values), getattr(want, name)), f"tile_cycles' {name} differs"
 
 
 @pytest.mark.parametrize("zero_block_cycles", [0, 1])
@@ -202,15 +219,21 @@ def test_refusals_match_reference(tile, a, b, guard_bits, zero_block_cycles, err
 
 
 def test_values_read_in_place():
-    """``tile_values`` on float32 bf16 values equals ``tile`` on their bf16 patterns; other arrays are refused."""
+    """``tile_values`` on float32 bf16 values equals ``tile`` on their bf16 patterns, and ``tile_cycles`` its cost,
+    whatever the values' low halves hold; other arrays are refused."""
     rng = np.random.default_rng(2)
     bits = random_bits(rng, (3, 2, 9, 8), corner=0.4)
-    values = (bits.astype(np.uint32) << 16).view(np.float32)
+    values = as_values(bits)
     partner = real_bits(rng, (3, 4, 9, 8))
-    got = kernel.tile_values(values, (partner.astype(np.uint32) << 16).view(np.float32), GUARD_BITS, ZERO_BLOCK_CYCLES)
+    got = kernel.tile_values(values, as_values(partner), GUARD_BITS, ZERO_BLOCK_CYCLES)
     assert_equal_results(got, assert_same(kernel.tile, bits, partner))
-    with pytest.raises(TypeError, match="float32 NumPy array"):
-        kernel.tile_values(np.zeros(values.shape), values, GUARD_BITS, ZERO_BLOCK_CYCLES)
+    noisy = as_values(bits, rng.integers(0, 1 << 16, bits.shape, dtype=np.uint32))  # what bf16 ignores
+    assert_cost(kernel.tile_cycles(noisy, as_values(partner), GUARD_BITS, ZERO_BLOCK_CYCLES), got)
+    for values_tile in (kernel.tile_values, kernel.tile_cycles):
+        with pytest.raises(TypeError, match="float32 NumPy array"):
+            values_tile(np.zeros(values.shape), values, GUARD_BITS, ZERO_BLOCK_CYCLES)
+        with pytest.raises(ValueError, match="guard_bits"):
+            values_tile(values, values, -1, ZERO_BLOCK_CYCLES)
 
 
 @cuda
@@ -239,10 +262,11 @@ def test_mapping_rows_unchanged(changes, monkeypatch):
     ops = ("fwd", "bwd_input", "bwd_weight")
     with_kernel = [map_op(config, layer, tensors, op) for op in ops]
 
-    def golden_values(a, b, guard_bits, zero_block_cycles):
-        return golden.tile(a.view(np.uint32) >> 16, b.view(np.uint32) >> 16, guard_bits, zero_block_cycles)
+    def golden_cost(a, b, guard_bits, zero_block_cycles):
+        result = golden.tile(a.view(np.uint32) >> 16, b.view(np.uint32) >> 16, guard_bits, zero_block_cycles)
+        return {name: getattr(result, name).numpy() for name in ("cycles", "terms", "skipped_terms", "pe_cycles")}
 
-    monkeypatch.setattr(kernel, "tile_values", golden_values)
+    monkeypatch.setattr(kernel, "tile_cycles", golden_cost)
     assert [map_op(config, layer, tensors, op) for op in ops] == with_kernel
     assert all(row["counts"]["terms"] > 0 for row in with_kernel)
 
