@@ -66,15 +66,34 @@ class _Passes:
         return {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in self.parts.items()}
 
 
+@dataclasses.dataclass(frozen=True)
+class _Picked:
+    """Passes of one side as its stream sets and each pass's set (``sets[pick]``), for a cost model that reads the
+    sets itself (``Cost.evaluate_sets``)."""
+
+    sets: np.ndarray
+    pick: np.ndarray
+
+    def __len__(self):
+        return len(self.pick)
+
+
 def _size(part):
-    """Values in a chunk's array: a NumPy array's or, on a GPU, a torch tensor's."""
+    """Values in a chunk's array: a NumPy array's, on a GPU a torch tensor's, or the stream sets' of a ``_Picked``."""
+    if isinstance(part, _Picked):
+        return part.sets.size
     return part.numel() if isinstance(part, torch.Tensor) else part.size
 
 
 def _join(parts):
-    """One array of a batch's chunks (a lone chunk as it is, uncopied), NumPy or torch alike."""
+    """One array of a batch's chunks (a lone chunk as it is, uncopied), NumPy or torch alike; ``_Picked`` chunks as
+    their sets one after another, each pick moved past the sets before it."""
     if len(parts) == 1:
         return parts[0]
+    if isinstance(parts[0], _Picked):
+        starts = np.cumsum([0] + [len(part.sets) for part in parts[:-1]])
+        return _Picked(np.concatenate([part.sets for part in parts]),
+                       np.concatenate([part.pick + start for part, start in zip(parts, starts)]))
     return torch.cat(parts) if isinstance(parts[0], torch.Tensor) else np.concatenate(parts)
 
 
@@ -125,6 +144,7 @@ def _evaluate(problems, config):
     """Per problem, the cost model's per-pass (or per-row-set) arrays, as a dict of arrays."""
     cost, params = config.design.cost, config.params
     by_row_set, limit = cost.operands is Operands.SCHEDULED, cost.batch_values(config.device)
+    by_sets = cost.evaluate_sets is not None and config.device == "cpu"
     names = []
 
     def chunks(index, problem):
@@ -135,10 +155,18 @@ def _evaluate(problems, config):
                 yield (problem.rows.sets(config.rows, first, min(first + per_batch, sets)),)
         else:
             for batch in problem_passes(index, problem, config.rows, config.cols, limit):
-                yield (batch.scheduled, batch.partner) if config.device == "cpu" else _on_device(batch, config.device)
+                if by_sets:
+                    yield _Picked(batch.scheduled_sets, batch.row_pick), _Picked(batch.partner_sets, batch.col_pick)
+                elif config.device == "cpu":
+                    yield batch.scheduled, batch.partner
+                else:
+                    yield _on_device(batch, config.device)
 
     def evaluate(scheduled, partner=None):
-        result = cost.evaluate(params, scheduled, partner, config.device)
+        if by_sets:
+            result = cost.evaluate_sets(params, scheduled.sets, scheduled.pick, partner.sets, partner.pick)
+        else:
+            result = cost.evaluate(params, scheduled, partner, config.device)
         names[:] = list(result)
         return tuple(result.values())
 

@@ -372,6 +372,10 @@ class Cost:
         GPU device, the reference models run there and ``BOTH`` operands come as torch
         tensors already on it; the results are the same. A per-row-set counter counts
         once per partner operand (column) of the problem.
+    evaluate_sets : callable(params, scheduled_sets, row_pick, partner_sets, col_pick) -> dict, or None
+        ``evaluate``'s dict on the CPU for the passes ``scheduled_sets[row_pick]`` against
+        ``partner_sets[col_pick]`` (``BOTH`` operands): the mapper then hands over the stream sets, each read once
+        however many passes repeat it, instead of gathering the passes. None: it gathers them for ``evaluate``.
     pass_counts : callable(params, arrays, value_bits) -> dict
         The action counts that follow from the per-pass arrays ``cycles``, ``steps``,
         ``rows`` and ``cols`` (PEs used) of an operation.
@@ -393,6 +397,7 @@ class Cost:
     operands: Operands
     pass_counts: Callable
     evaluate: Callable = None
+    evaluate_sets: Callable = None
     max_values: int = 1 << 22
     stream: Callable = None
     pass_ends: Callable = None
@@ -407,6 +412,8 @@ class Cost:
         _require(self, "evaluate", callable(self.evaluate) if self.operands is not Operands.NONE
                  else _optional_callable(self.evaluate),
                  "a callable (operands other than Operands.NONE are evaluated)")
+        _require(self, "evaluate_sets", _optional_callable(self.evaluate_sets) and (
+            self.evaluate_sets is None or self.operands is Operands.BOTH), "None, or a callable with Operands.BOTH")
         _require(self, "max_values", _integer(self.max_values) and self.max_values > 0, "a positive integer")
         for field in ("stream", "pass_ends"):
             _require(self, field, _optional_callable(getattr(self, field)), "a callable or None")

@@ -34,11 +34,7 @@ def _evaluate(params, scheduled, partner, device="cpu"):
     one on the CPU, the Triton one on a GPU), the non-zero (term-encoded) scheduled values, and for the cycle
     breakdown the out-of-bounds terms skipped and the cycles of each PE alone, summed over steps and PEs."""
     if device == "cpu":
-        from dashraker.models.kernels import fpraker
-
-        cost = fpraker.tile_cycles(scheduled, partner, params["guard_bits"], params["zero_block_cycles"])
-        return {"cycles": cost["cycles"], "terms": cost["terms"], "term_encodes": fpraker.nonzero_values(scheduled),
-                "skipped_terms": cost["skipped_terms"], "pe_cycles": cost["pe_cycles"]}
+        return _evaluate_sets(params, scheduled, None, partner, None)
     import torch
 
     from dashraker.models.kernels import fpraker_cuda
@@ -50,6 +46,19 @@ def _evaluate(params, scheduled, partner, device="cpu"):
                                                               result.pe_cycles)).cpu()
     return {"cycles": cycles.numpy(), "terms": terms.numpy(), "term_encodes": encodes.numpy(),
             "skipped_terms": skipped.numpy(), "pe_cycles": pe_cycles.numpy()}
+
+
+def _evaluate_sets(params, scheduled_sets, row_pick, partner_sets, col_pick):
+    """``_evaluate`` on the CPU of the passes ``scheduled_sets[row_pick]`` against ``partner_sets[col_pick]`` (None:
+    each pass its own set), each set decoded and counted once."""
+    from dashraker.models.kernels import fpraker
+
+    cost = fpraker.tile_cycles(scheduled_sets, partner_sets, params["guard_bits"], params["zero_block_cycles"],
+                               row_pick, col_pick)
+    encodes = fpraker.nonzero_values(scheduled_sets)
+    return {"cycles": cost["cycles"], "terms": cost["terms"],
+            "term_encodes": encodes if row_pick is None else encodes[row_pick],
+            "skipped_terms": cost["skipped_terms"], "pe_cycles": cost["pe_cycles"]}
 
 
 def _pass_counts(params, arrays, value_bits):
@@ -76,7 +85,8 @@ FPRAKER = Design(
     packages=("dashraker.hw.fpraker", "dashraker.models.fpraker"),
     build=_build,
     golden=_golden,
-    cost=Cost(operands=Operands.BOTH, evaluate=_evaluate, pass_counts=_pass_counts, max_values=MAX_VALUES,
+    cost=Cost(operands=Operands.BOTH, evaluate=_evaluate, evaluate_sets=_evaluate_sets, pass_counts=_pass_counts,
+              max_values=MAX_VALUES,
               components={"term_encodes": "term_encode", "terms": "term_shift", "exponent_lanes": "exponent_lane",
                           "step_ends": "step_accumulate"}),
     fill=_fill,

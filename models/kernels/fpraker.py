@@ -111,14 +111,27 @@ def tile_values(a_values, b_values, guard_bits, zero_block_cycles):
     return _run(a, b, 16, guard_bits, zero_block_cycles)
 
 
-def tile_cycles(a_values, b_values, guard_bits, zero_block_cycles):
+def tile_cycles(a_values, b_values, guard_bits, zero_block_cycles, a_pick=None, b_pick=None):
     """``tile_values``' cost without its outputs (what the mapper needs), as NumPy arrays: ``cycles``, ``terms``,
-    ``skipped_terms`` and ``pe_cycles`` [passes], ``step_cycles`` [passes, steps]."""
-    a, b = checked_arguments(a_values, b_values, guard_bits, zero_block_cycles, _fp32_bits)
-    passes, _, steps, _ = a.shape
+    ``skipped_terms`` and ``pe_cycles`` [passes], ``step_cycles`` [passes, steps].
+
+    Pass p runs ``a_values[a_pick[p]]`` against ``b_values[b_pick[p]]`` (by default each pass its own): the mapper
+    gives its stream sets and each pass's sets, so that a set is decoded once however many passes read it.
+    """
+    checked_arguments(a_values[:0], b_values[:0], guard_bits, zero_block_cycles, _fp32_bits)  # all but the passes
+    picks = [np.arange(len(values)) if pick is None else np.asarray(pick) for values, pick in
+             ((a_values, a_pick), (b_values, b_pick))]
+    for (name, values), pick in zip((("a_pick", a_values), ("b_pick", b_values)), picks):
+        if pick.ndim != 1 or pick.dtype.kind not in "iu" or len(pick) != len(picks[0]):
+            raise ValueError(f"{name} must be a 1-D integer array as long as the other pick, not {pick!r:.60}")
+        if len(pick) and (pick.min() < 0 or pick.max() >= len(values)):
+            raise ValueError(f"{name} picks outside the {len(values)} sets it picks from")
+    passes, steps = len(picks[0]), a_values.shape[2]
     step_cycles = np.zeros((passes, steps), np.int64)
     terms, skipped, pe_cycles = (np.zeros(passes, np.int64) for _ in range(3))
-    _cycles(a, b, 16, zero_block_cycles, *_term_tables(guard_bits), step_cycles, terms, skipped, pe_cycles)
+    _cycles(_fp32_bits(a_values, "a_bits"), picks[0].astype(np.int64), _fp32_bits(b_values, "b_bits"),
+            picks[1].astype(np.int64), 16, zero_block_cycles, *_term_tables(guard_bits), step_cycles, terms, skipped,
+            pe_cycles)
     return {"cycles": step_cycles.sum(1), "terms": terms, "skipped_terms": skipped, "pe_cycles": pe_cycles,
             "step_cycles": step_cycles}
 
@@ -370,25 +383,38 @@ def _round_accumulator(accumulator, frame, g):
 
 
 @numba.njit(nogil=True, cache=True)
-def _cycles(a, b, shift, zero_block_cycles, found, counts, whole, step_cycles, terms, skipped, pe_cycles):
-    """``_tile``'s ``step_cycles``, ``terms``, ``skipped`` and ``pe_cycles`` without the accumulator. Each pass's
-    operands are decoded first, then its steps walked: a PE whose lanes all lie within ``whole`` of the running
-    maximum E (bounded below by the row's and the column's lowest live exponents) keeps every term of its live
-    lanes; another looks each lane's in-bound terms up in ``found`` at its distance."""
-    passes, rows, steps, lanes = a.shape
-    cols = b.shape[1]
+def _cycles(a, a_pick, b, b_pick, shift, zero_block_cycles, found, counts, whole, step_cycles, terms, skipped,
+            pe_cycles):
+    """``_tile``'s ``step_cycles``, ``terms``, ``skipped`` and ``pe_cycles`` without the accumulator, pass p on sets
+    ``a_pick[p]`` and ``b_pick[p]``. The operand sets are decoded first (a row set as its passes start, the column
+    sets at once where passes share them), then each pass's steps walked: a PE whose lanes all lie within ``whole``
+    of the running maximum E (bounded below by the row's and the column's lowest live exponents) keeps every term of
+    its live lanes; another looks each lane's in-bound terms up in ``found`` at its distance."""
+    _, rows, steps, lanes = a.shape
+    col_sets, cols = b.shape[:2]
     span = found.size // 128
     a_exp = np.empty((rows, steps, lanes), np.int32)  # ea - 127, _NONE unless live
     a_terms = np.empty((rows, steps, lanes), np.int32)  # the significand's terms, 0 unless live
-    b_exp = np.empty((cols, steps, lanes), np.int32)  # eb, _NONE unless live
-    b_live = np.empty((cols, steps, lanes), np.int32)  # -1 (all bits set) if live, else 0
     a_low = np.empty((rows, steps), np.int32)  # the lowest live exponent of a row's step, _FAR without one
-    b_low = np.empty((cols, steps), np.int32)
-    running = np.empty((rows, cols), np.int32)  # E, _NONE before the pass's first live lane
+    # the column sets decoded at once where passes share them, else each as its pass starts (in cache)
+    shared = col_sets < a_pick.size
+    slots = col_sets if shared else 1
+    b_sets_exp = np.empty((slots, cols, steps, lanes), np.int32)  # eb, _NONE unless live
+    b_sets_live = np.empty((slots, cols, steps, lanes), np.int32)  # -1 (all bits set) if live, else 0
+    b_sets_low = np.empty((slots, cols, steps), np.int32)
     marks = np.full(128, -1, np.int32)
-    for p in range(passes):
-        _decode_side(a[p], shift, -127, counts, a_exp, a_terms, a_low)
-        _decode_side(b[p], shift, 0, marks, b_exp, b_live, b_low)
+    for k in range(col_sets if shared else 0):
+        _decode_side(b[k], shift, 0, marks, b_sets_exp[k], b_sets_live[k], b_sets_low[k])
+    running = np.empty((rows, cols), np.int32)  # E, _NONE before the pass's first live lane
+    decoded = -1
+    for p in range(a_pick.size):
+        if a_pick[p] != decoded:
+            decoded = a_pick[p]
+            _decode_side(a[decoded], shift, -127, counts, a_exp, a_terms, a_low)
+        slot = b_pick[p] if shared else 0
+        if not shared:
+            _decode_side(b[b_pick[p]], shift, 0, marks, b_sets_exp[0], b_sets_live[0], b_sets_low[0])
+        b_exp, b_live, b_low = b_sets_exp[slot], b_sets_live[slot], b_sets_low[slot]
         running[:] = _NONE
         in_bound = skip = cycles = 0
         for s in range(steps):
@@ -413,7 +439,7 @@ def _cycles(a, b, shift, zero_block_cycles, found, counts, whole, step_cycles, t
                     if top - (a_low[r, s] + b_low[c, s]) > whole:  # a lane may be far below: count its terms
                         most, found_here = np.int32(1), np.int32(0)
                         for n in range(lanes):
-                            x = np.int32(a[p, r, s, n] >> shift)
+                            x = np.int32(a[decoded, r, s, n] >> shift)
                             lane = found[(x & 0x7F) * span + min(top - (a_exp[r, s, n] + b_exp[c, s, n]), span - 1)]
                             most = max(most, lane)
                             found_here += lane
@@ -427,7 +453,7 @@ def _cycles(a, b, shift, zero_block_cycles, found, counts, whole, step_cycles, t
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def _decode_side(side, shift, bias, counts, exponents, significand_terms, lows):
-    """Decode one pass's operands of one side ([rows|cols, steps, lanes], patterns ``side >> shift``): each
+    """Decode one stream set of one side ([rows|cols, steps, lanes], patterns ``side >> shift``): each
     exponent plus ``bias`` (``_NONE`` unless live), ``counts`` of each significand (its terms, or -1 to mark the
     live lanes; 0 unless live) and each step's lowest live exponent (``_FAR`` without one)."""
     for r in range(side.shape[0]):

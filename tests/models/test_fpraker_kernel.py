@@ -253,6 +253,23 @@ def test_cuda_values_read_in_place():
             fpraker_cuda.tile_values(bad, partner_values, GUARD_BITS, ZERO_BLOCK_CYCLES)
 
 
+def test_cost_of_picked_sets():
+    """``tile_cycles`` of passes given as stream sets and picks (row sets in runs, column sets cycling, as the mapper
+    gives them, and in any order) equals its cost of the gathered passes and the golden tile's; bad picks are
+    refused."""
+    rng = np.random.default_rng(8)
+    a_sets, b_sets = random_bits(rng, (3, 2, 7, 8), spread=30, corner=0.3), real_bits(rng, (4, 3, 7, 8))
+    runs = np.divmod(np.arange(12), 4)
+    for a_pick, b_pick in (runs, (rng.integers(0, 3, 9), rng.integers(0, 4, 9)), (runs[0][:2], runs[1][:2])):
+        want = golden.tile(a_sets[a_pick], b_sets[b_pick], GUARD_BITS, ZERO_BLOCK_CYCLES)
+        assert_cost(kernel.tile_cycles(as_values(a_sets), as_values(b_sets), GUARD_BITS, ZERO_BLOCK_CYCLES, a_pick,
+                                       b_pick), want)
+    for a_pick, b_pick, message in ((runs[0], runs[1][:3], "as long as"), (runs[0] + 1, runs[1], "outside the 3"),
+                                    (runs[0], runs[1] - 1, "outside the 4"), (runs[0] * 1.0, runs[1], "integer")):
+        with pytest.raises(ValueError, match=message):
+            kernel.tile_cycles(as_values(a_sets), as_values(b_sets), GUARD_BITS, ZERO_BLOCK_CYCLES, a_pick, b_pick)
+
+
 @pytest.mark.parametrize("changes", [{}, {"guard_bits": 0, "zero_block_cycles": 0, "rows": 2, "cols": 3, "lanes": 5}])
 def test_mapping_rows_unchanged(changes, monkeypatch):
     """A layer mapped with the kernel gives the rows it gives with the golden tile, every figure equal."""
@@ -262,8 +279,9 @@ def test_mapping_rows_unchanged(changes, monkeypatch):
     ops = ("fwd", "bwd_input", "bwd_weight")
     with_kernel = [map_op(config, layer, tensors, op) for op in ops]
 
-    def golden_cost(a, b, guard_bits, zero_block_cycles):
-        result = golden.tile(a.view(np.uint32) >> 16, b.view(np.uint32) >> 16, guard_bits, zero_block_cycles)
+    def golden_cost(a_sets, b_sets, guard_bits, zero_block_cycles, a_pick, b_pick):
+        a, b = (sets.view(np.uint32)[pick] >> 16 for sets, pick in ((a_sets, a_pick), (b_sets, b_pick)))
+        result = golden.tile(a, b, guard_bits, zero_block_cycles)
         return {name: getattr(result, name).numpy() for name in ("cycles", "terms", "skipped_terms", "pe_cycles")}
 
     monkeypatch.setattr(kernel, "tile_cycles", golden_cost)
