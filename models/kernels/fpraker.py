@@ -34,6 +34,7 @@ _OFFSET = (1 << FRAME_BITS) - 1  # E & _OFFSET is the offset D of the running ma
 _MOST_SHIFT = ACCUMULATOR_BITS - 1  # frame moves clamp to it: U (an int64) becomes 0 or -1
 _LOWEST = -(1 << _MOST_SHIFT)  # the int64 without a magnitude
 _FAR = -_NONE  # above every exponent: the lowest live exponent of a row or column without one
+_BLOCK = 256  # steps decoded at a time by the cost-only kernel: a side's block in 32 kB at 8 rows of 8 lanes
 
 
 @functools.lru_cache(maxsize=None)
@@ -138,11 +139,11 @@ def tile_cycles(a_values, b_values, guard_bits, zero_block_cycles, a_pick=None, 
 
 @functools.lru_cache(maxsize=None)
 def _term_tables(g):
-    """``_lane_tables``' in-bound term counts ``found[i * (26 + G) + d]`` (int32), each significand's terms, and the
+    """``_lane_tables``' in-bound term counts ``found[i, d]`` (int32), each significand's terms, and the
     largest distance ``d`` at which every significand keeps all of its terms."""
     packed, _, _, counts = _lane_tables(g)
-    found = (packed & 7).astype(np.int32)
-    kept = (found.reshape(128, -1) == counts[:, None]).all(0)
+    found = (packed & 7).astype(np.int32).reshape(128, -1)
+    kept = (found == counts[:, None]).all(0)
     return found, counts.astype(np.int32), int(np.argmin(kept)) - 1
 
 
@@ -386,83 +387,86 @@ def _round_accumulator(accumulator, frame, g):
 def _cycles(a, a_pick, b, b_pick, shift, zero_block_cycles, found, counts, whole, step_cycles, terms, skipped,
             pe_cycles):
     """``_tile``'s ``step_cycles``, ``terms``, ``skipped`` and ``pe_cycles`` without the accumulator, pass p on sets
-    ``a_pick[p]`` and ``b_pick[p]``. The operand sets are decoded first (a row set as its passes start, the column
-    sets at once where passes share them), then each pass's steps walked: a PE whose lanes all lie within ``whole``
-    of the running maximum E (bounded below by the row's and the column's lowest live exponents) keeps every term of
-    its live lanes; another looks each lane's in-bound terms up in ``found`` at its distance."""
+    ``a_pick[p]`` and ``b_pick[p]``. A pass's steps are walked in blocks of at most ``_BLOCK``, each side's block
+    decoded first into buffers that stay in cache (a pass of one block keeps its row set's block while the next pass
+    reads the same set, and the column sets' are decoded at once where passes share them): a PE whose lanes all lie
+    within ``whole`` of the running maximum E (bounded below by the row's and the column's lowest live exponents)
+    keeps every term of its live lanes; another looks each lane's in-bound terms up in ``found`` at its distance."""
     _, rows, steps, lanes = a.shape
     col_sets, cols = b.shape[:2]
-    span = found.size // 128
-    a_exp = np.empty((rows, steps, lanes), np.int32)  # ea - 127, _NONE unless live
-    a_terms = np.empty((rows, steps, lanes), np.int32)  # the significand's terms, 0 unless live
-    a_low = np.empty((rows, steps), np.int32)  # the lowest live exponent of a row's step, _FAR without one
-    # the column sets decoded at once where passes share them, else each as its pass starts (in cache)
-    shared = col_sets < a_pick.size
+    block = max(min(steps, _BLOCK), 1)
+    # the column sets decoded at once where passes share them and a pass is one block, else block by block
+    shared = col_sets < a_pick.size and steps <= _BLOCK
     slots = col_sets if shared else 1
-    b_sets_exp = np.empty((slots, cols, steps, lanes), np.int32)  # eb, _NONE unless live
-    b_sets_live = np.empty((slots, cols, steps, lanes), np.int32)  # -1 (all bits set) if live, else 0
-    b_sets_low = np.empty((slots, cols, steps), np.int32)
+    a_exp = np.empty((block, rows, lanes), np.int32)  # ea - 127, _NONE unless live
+    a_terms = np.empty((block, rows, lanes), np.int32)  # the significand's terms, 0 unless live
+    a_low = np.empty((block, rows), np.int32)  # the lowest live exponent of a row's step, _FAR without one
+    b_sets_exp = np.empty((slots, block, cols, lanes), np.int32)  # eb, _NONE unless live
+    b_sets_live = np.empty((slots, block, cols, lanes), np.int32)  # -1 (all bits set) if live, else 0
+    b_sets_low = np.empty((slots, block, cols), np.int32)
     marks = np.full(128, -1, np.int32)
     for k in range(col_sets if shared else 0):
-        _decode_side(b[k], shift, 0, marks, b_sets_exp[k], b_sets_live[k], b_sets_low[k])
+        _decode_block(b[k], 0, shift, 0, marks, b_sets_exp[k], b_sets_live[k], b_sets_low[k])
     running = np.empty((rows, cols), np.int32)  # E, _NONE before the pass's first live lane
-    decoded = -1
+    decoded = -1  # the row set whose only block the buffers hold
     for p in range(a_pick.size):
-        if a_pick[p] != decoded:
-            decoded = a_pick[p]
-            _decode_side(a[decoded], shift, -127, counts, a_exp, a_terms, a_low)
-        slot = b_pick[p] if shared else 0
-        if not shared:
-            _decode_side(b[b_pick[p]], shift, 0, marks, b_sets_exp[0], b_sets_live[0], b_sets_low[0])
-        b_exp, b_live, b_low = b_sets_exp[slot], b_sets_live[slot], b_sets_low[slot]
         running[:] = _NONE
         in_bound = skip = cycles = 0
-        for s in range(steps):
-            step_cost = 0
-            for r in range(rows):
-                for c in range(cols):
-                    top = np.int32(_NONE)
-                    most = np.int32(1)
-                    kept = np.int32(0)  # the live lanes' terms, all kept while every lane is near the top
-                    for n in range(lanes):
-                        top = max(top, a_exp[r, s, n] + b_exp[c, s, n])
-                        lane = a_terms[r, s, n] & b_live[c, s, n]
-                        most = max(most, lane)
-                        kept += lane
-                    if top < _DEAD:  # no live lane: the accumulator stays as it is
-                        step_cost = max(step_cost, zero_block_cycles)
-                        cycles += zero_block_cycles
-                        continue
-                    top = max(top, running[r, c])
-                    running[r, c] = top
-                    found_here = kept
-                    if top - (a_low[r, s] + b_low[c, s]) > whole:  # a lane may be far below: count its terms
-                        most, found_here = np.int32(1), np.int32(0)
+        for first in range(0, steps, block):
+            if a_pick[p] != decoded or steps > block:
+                decoded = a_pick[p] if steps == block else -1
+                _decode_block(a[a_pick[p]], first, shift, -127, counts, a_exp, a_terms, a_low)
+            slot = b_pick[p] if shared else 0
+            if not shared:
+                _decode_block(b[b_pick[p]], first, shift, 0, marks, b_sets_exp[0], b_sets_live[0], b_sets_low[0])
+            b_exp, b_live, b_low = b_sets_exp[slot], b_sets_live[slot], b_sets_low[slot]
+            for s in range(min(block, steps - first)):
+                step_cost = 0
+                for r in range(rows):
+                    for c in range(cols):
+                        top = np.int32(_NONE)
+                        most = np.int32(1)
+                        kept = np.int32(0)  # the live lanes' terms, all kept while every lane is near the top
                         for n in range(lanes):
-                            x = np.int32(a[decoded, r, s, n] >> shift)
-                            lane = found[(x & 0x7F) * span + min(top - (a_exp[r, s, n] + b_exp[c, s, n]), span - 1)]
+                            top = max(top, a_exp[s, r, n] + b_exp[s, c, n])
+                            lane = a_terms[s, r, n] & b_live[s, c, n]
                             most = max(most, lane)
-                            found_here += lane
-                    in_bound += found_here
-                    skip += kept - found_here
-                    step_cost = max(step_cost, most)
-                    cycles += most
-            step_cycles[p, s] = step_cost
+                            kept += lane
+                        if top < _DEAD:  # no live lane: the accumulator stays as it is
+                            step_cost = max(step_cost, zero_block_cycles)
+                            cycles += zero_block_cycles
+                            continue
+                        top = max(top, running[r, c])
+                        running[r, c] = top
+                        found_here = kept
+                        if top - (a_low[s, r] + b_low[s, c]) > whole:  # a lane may be far below: count its terms
+                            most, found_here = np.int32(1), np.int32(0)
+                            for n in range(lanes):
+                                x = np.int32(a[a_pick[p], r, first + s, n] >> shift)
+                                d = min(top - (a_exp[s, r, n] + b_exp[s, c, n]), found.shape[1] - 1)
+                                most = max(most, found[x & 0x7F, d])
+                                found_here += found[x & 0x7F, d]
+                        in_bound += found_here
+                        skip += kept - found_here
+                        step_cost = max(step_cost, most)
+                        cycles += most
+                step_cycles[p, first + s] = step_cost
         terms[p], skipped[p], pe_cycles[p] = in_bound, skip, cycles
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _decode_side(side, shift, bias, counts, exponents, significand_terms, lows):
-    """Decode one stream set of one side ([rows|cols, steps, lanes], patterns ``side >> shift``): each
-    exponent plus ``bias`` (``_NONE`` unless live), ``counts`` of each significand (its terms, or -1 to mark the
-    live lanes; 0 unless live) and each step's lowest live exponent (``_FAR`` without one)."""
+def _decode_block(side, first, shift, bias, counts, exponents, significand_terms, lows):
+    """Decode the block of steps from ``first`` of one stream set of one side (``side`` [rows|cols, steps, lanes],
+    patterns ``side >> shift``) into [step in block, row|col, lane]: each exponent plus ``bias`` (``_NONE`` unless
+    live), ``counts`` of each significand (its terms, or -1 to mark the live lanes; 0 unless live) and each step's
+    lowest live exponent (``_FAR`` without one)."""
     for r in range(side.shape[0]):
-        for s in range(side.shape[1]):
+        for s in range(min(exponents.shape[0], side.shape[1] - first)):
             low = np.int32(_FAR)
             for n in range(side.shape[2]):
-                x = np.int32(side[r, s, n] >> shift)
+                x = np.int32(side[r, first + s, n] >> shift)
                 e, live = _exponent(x)
-                exponents[r, s, n] = e + bias if live else _NONE
-                significand_terms[r, s, n] = counts[x & 0x7F] if live else 0
+                exponents[s, r, n] = e + bias if live else _NONE
+                significand_terms[s, r, n] = counts[x & 0x7F] if live else 0
                 low = min(low, e + bias if live else _FAR)
-            lows[r, s] = low
+            lows[s, r] = low

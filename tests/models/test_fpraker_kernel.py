@@ -253,12 +253,13 @@ def test_cuda_values_read_in_place():
             fpraker_cuda.tile_values(bad, partner_values, GUARD_BITS, ZERO_BLOCK_CYCLES)
 
 
-def test_cost_of_picked_sets():
+@pytest.mark.parametrize("steps", [7, 600])
+def test_cost_of_picked_sets(steps):
     """``tile_cycles`` of passes given as stream sets and picks (row sets in runs, column sets cycling, as the mapper
-    gives them, and in any order) equals its cost of the gathered passes and the golden tile's; bad picks are
-    refused."""
+    gives them, and in any order; passes of one block of steps and of several) equals the golden tile's cost of the
+    gathered passes; bad picks are refused."""
     rng = np.random.default_rng(8)
-    a_sets, b_sets = random_bits(rng, (3, 2, 7, 8), spread=30, corner=0.3), real_bits(rng, (4, 3, 7, 8))
+    a_sets, b_sets = random_bits(rng, (3, 2, steps, 8), spread=30, corner=0.3), real_bits(rng, (4, 3, steps, 8))
     runs = np.divmod(np.arange(12), 4)
     for a_pick, b_pick in (runs, (rng.integers(0, 3, 9), rng.integers(0, 4, 9)), (runs[0][:2], runs[1][:2])):
         want = golden.tile(a_sets[a_pick], b_sets[b_pick], GUARD_BITS, ZERO_BLOCK_CYCLES)
