@@ -34,7 +34,7 @@ _OFFSET = (1 << FRAME_BITS) - 1  # E & _OFFSET is the offset D of the running ma
 _MOST_SHIFT = ACCUMULATOR_BITS - 1  # frame moves clamp to it: U (an int64) becomes 0 or -1
 _LOWEST = -(1 << _MOST_SHIFT)  # the int64 without a magnitude
 _FAR = -_NONE  # above every exponent: the lowest live exponent of a row or column without one
-_BLOCK = 256  # steps decoded at a time by the cost-only kernel: a side's block in 32 kB at 8 rows of 8 lanes
+_BLOCK = 1024  # steps decoded at a time by the cost-only kernel: a side's arrays in 128 kB each at 4 rows of 8 lanes
 
 
 @functools.lru_cache(maxsize=None)
@@ -386,17 +386,18 @@ def _round_accumulator(accumulator, frame, g):
 @numba.njit(nogil=True, cache=True)
 def _cycles(a, a_pick, b, b_pick, shift, zero_block_cycles, found, counts, whole, step_cycles, terms, skipped,
             pe_cycles):
-    """``_tile``'s ``step_cycles``, ``terms``, ``skipped`` and ``pe_cycles`` without the accumulator, pass p on sets
-    ``a_pick[p]`` and ``b_pick[p]``. A pass's steps are walked in blocks of at most ``_BLOCK``, each side's block
-    decoded first into buffers that stay in cache (a pass of one block keeps its row set's block while the next pass
-    reads the same set, and the column sets' are decoded at once where passes share them): a PE whose lanes all lie
-    within ``whole`` of the running maximum E (bounded below by the row's and the column's lowest live exponents)
-    keeps every term of its live lanes; another looks each lane's in-bound terms up in ``found`` at its distance."""
+    """``_tile``'s ``step_cycles``, ``terms``, ``skipped`` and ``pe_cycles`` (zeros in, added to) without the
+    accumulator, pass p on sets ``a_pick[p]`` and ``b_pick[p]``. The steps are walked in blocks of at most
+    ``_BLOCK``, every pass through a block before the next: each set's block is decoded step-major into buffers
+    that stay in cache, a row set's once per run of passes reading it, the column sets' at once where passes share
+    them. A PE whose lanes all lie within ``whole`` of the running maximum E (bounded below by the row's and the
+    column's lowest live exponents) keeps every term of its live lanes; another looks each lane's in-bound terms up
+    in ``found`` at its distance."""
     _, rows, steps, lanes = a.shape
     col_sets, cols = b.shape[:2]
+    passes = a_pick.size
     block = max(min(steps, _BLOCK), 1)
-    # the column sets decoded at once where passes share them and a pass is one block, else block by block
-    shared = col_sets < a_pick.size and steps <= _BLOCK
+    shared = col_sets < passes  # the column sets' blocks decoded at once, else each as its pass reads it
     slots = col_sets if shared else 1
     a_exp = np.empty((block, rows, lanes), np.int32)  # ea - 127, _NONE unless live
     a_terms = np.empty((block, rows, lanes), np.int32)  # the significand's terms, 0 unless live
@@ -405,21 +406,20 @@ def _cycles(a, a_pick, b, b_pick, shift, zero_block_cycles, found, counts, whole
     b_sets_live = np.empty((slots, block, cols, lanes), np.int32)  # -1 (all bits set) if live, else 0
     b_sets_low = np.empty((slots, block, cols), np.int32)
     marks = np.full(128, -1, np.int32)
-    for k in range(col_sets if shared else 0):
-        _decode_block(b[k], 0, shift, 0, marks, b_sets_exp[k], b_sets_live[k], b_sets_low[k])
-    running = np.empty((rows, cols), np.int32)  # E, _NONE before the pass's first live lane
-    decoded = -1  # the row set whose only block the buffers hold
-    for p in range(a_pick.size):
-        running[:] = _NONE
-        in_bound = skip = cycles = 0
-        for first in range(0, steps, block):
-            if a_pick[p] != decoded or steps > block:
-                decoded = a_pick[p] if steps == block else -1
-                _decode_block(a[a_pick[p]], first, shift, -127, counts, a_exp, a_terms, a_low)
+    running = np.full((passes, rows, cols), _NONE, np.int32)  # E, _NONE before the pass's first live lane
+    for first in range(0, steps, block):
+        for k in range(col_sets if shared else 0):
+            _decode_block(b[k], first, shift, 0, marks, b_sets_exp[k], b_sets_live[k], b_sets_low[k])
+        decoded = -1
+        for p in range(passes):
+            if a_pick[p] != decoded:
+                decoded = a_pick[p]
+                _decode_block(a[decoded], first, shift, -127, counts, a_exp, a_terms, a_low)
             slot = b_pick[p] if shared else 0
             if not shared:
                 _decode_block(b[b_pick[p]], first, shift, 0, marks, b_sets_exp[0], b_sets_live[0], b_sets_low[0])
             b_exp, b_live, b_low = b_sets_exp[slot], b_sets_live[slot], b_sets_low[slot]
+            in_bound = skip = cycles = 0
             for s in range(min(block, steps - first)):
                 step_cost = 0
                 for r in range(rows):
@@ -436,13 +436,13 @@ def _cycles(a, a_pick, b, b_pick, shift, zero_block_cycles, found, counts, whole
                             step_cost = max(step_cost, zero_block_cycles)
                             cycles += zero_block_cycles
                             continue
-                        top = max(top, running[r, c])
-                        running[r, c] = top
+                        top = max(top, running[p, r, c])
+                        running[p, r, c] = top
                         found_here = kept
                         if top - (a_low[s, r] + b_low[s, c]) > whole:  # a lane may be far below: count its terms
                             most, found_here = np.int32(1), np.int32(0)
                             for n in range(lanes):
-                                x = np.int32(a[a_pick[p], r, first + s, n] >> shift)
+                                x = np.int32(a[decoded, r, first + s, n] >> shift)
                                 d = min(top - (a_exp[s, r, n] + b_exp[s, c, n]), found.shape[1] - 1)
                                 most = max(most, found[x & 0x7F, d])
                                 found_here += found[x & 0x7F, d]
@@ -451,7 +451,9 @@ def _cycles(a, a_pick, b, b_pick, shift, zero_block_cycles, found, counts, whole
                         step_cost = max(step_cost, most)
                         cycles += most
                 step_cycles[p, first + s] = step_cost
-        terms[p], skipped[p], pe_cycles[p] = in_bound, skip, cycles
+            terms[p] += in_bound
+            skipped[p] += skip
+            pe_cycles[p] += cycles
 
 
 @numba.njit(nogil=True, cache=True, inline="always")

@@ -253,7 +253,7 @@ def test_cuda_values_read_in_place():
             fpraker_cuda.tile_values(bad, partner_values, GUARD_BITS, ZERO_BLOCK_CYCLES)
 
 
-@pytest.mark.parametrize("steps", [7, 600])
+@pytest.mark.parametrize("steps", [7, 2 * kernel._BLOCK + 52])  # one block of steps, and three
 def test_cost_of_picked_sets(steps):
     """``tile_cycles`` of passes given as stream sets and picks (row sets in runs, column sets cycling, as the mapper
     gives them, and in any order; passes of one block of steps and of several) equals the golden tile's cost of the
