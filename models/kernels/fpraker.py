@@ -9,10 +9,11 @@ reference's 2**16 x (26 + G) table, which does not fit the caches, or a loop ove
 whose early exit the branch predictor cannot guess.
 
 The mapper needs a pass's cycles and terms, not its outputs: ``tile_cycles`` gives them without the
-accumulator, about twice as fast. A PE's step is decided by its lanes' distances below the running
-maximum; while every live lane is near enough to keep all of its terms (the common case: the lowest
-live exponents of the row and of the column bound it), a lane's in-bound terms are its terms, and
-only the other steps read the table of in-bound terms.
+accumulator. A PE's step is decided by its lanes' distances below the running maximum; while every
+live lane is near enough to keep all of its terms (the common case: the lowest live exponents of the
+row and of the column bound it), a lane's in-bound terms are its terms, and only the other steps
+read the table of in-bound terms. It takes the mapper's stream sets and each pass's sets, decodes a
+set once however many passes read it, and walks the passes in blocks of steps that stay in cache.
 """
 
 import functools
