@@ -80,8 +80,7 @@ def main(argv=None):
         values = passes * rows * cols * steps * lanes
         shape = f"{passes}x{rows}x{cols}x{steps}x{lanes}"
         results = []
-        as_values = (a.numpy().astype(np.uint32) << 16).view(np.float32), (b.numpy().astype(np.uint32) << 16).view(
-            np.float32)
+        as_values = tuple((x.numpy().astype(np.uint32) << 16).view(np.float32) for x in (a, b))  # the mapper's operands
         for name, model, operands in (("cost", kernel.tile_cycles, as_values), ("kernel", kernel.tile, (a, b)),
                                       ("golden", tile, (a, b))):  # the kernels first: torch's idle threads spin
             best, best_cpu, result = _time(model, *operands, args.repeats)
