@@ -159,8 +159,10 @@ class Netlist:
         for bit in self.fanout:
             wire(bit)
         header = f"module {self.top}({', '.join(self.ports)});"
+        # nothing traced: pyverilator builds every model with --trace, and a packaged tile's tracing code took
+        # longer to compile than the rest of its model; toggles are counted without it
         return "\n".join([f"// {self.top} mapped onto {liberty.name}, flattened for gate-level simulation", header,
-                          *lines, *body, "endmodule"]) + "\n"
+                          "  /*verilator tracing_off*/", *lines, *body, "endmodule"]) + "\n"
 
 
 def _constant(condition, cell, library_cell):

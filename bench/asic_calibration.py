@@ -79,6 +79,9 @@ def main():
         print(f"\ntable {table.name} ({table.path}): flip_flop_clock {table.entries['flip_flop_clock'] * 1e3:.3g} fJ")
         _print("Charged with the table",
                _per_design(charged, lambda run: table_energy_pj(run, table.entries, fmt)))
+    if len({run.layer for run in runs}) < 2:
+        print("\nOne layer: no table fitted to the other layers to charge it")
+        return
     _print("Each layer charged by the table fitted to the other layers (non-negative least squares)",
            _held_out(runs, fmt))
 

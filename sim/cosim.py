@@ -38,6 +38,10 @@ from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
 __all__ = ["Cosim", "TileRun", "CosimBuildError"]
 
 _EXTENSION_VERSION = 2  # bump when the appended C++ changes, to rebuild cached models
+# A gate-level model's C++ files hold up to 500,000 statements, its functions 20,000 (Verilator splits files at 20,000
+# by default): a packaged 4x4 tile's 0.5 M cells made 551 files, each parsing the 37 MB header of every net, about
+# 25 s apiece at -O0 on 2 cores; with the functions unsplit too, gcc took over 18 minutes on each of the largest
+NETLIST_SPLIT = ("--output-split", "500000", "--output-split-cfuncs", "20000", "--output-split-ctrace", "20000")
 
 
 class CosimBuildError(Exception):
@@ -359,8 +363,10 @@ class Cosim:
                 return self.netlist.write(work / f"{self.top}.v")
             return write_verilog(self.tile, work / f"{self.top}.v", self.top)
 
-        compile_model(write, self.top, self.build_dir, extend, self.optimize, jobs,
-                      args=toggles_module.verilator_args(self.toggles) if self.toggles else (), what=self.design.name,
+        args = toggles_module.verilator_args(self.toggles) if self.toggles else ()
+        if self.netlist is not None:
+            args = (*args, *NETLIST_SPLIT)
+        compile_model(write, self.top, self.build_dir, extend, self.optimize, jobs, args=args, what=self.design.name,
                       params={"design": self.design.name, **self.params})
 
     def _load(self, so_file):
