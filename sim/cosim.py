@@ -38,9 +38,10 @@ from dashraker.sim.toolchain import DEBIAN_VERILATOR, LINT_WAIVERS
 __all__ = ["Cosim", "TileRun", "CosimBuildError"]
 
 _EXTENSION_VERSION = 2  # bump when the appended C++ changes, to rebuild cached models
-# A gate-level model's C++ files hold up to 500,000 statements, its functions 20,000 (Verilator splits files at 20,000
-# by default): a packaged 4x4 tile's 0.5 M cells made 551 files, each parsing the 37 MB header of every net, about
-# 25 s apiece at -O0 on 2 cores; with the functions unsplit too, gcc took over 18 minutes on each of the largest
+# A gate-level model's C++ files hold up to 500,000 statements and its functions 20,000, as by default: at the
+# default file split (20,000) a packaged 4x4 tile's 0.5 M cells made 551 files, each parsing the 37 MB header of every
+# net, about 25 s apiece at -O0 on 2 cores; functions of 500,000 (tracing ones, in a first trial) took gcc over 18
+# minutes each
 NETLIST_SPLIT = ("--output-split", "500000", "--output-split-cfuncs", "20000", "--output-split-ctrace", "20000")
 
 
