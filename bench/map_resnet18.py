@@ -12,7 +12,8 @@ memory is the largest resident set of the main process and of one worker process
 workers run side by side: at most ``jobs`` of them). ``--same-as`` checks that each design's
 ``map.csv`` equals the one an earlier run wrote with ``--out`` (the GPU path against the CPU
 path, one commit against another). ``--jobs`` defaults to 2 on the CPU and to 1 (the mapper's
-default there) with ``--device cuda``.
+default there) with ``--device cuda``. The speed against DNNsim, the TensorDash authors' simulator, is
+``dnnsim_speed.py``'s: one simulation, one unit, each program's start-up counted.
 """
 
 import argparse
@@ -25,10 +26,6 @@ from pathlib import Path
 
 TARGET_S = {"baseline": 60, "tensordash": 60, "fpraker": 60}  # wall, on 2 cores (issue 16)
 TARGET_CUDA_S = {"fpraker": 5}  # wall, on one H100/H200 with --device cuda (issue 16)
-# 10x the 4.7e8 multiply-accumulates per CPU second of the TensorDash authors' simulator (DNNsim) on ResNet-18, in
-# its own configuration: a target in its unit, MACs (each scheduled value meets a column of partners: MACs are values
-# scheduled x columns), not a comparison; docs/results/map-history.md compares the two on one simulation.
-TARGET_MACS_PER_CPU_S = {"baseline": 4.7e9, "tensordash": 4.7e9}
 TARGET_GIB = 4
 
 
@@ -90,7 +87,7 @@ def main():
     trace = _trace(args.trace)
     jobs = args.jobs or (2 if args.device == "cpu" else 1)
     targets = TARGET_S if args.device == "cpu" else TARGET_CUDA_S
-    print(f"{'design':<11} {'values/CPU s':>12} {'MACs/CPU s':>10} {'target':>8} {'wall s':>8} {'target s':>8} "
+    print(f"{'design':<11} {'values/CPU s':>12} {'MACs/CPU s':>10} {'wall s':>8} {'target s':>8} "
           f"{'CPU s':>8} {'peak GiB':>8}  speedup fwd/bwd_in/bwd_w/all")
     for design in args.designs.split(","):
         command = [sys.executable, __file__, "--trace", str(trace), "--one", design, "--jobs", str(jobs),
@@ -99,10 +96,9 @@ def main():
         done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
         r = json.loads(done.stdout.strip().splitlines()[-1])
         speedups = "/".join(f"{r['ops'][op]['speedup']:.2f}" for op in ("fwd", "bwd_input", "bwd_weight", "all"))
-        target = TARGET_MACS_PER_CPU_S.get(design)
-        print(f"{design:<11} {r['values'] / r['cpu_s']:>12.3e} {r['macs'] / r['cpu_s']:>10.3e} "
-              f"{f'{target:.1e}' if target else '-':>8} {r['wall_s']:>8.1f} {targets.get(design, '-'):>8} "
-              f"{r['cpu_s']:>8.1f} {r['peak_gib']:>8.2f}  {speedups}   (target peak {TARGET_GIB} GiB)", flush=True)
+        print(f"{design:<11} {r['values'] / r['cpu_s']:>12.3e} {r['macs'] / r['cpu_s']:>10.3e} {r['wall_s']:>8.1f} "
+              f"{targets.get(design, '-'):>8} {r['cpu_s']:>8.1f} {r['peak_gib']:>8.2f}  {speedups}   "
+              f"(target peak {TARGET_GIB} GiB)", flush=True)
         if args.same_as:
             same = (Path(args.out) / design / "map.csv").read_bytes() == (args.same_as / design / "map.csv").read_bytes()
             print(f"{'':<11} map.csv {'identical to' if same else 'DIFFERS from'} {args.same_as / design / 'map.csv'}")

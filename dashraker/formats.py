@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 __all__ = ["FloatFormat", "BF16", "FP32", "FORMATS", "FIXED_POINT_FRAME", "FUSED_GUARD_BITS", "FPRAKER_MAX_TERMS",
-           "FPRAKER_ACCUMULATOR_BITS", "FPRAKER_FRAME_BITS", "float_format"]
+           "FPRAKER_ACCUMULATOR_BITS", "FPRAKER_FRAME_BITS", "CANONICAL_NAN_BITS", "float_format"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ FUSED_GUARD_BITS = 8
 FPRAKER_MAX_TERMS = 5
 FPRAKER_ACCUMULATOR_BITS = 64
 FPRAKER_FRAME_BITS = 3
+
+# The one NaN every model gives (SPEC section 2): fp32's quiet NaN, sign 0, fraction 0x400000 (bf16: its top half).
+CANONICAL_NAN_BITS = 0x7FC00000
 
 
 def float_format(name):

@@ -38,6 +38,8 @@ def register(subparsers):
                         "whose area is synthesised at once (default: one per CPU)")
     add_dask_option(parser, "; the trace must be at the same path on storage they share (docs/guides/cli-map.md)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-plots", action="store_true", help="write map.csv and map.json only: no plots (they "
+                        "take seconds to draw, a large share of a small trace's map)")
     parser.add_argument("--skip-unsupported", action="store_true", help="map the other layers of a trace holding "
                         "layers of a type this version does not take (listed in the report); default: refuse it")
     parser.add_argument("--device", default="cpu", help="where the designs' cost models run: cpu (fused kernels) "
@@ -155,8 +157,8 @@ def run(args):
         if (args.compare or configs[0].compare) == "iso-area":
             meta["iso_area"] = iso_area = _iso_area(args, configs, steps, sums)
         with out.staging() as staging:
-            names = list(write_reports(staging, rows, sums, meta))
-            if iso_area is not None:
+            names = list(write_reports(staging, rows, sums, meta, plots=not args.no_plots))
+            if iso_area is not None and not args.no_plots:
                 from dashraker.mapping import isoarea
 
                 isoarea.plot(staging / isoarea.PLOT, iso_area["designs"], iso_area["unit"])

@@ -389,6 +389,8 @@ def _merged(defaults, given):
 
 def check_device(device):
     """``device`` as the cost models take it: "cpu", or a CUDA GPU that PyTorch reaches ("cuda", "cuda:1")."""
+    if device == "cpu":
+        return "cpu"  # without PyTorch's import: the CPU cost models run without it
     import torch
 
     try:

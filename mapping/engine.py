@@ -16,7 +16,6 @@ import dataclasses
 import functools
 
 import numpy as np
-import torch
 
 from dashraker.designs import reference
 from dashraker.designs.descriptor import Operands
@@ -82,7 +81,7 @@ def _size(part):
     """Values in a chunk's array: a NumPy array's, on a GPU a torch tensor's, or the stream sets' of a ``_Picked``."""
     if isinstance(part, _Picked):
         return part.sets.size
-    return part.numel() if isinstance(part, torch.Tensor) else part.size
+    return part.size if isinstance(part, np.ndarray) else part.numel()
 
 
 def _join(parts):
@@ -94,11 +93,17 @@ def _join(parts):
         starts = np.cumsum([0] + [len(part.sets) for part in parts[:-1]])
         return _Picked(np.concatenate([part.sets for part in parts]),
                        np.concatenate([part.pick + start for part, start in zip(parts, starts)]))
-    return torch.cat(parts) if isinstance(parts[0], torch.Tensor) else np.concatenate(parts)
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    import torch  # a GPU's chunks; the CPU path runs without PyTorch
+
+    return torch.cat(parts)
 
 
 def _on_device(batch, device):
     """A batch's passes gathered on ``device`` from its stream sets, which alone travel (a fraction of the passes)."""
+    import torch
+
     def gather(sets, pick):
         sets = np.require(sets, requirements=("C", "W"))  # torch takes writable arrays only: a copy of a view
         return torch.from_numpy(sets).to(device)[torch.from_numpy(pick).to(device)]
@@ -176,8 +181,11 @@ def _evaluate(problems, config):
 
 def _dnnsim_carried(config, op_plan):
     """For the ``dnnsim`` dataflow on a design with a staging window (a ``lookahead`` and a ``pattern``): a function
-    giving a problem's per-pass cycles as DNNsim counts them (``mapping.dnnsim``: the leading all-zero steps jumped,
-    one skip counter per layer, operation, group and sample, carried from pass to pass); else None."""
+    ``cost(problem, counts)`` giving a problem's per-pass cycles as DNNsim counts them (``mapping.dnnsim``: the
+    leading all-zero steps jumped, one skip counter per layer, operation, group and sample, carried from pass to pass)
+    and adding its multiplications (DNNsim's: the non-zero scheduled values, each once per partner) to ``counts``;
+    else None. It stands in for the design's own evaluation, whose cycles DNNsim's replace and whose only count
+    is the same multiplications (checked by tests/mapping/test_map_dnnsim.py)."""
     params = config.params
     if (config.dataflow != "dnnsim" or config.design.cost.operands is not Operands.SCHEDULED
             or not {"lookahead", "pattern"} <= set(params)):
@@ -188,15 +196,16 @@ def _dnnsim_carried(config, op_plan):
     pattern, state = parse_pattern(params["pattern"]), {"call": None, "skip": 0}
     rows_outer = op_plan.scheduled == ("G" if op_plan.op == "bwd_input" else "A")  # windows / activations on rows
 
-    def cycles(problem):
+    def cost(problem, counts):
         call = dnnsim.call_of(problem.label)
         skip = state["skip"] if call == state["call"] else 0
-        result, state["skip"] = dnnsim.problem_cycles(problem, config.rows, config.cols, pattern, params["lookahead"],
-                                                      rows_outer, skip)
+        cycles, state["skip"], multiplications = dnnsim.problem_cycles(problem, config.rows, config.cols, pattern,
+                                                                       params["lookahead"], rows_outer, skip)
         state["call"] = call
-        return result
+        counts["mul"] += multiplications
+        return cycles
 
-    return cycles
+    return cost
 
 
 def _set_bytes(streams, size, value_bytes, limit=1 << 22):
@@ -329,25 +338,28 @@ def _pass_arrays(config, op_plan):
     of the cost model's evaluation."""
     design_passes, dense_passes = _Passes(), _Passes()
     counts = dict.fromkeys(components(), 0)
-    evaluates = config.design.cost.operands is not Operands.NONE
-    per_problem = _evaluate(op_plan.problems, config) if evaluates else [None] * len(op_plan.problems)
     carried = _dnnsim_carried(config, op_plan)
+    evaluates = config.design.cost.operands is not Operands.NONE and carried is None
+    per_problem = _evaluate(op_plan.problems, config) if evaluates else [None] * len(op_plan.problems)
     for problem, evaluated in zip(op_plan.problems, per_problem):
         row_set, col_set = _set_indices(problem, config)
         rows, cols = problem.rows.used(config.rows, row_set), problem.cols.used(config.cols, col_set)
-        cycles = problem.steps if evaluated is None else _problem_cycles(config, problem, evaluated, carried, counts)
+        if carried is not None:
+            cycles = carried(problem, counts)
+        else:
+            cycles = problem.steps if evaluated is None else _problem_cycles(config, problem, evaluated, counts)
         design_passes.add(cycles, problem.steps, rows, cols, row_set, col_set)
         dense_passes.add(problem.steps, problem.steps, rows, cols, row_set, col_set)
     return design_passes.arrays(), dense_passes.arrays(), counts
 
 
-def _problem_cycles(config, problem, evaluated, carried, counts):
+def _problem_cycles(config, problem, evaluated, counts):
     """A problem's cycles per pass from its evaluation, whose action counts go into ``counts``."""
     operands = config.design.cost.operands
     found = dict(evaluated)
     cycles = found.pop("cycles")
     if operands is Operands.SCHEDULED:  # per row set: shared by its column sets, counted per partner
-        cycles = np.repeat(cycles, problem.cols.num_sets(config.cols)) if carried is None else carried(problem)
+        cycles = np.repeat(cycles, problem.cols.num_sets(config.cols))
     partners = problem.cols.count if operands is Operands.SCHEDULED else 1
     for name, values in found.items():
         counts[name] = counts.get(name, 0) + int(values.sum()) * partners

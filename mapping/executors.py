@@ -8,11 +8,11 @@ import gc
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 
 import numba
-import torch
 from threadpoolctl import ThreadpoolController
 
 from dashraker.processes import end_with_parent
@@ -48,17 +48,26 @@ def limit_threads(count=THREADS):
     """Put PyTorch, Numba and every loaded BLAS/OpenMP library on ``count`` threads; returns a function restoring them.
 
     The one place the mapper's threads are set: the in-process run restores them at the end, workers keep them.
-    (The imports are at the top so that forked workers inherit them.)
+    PyTorch is set where it is loaded, else it loads on ``count`` threads (``OMP_NUM_THREADS``, which it reads then):
+    the CPU cost models run without it, so a map starts without its import, seconds on a small trace.
     """
-    before = torch.get_num_threads(), numba.get_num_threads()
-    torch.set_num_threads(count)
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch else None, numba.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+    if torch:
+        torch.set_num_threads(count)
+    os.environ["OMP_NUM_THREADS"] = str(count)
     numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
     libraries = ThreadpoolController().limit(limits=count)
 
     def restore():
         libraries.restore_original_limits()
-        torch.set_num_threads(before[0])
+        if before[0] is not None:
+            torch.set_num_threads(before[0])
         numba.set_num_threads(before[1])
+        if before[2] is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = before[2]
 
     return restore
 

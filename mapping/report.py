@@ -198,11 +198,13 @@ def plot_energy(path, rows):
     save_figures(figure, path)
 
 
-def write_reports(out, rows, sums, meta):
-    """``REPORTS`` in the folder ``out``; returns their paths by name."""
-    paths = {name: out / name for name in REPORTS}
+def write_reports(out, rows, sums, meta, plots=True):
+    """``REPORTS`` in the folder ``out`` (without ``plots``, the CSV and JSON files only); returns their paths by
+    name."""
+    paths = {name: out / name for name in (REPORTS if plots else REPORTS[:2])}
     write_csv(paths["map.csv"], rows)
     write_json(paths["map.json"], rows, sums, meta)
-    plot_speedup(paths["speedup.png"], rows)
-    plot_energy(paths["energy.png"], rows)
+    if plots:
+        plot_speedup(paths["speedup.png"], rows)
+        plot_energy(paths["energy.png"], rows)
     return paths

@@ -9,7 +9,7 @@ import contextlib
 
 import torch
 
-from dashraker.formats import BF16, float_format
+from dashraker.formats import BF16, CANONICAL_NAN_BITS, float_format
 
 __all__ = [
     "CANONICAL_NAN_BITS",
@@ -26,8 +26,6 @@ __all__ = [
     "fp32_add",
     "fp32_mul",
 ]
-
-CANONICAL_NAN_BITS = 0x7FC00000
 
 
 @contextlib.contextmanager

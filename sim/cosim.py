@@ -120,7 +120,7 @@ def _thread_code(ports, threads):
     """The C++ of each thread's ``steps`` port (``steps``, or ``steps__t`` with threads): the payload setter's body
     and the loop's statements that set its valid, read its ready and clear its valid; with threads, the idle cycles
     that start a stream on thread 0's cycle, where its port is ready (the tile is idle between calls), as the model
-    counts a stream (``models.tensordash.interleave``: thread 0 first)."""
+    counts a stream (``models.threads.interleave``: thread 0 first)."""
     prefixes = ["steps"] if threads == 1 else [f"steps__{t}" for t in range(threads)]
     setters = " else ".join(f"if (t == {t}) {{ {_port_code(*ports[f'{prefix}__payload'], setter=True)} }}"
                             for t, prefix in enumerate(prefixes))

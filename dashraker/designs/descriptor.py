@@ -11,7 +11,7 @@ registry) and their PyTorch models only when called, so listing the designs
 import dataclasses
 import enum
 import hashlib
-import importlib
+import importlib.util
 import re
 from pathlib import Path
 from typing import Callable
@@ -343,8 +343,9 @@ def _compiles(pattern):
 
 
 def _source_paths(name):
-    """The Python files of a module, or of a package and its subpackages."""
-    path = Path(importlib.import_module(name).__file__)
+    """The Python files of a module, or of a package and its subpackages (found, not imported: a golden model's
+    package would load PyTorch)."""
+    path = Path(importlib.util.find_spec(name).origin)
     return sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
 
 

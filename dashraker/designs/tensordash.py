@@ -73,16 +73,16 @@ def _evaluate(params, scheduled, partner, device="cpu"):
 
 
 def _stream(params, cycles):
-    """A tile's stream of passes through the window's threads (``models.tensordash.stream_cycles``)."""
-    from dashraker.models.tensordash import stream_cycles
+    """A tile's stream of passes through the window's threads (``models.threads.stream_cycles``)."""
+    from dashraker.models.threads import stream_cycles
 
     return stream_cycles(cycles, params["threads"])
 
 
 def _pass_ends(params, cycles):
     """The cycle each pass of a tile's stream ends on through the window's threads
-    (``models.tensordash.pass_ends``)."""
-    from dashraker.models.tensordash import pass_ends
+    (``models.threads.pass_ends``)."""
+    from dashraker.models.threads import pass_ends
 
     return pass_ends(cycles, params["threads"])
 

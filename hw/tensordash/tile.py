@@ -40,7 +40,7 @@ class Tile(wiring.Component):
     per thread, the pass's cycles are counted per thread, and the thread travels beside the
     PEs' pipeline into the result. Results leave as their passes end, each carrying its
     ``thread``: each thread's in its own order, the two threads' in the order of their passes'
-    last decisions (``models.tensordash.pass_ends`` when both streams keep the window full).
+    last decisions (``models.threads.pass_ends`` when both streams keep the window full).
 
     Parameters
     ----------

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from numba.cpython.unsafe.numbers import leading_zeros  # numba's count-leading-zeros intrinsic (numba is pinned)
 
+from dashraker.formats import CANONICAL_NAN_BITS
 from dashraker.models.fpraker.golden import ACCUMULATOR_BITS, FRAME_BITS, TileResult, checked_arguments, encode_terms
-from dashraker.models.numerics import CANONICAL_NAN_BITS
 
 __all__ = ["tile", "tile_values", "tile_cycles", "nonzero_values"]
 

@@ -21,9 +21,9 @@ import torch
 import triton
 import triton.language as tl
 
+from dashraker.formats import CANONICAL_NAN_BITS
 from dashraker.models.fpraker.golden import TileResult, checked_arguments
 from dashraker.models.kernels.fpraker import _DEAD, _MOST_SHIFT, _NONE, _OFFSET, _lane_tables
-from dashraker.models.numerics import CANONICAL_NAN_BITS
 
 __all__ = ["tile", "tile_values"]
 

@@ -10,8 +10,7 @@ the canonical quiet NaN, results with a zero exponent field flushed to a zero of
 import numba
 import numpy as np
 
-from dashraker.formats import BF16, float_format
-from dashraker.models.numerics import CANONICAL_NAN_BITS
+from dashraker.formats import BF16, CANONICAL_NAN_BITS, float_format
 
 __all__ = ["quantize"]
 

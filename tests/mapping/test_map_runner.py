@@ -7,6 +7,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -98,6 +99,31 @@ def test_one_setting_for_every_thread_pool():
     finally:
         torch.set_num_threads(original[0])
         numba.set_num_threads(original[1])
+
+def test_pytorch_loaded_later_takes_the_limit():
+    """A map on the CPU runs without PyTorch; where a cost model loads it after ``limit_threads`` (the GPU path), it
+    starts on the limit's threads, and the restore leaves the environment as it found it."""
+    script = ("import os, sys; from dashraker.mapping.executors import limit_threads; restore = limit_threads(1); "
+              "assert 'torch' not in sys.modules; import torch; print(torch.get_num_threads()); restore(); "
+              "print(os.environ.get('OMP_NUM_THREADS'))")
+    env = {key: value for key, value in os.environ.items() if key != "OMP_NUM_THREADS"}
+    printed = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert printed.stdout.split() == ["1", "None"]
+
+
+def test_a_cpu_map_starts_without_pytorch(small_trace, tmp_path):
+    """``map --no-plots`` of TensorDash under both dataflows and of the baseline: PyTorch is never imported (seconds
+    of start-up; the fused CPU kernels run without it), and only the CSV and JSON reports are written. (The tiles'
+    synthesis is left out, as the fixture ``map_command`` does.)"""
+    script = ("import sys; import dashraker.mapping.silicon as silicon; "
+              "silicon.resolve_all = lambda configs, *args, **kwargs: list(configs); "
+              "from dashraker.cli import main; code = main(['map', *sys.argv[1:]]); "
+              "assert 'torch' not in sys.modules, 'PyTorch was imported'; sys.exit(code)")
+    for dataflow in ("default", "dnnsim"):
+        out = tmp_path / dataflow
+        subprocess.run([sys.executable, "-c", script, str(small_trace), "--design", "baseline,tensordash", "--dataflow",
+                        dataflow, "--jobs", "1", "--no-plots", "--no-progress", "--out", str(out)], check=True)
+        assert sorted(path.name for path in out.iterdir()) == ["map.csv", "map.json"]
 
 
 def test_dask_cluster_gives_the_in_process_rows(mobilenet_trace, configs, in_process_rows, cluster):

@@ -1,7 +1,7 @@
 """cocotb test of the TensorDash tile: results bit-exact against the golden model, cycles equal to the reference model's.
 
 A two-thread tile takes pass k of a stream on thread k mod 2's port (``TileTB``); without stalls its results come on
-the cycles the reference model ends the passes (``models.tensordash.pass_ends``, the descriptor's ``Cost.ends``), as a
+the cycles the reference model ends the passes (``models.threads.pass_ends``, the descriptor's ``Cost.ends``), as a
 one-thread tile's back to back.
 """
 

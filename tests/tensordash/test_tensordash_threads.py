@@ -3,7 +3,7 @@
 Thread t's stream carries passes t, t+2, ... of a tile's stream; every cycle the window issues is checked against
 the reference schedule of its thread's passes alone (end of pass, every row's selects, the scheduled values and the
 partner values at their original step and lane), and with full chunks and no stall the cycles on which each thread
-decides are ``models.tensordash.interleave``'s, the stream lasting ``stream_cycles``.
+decides are ``models.threads.interleave``'s, the stream lasting ``stream_cycles``.
 """
 
 import itertools
