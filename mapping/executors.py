@@ -49,7 +49,8 @@ def limit_threads(count=THREADS):
 
     The one place the mapper's threads are set: the in-process run restores them at the end, workers keep them.
     PyTorch is set where it is loaded, else it loads on ``count`` threads (``OMP_NUM_THREADS``, which it reads then):
-    the CPU cost models run without it, so a map starts without its import, seconds on a small trace.
+    the CPU cost models run without it, so a map starts without its import, seconds on a small trace. (Numba is
+    imported at the top so that forked workers inherit it.)
     """
     torch = sys.modules.get("torch")
     before = torch.get_num_threads() if torch else None, numba.get_num_threads(), os.environ.get("OMP_NUM_THREADS")

@@ -18,6 +18,8 @@ is still non-zero and the slot cleared, so a later requester of the slot finds i
 loses. Lanes > 64 go to the reference. Window threads (SPEC section 3) do not enter here: each thread runs its
 passes as alone, and the mapper lays these per-pass cycles on the threads (``models.threads.stream_cycles``).
 Patterns are checked by the reference's own ``_check``, so both refuse the same arguments.
+``dnnsim_summaries`` runs the same promotion (greedy) in the order of the TensorDash authors' simulator
+(``mapping.dnnsim``): every step not jumped takes values, and its count walks the scheduled steps.
 """
 
 import functools
@@ -248,8 +250,8 @@ def cycles_and_nonzero(operand, pattern, lookahead, scheduler):
 def dnnsim_summaries(operand, pattern, lookahead):
     """Per pass of ``operand`` (as ``cycles_and_nonzero`` takes it), as DNNsim's ``TensorDash.cpp`` (training
     version) schedules and counts it, the greedy scheduler's order: int64 ``[passes]`` arrays ``(leading, first,
-    inner, tail, nonzero)``, ``dashraker.mapping.dnnsim.Summary``'s fields (``nonzero``: the values scheduled). Its scheduler walks every step with its own skip
-    counter from 0: up to H all-zero steps in a row are jumped, nothing promoted into them; every other step takes
+    inner, tail, nonzero)``, ``dashraker.mapping.dnnsim.Summary``'s fields (``nonzero``: the values scheduled).
+    Its scheduler walks every step with its own skip counter from 0: up to H all-zero steps in a row are jumped, nothing promoted into them; every other step takes
     values from the next H steps as SPEC section 3's window does. Its count then walks the scheduled steps with a
     second counter, which ``first`` (the first step holding a value), ``inner`` (the cycles from it with the counter
     at 0) and ``tail`` (the counter left) summarise."""
