@@ -43,6 +43,10 @@ _EXTENSION_VERSION = 2  # bump when the appended C++ changes, to rebuild cached 
 # net, about 25 s apiece at -O0 on 2 cores; functions of 500,000 (tracing ones, in a first trial) took gcc over 18
 # minutes each
 NETLIST_SPLIT = ("--output-split", "500000", "--output-split-cfuncs", "20000", "--output-split-ctrace", "20000")
+# Every C++ file of a model includes its root header, which declares every net: 85 MB for the tree baseline's 4x4x16
+# netlist (1.2 M cells), about a minute of g++ per file at -O0 on 2 cores. A gate-level model's files take that header
+# precompiled once (``_precompile``).
+PRECOMPILED = "dashraker_pch.h"
 
 
 class CosimBuildError(Exception):
@@ -236,12 +240,30 @@ def _remove_stale_builds(root):
             pass
 
 
-def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=(), what=None, params=None):
+def _precompile(work, top, optimize, what):
+    """Precompile the model's headers in ``work`` with the model's own compile flags (its makefile's), and return the
+    make variables that have the model's files take them first (``-include``; g++ uses the ``.gch`` beside the header
+    when the flags agree, and the header's text otherwise). Verilator's own runtime files keep their flags: some
+    define macros before their first include."""
+    header = work / PRECOMPILED
+    header.write_text("".join(f'#include "{name}"\n' for name in
+                              ("verilated.h", "verilated_dpi.h", f"V{top}___024root.h")))
+    rule = work / "dashraker_pch.mk"
+    rule.write_text(f"{PRECOMPILED}.gch: {PRECOMPILED}\n\t$(CXX) $(CXXFLAGS) $(CPPFLAGS) {optimize} "
+                    "-x c++-header -o $@ $<\n")
+    _run(["make", "-C", str(work), "-f", f"V{top}.mk", "-f", rule.name, f"{PRECOMPILED}.gch"],
+         f"{what}: precompiled header")
+    return [f"OPT_FAST={optimize} -include {PRECOMPILED}", f"OPT_SLOW={optimize} -include {PRECOMPILED}"]
+
+
+def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=(), what=None, params=None,
+                  precompile=False):
     """Compile Verilog into a pyverilator model cached at ``build_dir`` (a folder swapped in whole when done).
 
     ``write(work)`` writes the Verilog into the work folder and returns its path; ``extend(wrapper_text, work)``
     returns pyverilator's C++ wrapper with this project's C functions appended (Verilator's model generated in
-    ``work``); ``args`` are extra Verilator options.
+    ``work``); ``args`` are extra Verilator options; ``precompile``: the model's files take its headers precompiled
+    (``_precompile``: worth it where the header is large, a gate-level netlist's).
     The model's shared library is ``build_dir / f"V{top}"``.
     """
     from pyverilator import PyVerilator
@@ -270,8 +292,10 @@ def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=()
                   f"minutes, measured 78-145 s at -O0 on 2 cores; then cached in {build_dir})")
             wrapper = work / "pyverilator_wrapper.cpp"
             wrapper.write_text(extend(wrapper.read_text(), work))
+            flags = _precompile(work, top, optimize, what) if precompile else [f"OPT_FAST={optimize}"]
             _run(["make", "-C", str(work), "-j", str(jobs), "-f", f"V{top}.mk",
-                  "LDFLAGS=-fPIC -shared", f"OPT_FAST={optimize}", f"OPT_GLOBAL={optimize}"], f"{what}: C++ build")
+                  "LDFLAGS=-fPIC -shared", *flags, f"OPT_GLOBAL={optimize}"], f"{what}: C++ build")
+            (work / f"{PRECOMPILED}.gch").unlink(missing_ok=True)  # as large as the header's parse: not kept
         (work / "params.json").write_text(json.dumps(params or {"top": top}, indent=1))
         try:
             os.replace(work, build_dir)
@@ -368,7 +392,7 @@ class Cosim:
         if self.netlist is not None:
             args = (*args, *NETLIST_SPLIT)
         compile_model(write, self.top, self.build_dir, extend, self.optimize, jobs, args=args, what=self.design.name,
-                      params={"design": self.design.name, **self.params})
+                      params={"design": self.design.name, **self.params}, precompile=self.netlist is not None)
 
     def _load(self, so_file):
         from pyverilator import PyVerilator

@@ -44,7 +44,7 @@ __all__ = ["METHODS", "VERSIONS", "EXCLUDED", "NETS_FILE", "Toggles", "verilator
            "counter_code", "read_dat", "per_instance", "read_counts", "zero_counts", "net_bits", "net_counts"]
 
 METHODS = ("counters", "coverage")
-VERSIONS = {"counters": 3, "coverage": 2}  # bump a method's when its instrumentation changes (rebuilds its models)
+VERSIONS = {"counters": 4, "coverage": 2}  # bump a method's when its instrumentation changes (rebuilds its models)
 EXCLUDED = ("clk", "rst")  # charged as clocking, or never toggling during a run
 NETS_FILE = "toggle_nets.json"  # the counters' nets, written into the build folder
 _CHUNK = 400  # nets per generated count function: one function of every net takes g++ -O2 many times longer
@@ -90,17 +90,24 @@ class Toggles:
 @dataclass
 class _Net:
     """A counted variable: ``instance`` (Verilog scope path), ``name`` (Verilator's), ``bits`` per element, ``words``
-    per element (1 for up to 64 bits, else 32-bit words), ``elements`` (1, or an unpacked array's)."""
+    per element (1 for up to 64 bits, else 32-bit words), ``elements`` (1, or an unpacked array's), ``kind`` (its C
+    type: ``CData``, ``SData``, ``IData``, ``QData``, or ``VlWide``)."""
 
     instance: str
     name: str
     bits: int
     words: int
     elements: int
+    kind: str = "QData"
 
     @property
     def wide(self):
         return self.words > 1 or self.bits > 64
+
+    @property
+    def scalar(self):
+        """One word of one element: counted from a table of its offset in the model (``counter_code``)."""
+        return self.elements == 1 and not self.wide
 
 
 def counted_nets(root_header, top):
@@ -116,7 +123,7 @@ def counted_nets(root_header, top):
         if net in EXCLUDED or net.startswith("__V") or re.fullmatch(r"_\d+_", net):
             continue
         nets.append(_Net(".".join(scope[:-1]), name, int(high) - int(low) + 1, int(words) if words else 1,
-                         int(elements) if unpacked else 1))
+                         int(elements) if unpacked else 1, kind.partition("<")[0]))
     return nets
 
 
@@ -124,17 +131,31 @@ def counter_code(nets, model_class, root_class, per_bit=False):
     """C++ that counts the toggles of ``nets`` after every evaluation: ``cosim_toggles_count(top)`` (called by the
     instrumented wrapper), and the C functions ``cosim_toggles_zero(top)``, ``cosim_toggles_read(out)`` and
     ``cosim_toggles_enable(on)`` (off: no counting, to time the model without it). One counter per net, or per net
-    bit with ``per_bit``."""
+    bit with ``per_bit``; counters in the order of ``nets``.
+
+    Scalar nets (one word, one element: every net of a flat gate-level netlist) are counted by one loop per C type
+    over a constant table of their offsets in the model; the others by a statement each, in functions of
+    ``_CHUNK``. A statement per net of a packaged tile's 1 M gate-level nets took gcc several GB and most of its
+    model's build."""
     counters = sum(n.bits * n.elements for n in nets) if per_bit else len(nets)
     slots = sum(n.words * n.elements for n in nets)
     lines = [f"// dashraker toggle counting (counters generated from {root_class}.h)",
-             f'#include "{root_class}.h"',
+             f'#include "{root_class}.h"', "#include <cstddef>",
+             '#pragma GCC diagnostic ignored "-Winvalid-offsetof"  // the model class is not standard-layout; no '
+             "virtual bases",
              f"static uint64_t cosim_toggle_counts[{max(counters, 1)}];",
              f"static uint64_t cosim_toggle_last[{max(slots, 1)}];",
-             "static int cosim_toggles_on = 1;"]
+             "static int cosim_toggles_on = 1;",
+             "struct cosim_toggle_net { uint32_t at, counter, bits, slot; };  // offset in the model, first counter"]
     counter = slot = 0
-    statements = []
+    statements, tables = [], {}
     for net in nets:
+        if net.scalar:
+            tables.setdefault(net.kind, []).append(
+                f"{{offsetof({root_class}, {net.name}), {counter}, {net.bits}, {slot}}}")
+            counter += net.bits if per_bit else 1
+            slot += 1
+            continue
         arrayed = net.elements > 1
         loops = (f"for (int e = 0; e < {net.elements}; ++e) " if arrayed else "") + \
                 (f"for (int w = 0; w < {net.words}; ++w) " if net.wide else "")
@@ -150,12 +171,24 @@ def counter_code(nets, model_class, root_class, per_bit=False):
             counter += 1
         statements.append(f"    {loops}{{ v = (uint64_t){value} ^ {last}; {last} = (uint64_t){value}; {step} }}")
         slot += net.words * net.elements
+    add = ("for (uint32_t b = 0; b < n.bits; ++b) c[n.counter + b] += (v >> b) & 1;" if per_bit
+           else "c[n.counter] += __builtin_popcountll(v);")
+    lines += ["template <typename T, std::size_t N> static void cosim_toggles_table(const char* const r, "
+              "const cosim_toggle_net (&nets)[N], uint64_t* const c, uint64_t* const p) {",
+              "    for (const cosim_toggle_net& n : nets) {",
+              "        const uint64_t now = *reinterpret_cast<const T*>(r + n.at), v = now ^ p[n.slot];",
+              f"        p[n.slot] = now; {add}", "    }", "}"]
+    for kind, entries in tables.items():
+        lines += [f"static const cosim_toggle_net cosim_toggle_{kind}[{len(entries)}] = {{",
+                  *(f"    {entry}," for entry in entries), "};"]
     chunks = [statements[at:at + _CHUNK] for at in range(0, len(statements), _CHUNK)]
     for index, chunk in enumerate(chunks):
         lines += [f"static void __attribute__((noinline)) cosim_toggles_count{index}({root_class}* const r, "
                   "uint64_t* const c, uint64_t* const p) {", "    uint64_t v;", *chunk, "}"]
     lines += [f"static void cosim_toggles_count({model_class}* top) {{",
               "    if (!cosim_toggles_on) return;",
+              *(f"    cosim_toggles_table<{kind}>(reinterpret_cast<const char*>(top->rootp), cosim_toggle_{kind}, "
+                "cosim_toggle_counts, cosim_toggle_last);" for kind in tables),
               *(f"    cosim_toggles_count{index}(top->rootp, cosim_toggle_counts, cosim_toggle_last);"
                 for index in range(len(chunks))),
               "}", 'extern "C" {',

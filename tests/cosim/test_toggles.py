@@ -60,9 +60,10 @@ def _model(component, name, ports, folder, method="counters", per_bit=True):
     return ToggleModel(text, name, folder / f"{name}-{method}-{per_bit}", method, per_bit)
 
 
-def _loaded_model(folder, method="counters", per_bit=True):
-    dut = _Loaded(8, counter_bits=5)
-    return _model(dut, "loaded", [dut.data, dut.q, dut.count], folder, method, per_bit)
+def _loaded_model(folder, method="counters", per_bit=True, width=8):
+    dut = _Loaded(width, counter_bits=5)
+    name = "loaded" if width == 8 else f"loaded{width}"  # a process's models of one name must share one layout
+    return _model(dut, name, [dut.data, dut.q, dut.count], folder, method, per_bit)
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def test_per_instance_reads_points():
 
 def test_counted_nets_of_a_header():
     """The counters' nets from a model header: scalars, wide vectors and unpacked arrays below the top, per scope;
-    the model's ports, clock, reset and Verilator's own variables left out."""
+    the model's ports, clock, reset and Verilator's own variables left out; the scalars counted from tables."""
     header = """
     VL_IN8(clk,0,0);
     VL_OUT8(q,7,0);
@@ -168,6 +169,11 @@ def test_counted_nets_of_a_header():
     code = counter_code(nets, "Vt", "Vt___024root")
     assert "static uint64_t cosim_toggle_counts[5];" in code and "cosim_toggle_last[11];" in code  # 1+1+1+3+5
     assert "for (int w = 0; w < 3; ++w)" in code and "for (int e = 0; e < 5; ++e)" in code
+    # the scalars from tables of their offsets, one per C type, in counter and slot order (wide w took slots 3-5)
+    assert "cosim_toggle_CData[1] = {\n    {offsetof(Vt___024root, t__DOT__q), 0, 8, 0}," in code
+    assert "cosim_toggle_SData[1] = {\n    {offsetof(Vt___024root, t__DOT__u__DOT____024signal), 1, 9, 1}," in code
+    assert "cosim_toggle_QData[1] = {\n    {offsetof(Vt___024root, t__DOT__u__DOT__x), 2, 40, 2}," in code
+    assert "r->t__DOT__q" not in code and "r->t__DOT__u__DOT__v__DOT__w[w]" in code
     assert "cosim_toggle_counts[287];" in counter_code(nets, "Vt", "Vt___024root", per_bit=True)  # 8+9+40+70+32x5
 
 
@@ -192,3 +198,30 @@ def test_counters_agree_with_coverage(tmp_path):
     assert counts[("counters", False)] == counts[("counters", True)] == counts[("coverage", True)]
     assert nets[("counters", True)] == nets[("coverage", True)]
     assert counts[("coverage", True)]["adder"][0] > 0
+
+
+@pytest.mark.slow  # two small Verilator builds: about 30 s on a busy 2-core machine
+def test_wide_nets_beside_scalars_by_hand(tmp_path):
+    """Wide nets (counted by a statement each) beside scalars (counted from tables of their offsets), per net bit and
+    per net: a 70-bit register loaded with random words toggles, bit by bit, where consecutive words differ; the
+    register holding its previous value one word later; the 5-bit counter beside them as over any 32 cycles."""
+    width, n = 70, 5
+    rng = np.random.default_rng(3)
+    words = [int.from_bytes(rng.bytes(16), "little") % (1 << width) for _ in range((1 << n) + 1)]
+    models = [_loaded_model(tmp_path, "counters", per_bit, width) for per_bit in (True, False)]
+    for model in models:
+        model.io.data = words[0]
+        model.tick(3)  # q and the held copy both words[0]
+        model.zero()
+        for word in words[1:]:
+            model.io.data = word
+            model.tick()
+
+    def changes(sequence):
+        return [sum((a ^ b) >> bit & 1 for a, b in zip(sequence, sequence[1:])) for bit in range(width)]
+
+    nets = models[0].nets("loaded70")
+    assert nets["q"] == changes(words) and nets["held"] == changes(words[:-1])
+    assert models[0].nets("loaded70.counter")["count"] == [1 << (n - i) for i in range(n)]
+    per_bit, per_net = ({name: (c.toggles, c.bits) for name, c in model.counts().items()} for model in models)
+    assert per_net == per_bit and per_bit[""][0] > 0
