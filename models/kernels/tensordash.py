@@ -251,10 +251,10 @@ def dnnsim_summaries(operand, pattern, lookahead):
     """Per pass of ``operand`` (as ``cycles_and_nonzero`` takes it), as DNNsim's ``TensorDash.cpp`` (training
     version) schedules and counts it, the greedy scheduler's order: int64 ``[passes]`` arrays ``(leading, first,
     inner, tail, nonzero)``, ``dashraker.mapping.dnnsim.Summary``'s fields (``nonzero``: the values scheduled).
-    Its scheduler walks every step with its own skip counter from 0: up to H all-zero steps in a row are jumped, nothing promoted into them; every other step takes
-    values from the next H steps as SPEC section 3's window does. Its count then walks the scheduled steps with a
-    second counter, which ``first`` (the first step holding a value), ``inner`` (the cycles from it with the counter
-    at 0) and ``tail`` (the counter left) summarise."""
+    Its scheduler walks every step with its own skip counter from 0: up to H all-zero steps in a row are jumped,
+    nothing promoted into them; every other step takes values from the next H steps as SPEC section 3's window
+    does. Its count then walks the scheduled steps with a second counter, which ``first`` (the first step holding a
+    value), ``inner`` (the cycles from it with the counter at 0) and ``tail`` (the counter left) summarise."""
     bits, test, pattern = _bits(operand, pattern, lookahead)
     passes, rows, _, lanes = bits.shape
     if lanes > _WORD:
