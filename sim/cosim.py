@@ -288,8 +288,10 @@ def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=()
                 raise CosimBuildError(f"{what}: Verilator failed on {source.name}:\n" + "\n".join(log[-30:])) \
                     from error
             generated = sum(path.stat().st_size for path in work.glob("*.cpp"))
-            stage(f"{what}: compiling Verilator's {generated / 1e3:,.0f} kB of C++ ({optimize}; a first build takes "
-                  f"minutes, measured 78-145 s at -O0 on 2 cores; then cached in {build_dir})")
+            took = ("the C++ of a packaged tile's gate-level model took 30-40 min" if precompile else
+                    "a first build took 78-145 s at -O0")
+            stage(f"{what}: compiling Verilator's {generated / 1e3:,.0f} kB of C++ ({optimize}; {took} on 2 cores; "
+                  f"then cached in {build_dir})")
             wrapper = work / "pyverilator_wrapper.cpp"
             wrapper.write_text(extend(wrapper.read_text(), work))
             flags = _precompile(work, top, optimize, what) if precompile else [f"OPT_FAST={optimize}"]
