@@ -288,7 +288,7 @@ def compile_model(write, top, build_dir, extend, optimize="-O2", jobs=2, args=()
                 raise CosimBuildError(f"{what}: Verilator failed on {source.name}:\n" + "\n".join(log[-30:])) \
                     from error
             generated = sum(path.stat().st_size for path in work.glob("*.cpp"))
-            took = ("the C++ of a packaged tile's gate-level model took 30-40 min" if precompile else
+            took = ("the C++ of a packaged tile's gate-level model took 20-40 min" if precompile else
                     "a first build took 78-145 s at -O0")
             stage(f"{what}: compiling Verilator's {generated / 1e3:,.0f} kB of C++ ({optimize}; {took} on 2 cores; "
                   f"then cached in {build_dir})")
