@@ -28,6 +28,7 @@ from dashraker.hw.numerics import (FP32_LAYOUT, Accumulator, FixedPointAccumulat
                                    FPMultiplier, mac_stages)
 from dashraker.hw.numerics.fixed_accumulator import SEGMENTS
 from dashraker.hw.tensordash import StagingWindow, chunk_layout
+from dashraker.hw.tensordash.window import thread_streams
 from dashraker.models.interconnect import T25_PATTERN
 
 
@@ -92,18 +93,21 @@ class WindowLoop(wiring.Component):
 
     Only the registered one-hot selects leave (folded to 16 bits), so synthesis drops
     the operand store and the row mux: what remains is the loop through the non-zero flags.
+    With two threads (the C-slow window, SPEC section 3) the loop is cut in two, a steps stream per thread.
     """
 
-    def __init__(self, lanes, scheduler="greedy"):
-        self.lanes, self.scheduler = lanes, scheduler
-        super().__init__({"steps": In(stream.Signature(chunk_layout(1, 1, lanes, 2, "bf16"))),
+    def __init__(self, lanes, scheduler="greedy", threads=1):
+        self.lanes, self.scheduler, self.threads = lanes, scheduler, threads
+        chunks = In(stream.Signature(chunk_layout(1, 1, lanes, 2, "bf16")))
+        super().__init__({"steps": chunks if threads == 1 else chunks.array(threads),
                           "results": Out(stream.Signature(data.ArrayLayout(1, 16)))})
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.window = window = StagingWindow(1, 1, self.lanes, 2, T25_PATTERN, "bf16", self.scheduler,
-                                                     threads=1)
-        wiring.connect(m, wiring.flipped(self.steps), window.steps)
+                                                     threads=self.threads)
+        for outer, inner in zip(thread_streams(self.steps, self.threads), window.chunk_streams):
+            wiring.connect(m, wiring.flipped(outer), inner)
         selects = window.row_picks.as_value()
         folded = selects[:15]
         for start in range(15, len(selects), 15):
@@ -136,6 +140,8 @@ UNITS = {
        for fmt in ("bf16", "fp32") for stages in (0, 2, 3, 4)},
     "window-loop": ("TensorDash window loop, 16 lanes T<2,5> H=2, one row", lambda: WindowLoop(16)),
     "window-loop-8": ("TensorDash window loop, 8 lanes T<2,5> H=2, one row", lambda: WindowLoop(8)),
+    "window-loop-8-threads2": ("TensorDash window loop, 8 lanes T<2,5> H=2, one row, two threads",
+                               lambda: WindowLoop(8, threads=2)),
     **{f"window-loop-{lanes}-{scheduler}": (f"TensorDash window loop, {lanes} lanes T<2,5> H=2, one row, {scheduler}",
                                             lambda lanes=lanes, scheduler=scheduler: WindowLoop(lanes, scheduler))
        for lanes in (8, 16) for scheduler in ("separable1", "separable2")},
