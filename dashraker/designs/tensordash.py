@@ -33,7 +33,7 @@ THREADS = Parameter(
     "and 14,820 (after synthesis; mostly a second operand store), 1.13x the packaged 4x4x16 tile's area on "
     "Nangate45 and 1.0015x a ResNet-18 step's cycles. 2 buys that tile's clock: 571 MHz on Nangate45 against 1 "
     "thread's 559 (the tree baseline's 574), bound by the accumulator, not the window; on ECP5 the window loop "
-    "alone closes at 111 MHz against 1 thread's 78, but the 1x1x8 tile has not routed in 23 runs (its two operand "
+    "alone closes at 111 MHz against 1 thread's 78, but the 1x1x8 tile has not routed in 24 runs (its two operand "
     "stores congest it) (dnnsim: always 1)",
     choices=(1, 2))
 
